@@ -1,0 +1,136 @@
+'use strict';
+// Finds or starts a Redis for development, tests and load tests.
+// Order: a Redis already answering at the given URL; else a local `redis-server` on loopback
+// (installing Debian's `redis-server` package when it is missing, we are root and installs are
+// allowed); else a clear error. Used by `npm start`, the test setup and `npm run loadtest`.
+const { spawn, spawnSync, execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const path = require('node:path');
+
+/** Sends PING over a raw socket; resolves true on +PONG within the timeout. */
+function ping(url, timeoutMs = 500) {
+  const u = new URL(url);
+  return new Promise((resolve) => {
+    const sock = net.connect({ host: u.hostname || '127.0.0.1', port: Number(u.port || 6379) });
+    const done = (ok) => {
+      sock.destroy();
+      resolve(ok);
+    };
+    sock.setTimeout(timeoutMs, () => done(false));
+    sock.once('error', () => done(false));
+    let buf = '';
+    sock.on('data', (d) => {
+      buf += d.toString('latin1');
+      if (buf.includes('\r\n')) done(buf.startsWith('+PONG') || buf.startsWith('-NOAUTH'));
+    });
+    sock.once('connect', () => sock.write('PING\r\n'));
+  });
+}
+
+function findRedisServer() {
+  for (const p of ['/usr/bin/redis-server', '/usr/local/bin/redis-server', '/usr/sbin/redis-server']) {
+    if (fs.existsSync(p)) return p;
+  }
+  const r = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
+  const found = r.stdout.trim();
+  return found || null;
+}
+
+/** Returns the path of redis-server, installing Debian's package when allowed. */
+function ensureRedisBinary({ log = console.error } = {}) {
+  let bin = findRedisServer();
+  if (bin) return bin;
+  const allowed = process.env.REDIS_AUTO_INSTALL !== '0';
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (allowed && isRoot && fs.existsSync('/usr/bin/apt-get')) {
+    log('redis-server not found: installing Debian package redis-server (set REDIS_AUTO_INSTALL=0 to forbid)');
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    execFileSync('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
+    execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'redis-server'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env,
+    });
+    // Debian's package starts a system service on 6379; we never rely on it, we start our own.
+    bin = findRedisServer();
+  }
+  if (!bin) {
+    throw new Error(
+      'redis-server is not installed and could not be installed automatically. ' +
+        'Install it (Debian: apt-get install redis-server) or set REDIS_URL to a running Redis.',
+    );
+  }
+  return bin;
+}
+
+/** Asks the kernel for a free TCP port on loopback. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor(fn, timeoutMs, what) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (await fn()) return;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * Starts a private redis-server on 127.0.0.1:<port> with its files in `dir`.
+ * `daemonize` detaches it (npm start); otherwise it is a child of this process (tests).
+ * Returns { url, port, pid, stop() }.
+ */
+async function startRedis({ port, dir, daemonize = false, log = console.error } = {}) {
+  const bin = ensureRedisBinary({ log });
+  port = port || (await freePort());
+  dir = dir || fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'bidder-redis-'));
+  fs.mkdirSync(dir, { recursive: true });
+  const pidfile = path.join(dir, `redis-${port}.pid`);
+  const args = [
+    '--bind', '127.0.0.1', '--port', String(port), '--dir', dir,
+    '--save', '', '--appendonly', 'no', '--protected-mode', 'yes',
+    '--pidfile', pidfile, '--logfile', path.join(dir, `redis-${port}.log`),
+    '--daemonize', daemonize ? 'yes' : 'no',
+  ];
+  let child = null;
+  if (daemonize) {
+    execFileSync(bin, args, { stdio: 'inherit' });
+  } else {
+    child = spawn(bin, args, { stdio: 'ignore' });
+  }
+  const url = `redis://127.0.0.1:${port}`;
+  await waitFor(() => ping(url), 10_000, `redis-server on port ${port}`);
+  const pid = child ? child.pid : Number(fs.readFileSync(pidfile, 'utf8').trim());
+  return {
+    url,
+    port,
+    pid,
+    dir,
+    /** Stops this server (by its own PID) and waits until the port is closed. */
+    async stop() {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        return;
+      }
+      await waitFor(async () => !(await ping(url, 200)), 10_000, `redis-server ${port} to stop`).catch(() => {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+      });
+    },
+  };
+}
+
+module.exports = { ping, ensureRedisBinary, startRedis, freePort, waitFor };

@@ -1,0 +1,42 @@
+'use strict';
+// `npm test`: type-checks and compiles src + test, builds dist (e2e tests start dist/main.js),
+// then runs every compiled *.spec.js / *.test.js with Node's test runner on the project's Node 24.
+const { execFileSync, spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..');
+const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+const major = Number(process.versions.node.split('.')[0]);
+if (major < 24) {
+  console.error(`npm test needs Node 24 (this is ${process.version}); run it through npm so node_modules/.bin/node is used.`);
+  process.exit(1);
+}
+execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
+execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+
+const outDir = path.join(root, '.test-build');
+const filter = process.argv.slice(2);
+const files = [];
+(function walk(dir) {
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) {
+      if (e.name !== 'node_modules') walk(p);
+    } else if (/\.(spec|test)\.js$/.test(e.name)) {
+      files.push(p);
+    }
+  }
+})(outDir);
+const selected = filter.length ? files.filter((f) => filter.some((s) => f.includes(s))) : files;
+if (selected.length === 0) {
+  console.error('no test files found');
+  process.exit(1);
+}
+selected.sort();
+const r = spawnSync(
+  process.execPath,
+  ['--test', '--test-reporter=spec', '--test-concurrency=1', '--test-timeout=600000', ...selected],
+  { cwd: root, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } },
+);
+process.exit(r.status === null ? 1 : r.status);

@@ -1,0 +1,3 @@
+import { Injectable } from '@nestjs/common';
+@Injectable()
+export class BiddingService {}

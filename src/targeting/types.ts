@@ -1,0 +1,99 @@
+import type { MType, NativeAssetKind, Size } from '../openrtb/types';
+
+/**
+ * A candidate ad: one creative of one campaign, as loaded from CAMPAIGNS_FILE and validated.
+ * Everything a filter needs is precomputed at load time (category parents, https-ness, domains).
+ */
+export interface Candidate {
+  /** Creative id (`bid.crid`). */
+  readonly id: string;
+  /** Campaign id (`bid.cid`). */
+  readonly campaignId: string;
+  readonly kind: 'banner' | 'native' | 'video';
+  /** Advertiser domains (`bid.adomain`), lower-case. */
+  readonly adomain: readonly string[];
+  /** IAB content categories (`bid.cat`). */
+  readonly cat: readonly string[];
+  /** Creative attributes (`bid.attr`, OpenRTB list 5.3). */
+  readonly attr: readonly number[];
+  /** Maximum bid, CPM in USD. */
+  readonly price: number;
+  /** Where a click lands. */
+  readonly landingUrl: string;
+  /** True when every URL of the creative (assets, landing) is https. */
+  readonly secure: boolean;
+  readonly banner: { readonly w: number; readonly h: number; readonly imageUrl: string } | null;
+  readonly native: {
+    readonly title: string;
+    readonly description: string;
+    readonly sponsoredBy: string;
+    readonly cta: string;
+    readonly image: { readonly url: string; readonly w: number; readonly h: number } | null;
+    readonly icon: { readonly url: string; readonly w: number; readonly h: number } | null;
+  } | null;
+  readonly video: {
+    readonly mimes: readonly string[];
+    readonly duration: number;
+    readonly protocols: readonly number[];
+    readonly w: number;
+    readonly h: number;
+    readonly mediaUrl: string;
+    readonly bitrate: number;
+  } | null;
+  readonly targeting: {
+    /** null = site and app. */
+    readonly inventory: 'site' | 'app' | null;
+    /** Empty = any. OpenRTB device types (list 5.21). */
+    readonly deviceTypes: readonly number[];
+    /** Empty = any. Lower-case OS names. */
+    readonly os: readonly string[];
+    /** Empty = any. ISO-3166-1 alpha-3. */
+    readonly countries: readonly string[];
+  };
+  /** Deal ids this candidate may bid on. */
+  readonly deals: readonly string[];
+}
+
+/** What the markup needs to fill one native asset of the request. */
+export interface NativeFill {
+  /** The request asset's id, echoed in the response. */
+  readonly assetId: number;
+  readonly kind: NativeAssetKind;
+  /** Title text or data value (already cut to `len`); '' for images. */
+  readonly text: string;
+  /** Image for img assets, else null. */
+  readonly img: { readonly url: string; readonly w: number; readonly h: number } | null;
+}
+
+/** The winner for one imp. */
+export interface Match {
+  readonly candidate: Candidate;
+  readonly mtype: MType;
+  /** Bid price, CPM in the response currency. */
+  readonly price: number;
+  readonly dealId: string | null;
+  /** Banner size bid on (from the candidate), null for other kinds. */
+  readonly size: Size | null;
+  /** Native assets to return, null for other kinds. */
+  readonly native: readonly NativeFill[] | null;
+}
+
+/** Why an imp (or a candidate) got no bid; stable strings used in logs, metrics and debug output. */
+export type NoBidReason =
+  | 'no_candidates'
+  | 'media_type'
+  | 'size'
+  | 'native_assets'
+  | 'video'
+  | 'bcat'
+  | 'badv'
+  | 'bapp'
+  | 'battr'
+  | 'secure'
+  | 'inventory'
+  | 'device'
+  | 'os'
+  | 'country'
+  | 'floor'
+  | 'currency'
+  | 'deal';
