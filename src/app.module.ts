@@ -4,6 +4,7 @@ import type { Config } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { HealthModule } from './health/health.module';
 import { LogModule } from './log/log.module';
+import { MetricsModule } from './metrics/metrics.module';
 import { TargetingModule } from './targeting/targeting.module';
 
 @Module({})
@@ -11,7 +12,7 @@ export class AppModule {
   static forRoot(config: Config): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(config), LogModule, TargetingModule, BiddingModule, HealthModule],
+      imports: [ConfigModule.forRoot(config), MetricsModule, LogModule, TargetingModule, BiddingModule, HealthModule],
     };
   }
 }
