@@ -1,29 +1,32 @@
-// PROVISIONAL: parses JSON and logs request/response; the real bid path replaces this.
+import { gzipSync } from 'node:zlib';
 import { Controller, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { LogService } from '../log/log.service';
+import { BiddingService } from './bidding.service';
 
+/** `POST /openrtb2/bid` (INTERFACE.md). Thin: HTTP in and out; the work is in BiddingService. */
 @Controller('openrtb2')
 export class BiddingController {
-  constructor(private readonly log: LogService) {}
+  constructor(private readonly bidding: BiddingService) {}
 
   @Post('bid')
   bid(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
-    const raw = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
-    let body: unknown;
-    try {
-      body = JSON.parse(raw);
-    } catch {
-      void reply.code(400).send({ error: 'malformed JSON' });
+    const startedAt = performance.now();
+    const h = req.headers;
+    const answer = this.bidding.bid(req.body, h['content-encoding'], startedAt);
+    const version = h['x-openrtb-version'];
+    // OpenRTB 2.6 §2.5: echoing the version is recommended.
+    if (version !== undefined) void reply.header('x-openrtb-version', version);
+    if (answer.status === 204) {
+      void reply.code(204).send();
       return;
     }
-    const id = body && typeof body === 'object' && typeof (body as { id?: unknown }).id === 'string' ? (body as { id: string }).id : '';
-    if (!id) {
-      void reply.code(400).send({ error: 'missing id' });
+    void reply.code(answer.status).header('content-type', 'application/json; charset=utf-8');
+    const accept = h['accept-encoding'];
+    if (answer.status === 200 && typeof accept === 'string' && accept.includes('gzip')) {
+      // OpenRTB 2.6 §2.4: gzip the response when the exchange asks for it.
+      void reply.header('content-encoding', 'gzip').header('vary', 'accept-encoding').send(gzipSync(answer.body));
       return;
     }
-    this.log.log({ type: 'request', id, name: '' }, { key: 'req', json: raw.replace(/[\r\n]+/g, ' ') });
-    this.log.log({ type: 'response', id, name: '', status: 204, nbr: 0, reason: 'no_candidates' });
-    void reply.code(204).send();
+    void reply.send(answer.body);
   }
 }

@@ -1,3 +1,203 @@
-import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { CONFIG, type Config } from '../config/config';
+import { LogService } from '../log/log.service';
+import { MetricsService, type BidOutcome } from '../metrics/metrics.service';
+import { InvalidRequestError, parseBidRequest } from '../openrtb/parse';
+import { MType, type BidRequest, type Imp } from '../openrtb/types';
+import { selectForImp } from '../targeting/campaign-store';
+import { CampaignStore } from '../targeting/campaign-store';
+import { chooseBidCurrency } from '../targeting/currency';
+import type { Match, NoBidReason } from '../targeting/types';
+import { PayloadCodec } from '../tracking/payload';
+import { BodyError, decodeBody, parseJson } from './body';
+import { bannerAdm, nativeAdm, vastAdm, type TrackingUrls } from './markup';
+
+/** What the controller sends back. `body` is '' for 204. */
+export interface BidAnswer {
+  status: 200 | 204 | 400 | 413;
+  body: string;
+  /** The no-bid or error reason (null on a bid). */
+  reason: string | null;
+}
+
+export interface ResponseBid {
+  id: string;
+  impid: string;
+  price: number;
+  adm: string;
+  adomain: readonly string[];
+  crid: string;
+  cid: string;
+  cat: readonly string[];
+  attr: readonly number[];
+  mtype: MType;
+  nurl: string;
+  burl: string;
+  lurl: string;
+  w?: number;
+  h?: number;
+  dealid?: string;
+}
+
+// Exchange macros (OpenRTB 2.6 §4.4), substituted by the exchange before it calls the URL.
+const WIN_QS = '&price=${AUCTION_PRICE}&cur=${AUCTION_CURRENCY}';
+const LOSS_QS = '&price=${AUCTION_PRICE}&loss=${AUCTION_LOSS}';
+
+/**
+ * The bid path: body → request view → auction per imp → markup → response, plus exactly one
+ * `request` and one `response` log record for every request that carries an id.
+ * Synchronous and free of I/O: logging is an in-memory append (log module).
+ */
 @Injectable()
-export class BiddingService {}
+export class BiddingService {
+  private readonly codec: PayloadCodec;
+  private readonly base: string;
+  private readonly secureBase: string;
+
+  constructor(
+    @Inject(CONFIG) private readonly config: Config,
+    private readonly store: CampaignStore,
+    private readonly log: LogService,
+    private readonly metrics: MetricsService,
+  ) {
+    this.codec = new PayloadCodec(config.trackingSecret);
+    this.base = config.trackingBaseUrl;
+    // imp.secure = 1 needs https everywhere; TLS is expected to be terminated in front of the bidder.
+    this.secureBase = config.trackingBaseUrl.replace(/^http:/, 'https:');
+  }
+
+  /** Handles one POST body. Never throws for anything a client can send. */
+  bid(body: unknown, contentEncoding: string | undefined, startedAt: number): BidAnswer {
+    let text: string;
+    let parsed: unknown;
+    try {
+      text = decodeBody(body, contentEncoding, this.config.bodyLimitBytes).toString('utf8');
+      parsed = parseJson(text);
+    } catch (e) {
+      if (e instanceof BodyError) return this.reject(e.status, e.reason, startedAt);
+      throw e;
+    }
+    let req: BidRequest;
+    try {
+      req = parseBidRequest(parsed);
+    } catch (e) {
+      if (!(e instanceof InvalidRequestError)) throw e;
+      const id = idOf(parsed);
+      if (id !== '') {
+        this.log.log({ type: 'request', id, name: '' }, { key: 'req', json: text });
+        this.log.log({ type: 'response', id, name: '', status: 400, reason: e.reason });
+      }
+      return this.reject(400, e.reason, startedAt);
+    }
+    this.log.log({ type: 'request', id: req.id, name: req.publisher }, { key: 'req', json: text });
+    const answer = this.auction(req);
+    if (answer.status === 200) {
+      this.log.log({ type: 'response', id: req.id, name: req.publisher, status: 200 }, { key: 'res', json: answer.body });
+      this.metrics.bidRequest('bid', null, (performance.now() - startedAt) / 1000);
+    } else {
+      this.log.log({ type: 'response', id: req.id, name: req.publisher, status: 204, reason: answer.reason });
+      this.metrics.bidRequest('nobid', answer.reason, (performance.now() - startedAt) / 1000);
+    }
+    return answer;
+  }
+
+  private reject(status: 400 | 413, reason: string, startedAt: number): BidAnswer {
+    const outcome: BidOutcome = status === 413 ? 'too_large' : 'bad_request';
+    this.metrics.bidRequest(outcome, null, (performance.now() - startedAt) / 1000);
+    return { status, body: JSON.stringify({ error: reason }), reason };
+  }
+
+  /** Runs the auction for every imp; at most one bid per imp. */
+  auction(req: BidRequest): BidAnswer {
+    const cur = chooseBidCurrency(req.cur);
+    if (cur === null) return { status: 204, body: '', reason: 'currency' };
+    const index = this.store.current();
+    const now = Date.now();
+    let bids: ResponseBid[] | null = null;
+    let reason: NoBidReason | null = null;
+    for (let i = 0; i < req.imps.length; i++) {
+      const imp = req.imps[i]!;
+      const m = selectForImp(index, imp, req, cur);
+      if (typeof m === 'string') {
+        if (reason === null) reason = m;
+        continue;
+      }
+      (bids ??= []).push(this.buildBid(req, imp, m, cur, now));
+      this.metrics.bidPrice(m.price);
+    }
+    if (bids === null) return { status: 204, body: '', reason: reason ?? 'no_candidates' };
+    const body = JSON.stringify({ id: req.id, cur, seatbid: [{ bid: bids }] });
+    return { status: 200, body, reason: null };
+  }
+
+  private buildBid(req: BidRequest, imp: Imp, m: Match, cur: string, now: number): ResponseBid {
+    const c = m.candidate;
+    const bidId = randomUUID();
+    const base = imp.secure ? this.secureBase : this.base;
+    const q = this.codec.encode({
+      requestId: req.id,
+      bidId,
+      impId: imp.id,
+      crid: c.id,
+      cid: c.campaignId,
+      price: m.price,
+      cur,
+      ts: now,
+      dealId: m.dealId ?? '',
+      publisher: req.publisher,
+      userId: req.userId,
+    });
+    const urls: TrackingUrls = { click: `${base}/t/click?${q}`, imp: `${base}/t/imp?${q}` };
+    let adm: string;
+    switch (m.mtype) {
+      case MType.Native:
+        adm = nativeAdm(imp.native!, m.native ?? [], urls);
+        break;
+      case MType.Video:
+        adm = vastAdm(c, urls, bidId, videoMime(c.video?.mimes ?? [], imp.video?.mimes ?? []));
+        break;
+      default:
+        adm = bannerAdm(c, urls);
+    }
+    const bid: ResponseBid = {
+      id: bidId,
+      impid: imp.id,
+      price: m.price,
+      adm,
+      adomain: c.adomain,
+      crid: c.id,
+      cid: c.campaignId,
+      cat: c.cat,
+      attr: c.attr,
+      mtype: m.mtype,
+      nurl: `${base}/t/win?${q}${WIN_QS}`,
+      burl: `${base}/t/bill?${q}${WIN_QS}`,
+      lurl: `${base}/t/loss?${q}${LOSS_QS}`,
+    };
+    if (m.size !== null) {
+      bid.w = m.size.w;
+      bid.h = m.size.h;
+    } else if (m.mtype === MType.Video && c.video !== null) {
+      bid.w = c.video.w;
+      bid.h = c.video.h;
+    }
+    if (m.dealId !== null) bid.dealid = m.dealId;
+    return bid;
+  }
+}
+
+/** The first of the candidate's mimes the imp accepts (any, when the imp lists none). */
+function videoMime(candidate: readonly string[], allowed: readonly string[]): string {
+  for (let i = 0; i < candidate.length; i++) {
+    if (allowed.length === 0 || allowed.includes(candidate[i]!)) return candidate[i]!;
+  }
+  return candidate[0] ?? 'video/mp4';
+}
+
+/** The request id of a body that failed validation, for the log; '' when there is none. */
+function idOf(body: unknown): string {
+  if (typeof body !== 'object' || body === null) return '';
+  const id = (body as { id?: unknown }).id;
+  return typeof id === 'string' ? id : typeof id === 'number' ? String(id) : '';
+}

@@ -1,0 +1,116 @@
+/**
+ * Micro-benchmark of the bid path in-process, excluding HTTP: body bytes → parse → auction →
+ * markup → tracking payload → response JSON → the two log appends. Reports CPU µs per bid
+ * (process.cpuUsage, so a busy neighbour inflates wall time but not this) per request kind, and
+ * the cost of the pieces. Run: `npm run bench` (writes bench/RESULTS-bid.md with `--write`).
+ */
+import { execSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from '../src/app.module';
+import { BiddingService } from '../src/bidding/bidding.service';
+import { loadConfig } from '../src/config/config';
+import { parseBidRequest } from '../src/openrtb/parse';
+import { PayloadCodec } from '../src/tracking/payload';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const redisLib = require(path.join(ROOT, 'scripts', 'lib', 'redis.js')) as {
+  startRedis(o: object): Promise<{ url: string; stop(): Promise<void> }>;
+};
+
+const nativeRequest = JSON.stringify({
+  ver: '1.2',
+  assets: [
+    { id: 1, required: 1, title: { len: 90 } },
+    { id: 2, required: 1, img: { type: 3, wmin: 300, hmin: 150 } },
+    { id: 3, required: 0, data: { type: 1, len: 40 } },
+  ],
+  eventtrackers: [{ event: 1, methods: [1] }],
+});
+
+const site = { id: 's1', domain: 'news.example', page: 'https://news.example/a/1', publisher: { id: 'p1', name: 'News Example' } };
+const device = { ua: 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X)', ip: '203.0.113.7', devicetype: 4, os: 'iOS', geo: { country: 'USA' } };
+
+const KINDS: Record<string, object> = {
+  native: { id: 'n', cur: ['USD'], imp: [{ id: '1', bidfloor: 0.2, native: { ver: '1.2', request: nativeRequest } }], site, device, user: { id: 'u1' }, bcat: ['IAB25', 'IAB26'], badv: ['blocked.example'] },
+  banner: { id: 'b', cur: ['USD'], imp: [{ id: '1', bidfloor: 0.2, banner: { format: [{ w: 300, h: 250 }, { w: 320, h: 50 }] } }], site, device, user: { id: 'u1' }, bcat: ['IAB25'] },
+  video: { id: 'v', imp: [{ id: '1', bidfloor: 0.5, video: { mimes: ['video/mp4'], minduration: 5, maxduration: 30, protocols: [2, 3, 5, 6], w: 640, h: 360 } }], site, device },
+  'nobid (floor)': { id: 'x', imp: [{ id: '1', bidfloor: 500, banner: { w: 300, h: 250 } }], site, device },
+};
+
+function cpuMicros(): number {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+}
+
+function measure(fn: (i: number) => void, iterations: number): number {
+  for (let i = 0; i < Math.min(5000, iterations); i++) fn(i); // warm-up (JIT)
+  const c0 = cpuMicros();
+  for (let i = 0; i < iterations; i++) fn(i);
+  return (cpuMicros() - c0) / iterations;
+}
+
+async function main(): Promise<void> {
+  const write = process.argv.includes('--write');
+  const iterations = Number(process.env.BENCH_ITERATIONS ?? 50_000);
+  const redis = await redisLib.startRedis({});
+  const spill = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-spill-'));
+  const config = loadConfig({ REDIS_URL: redis.url, LOG_SPILL_DIR: spill, LOG_FLUSH_INTERVAL_MS: '1000' });
+  const app = await NestFactory.createApplicationContext(AppModule.forRoot(config), { logger: ['error', 'warn'] });
+  const bidding = app.get(BiddingService);
+  const rows: Array<[string, number, string]> = [];
+  for (const [name, req] of Object.entries(KINDS)) {
+    const body = Buffer.from(JSON.stringify(req));
+    const base = req as { id: string };
+    let status = 0;
+    const us = measure((i) => {
+      // A unique id per request, as in real traffic (the log holds one record pair per id).
+      const b = Buffer.from(body.toString().replace(`"id":"${base.id}"`, `"id":"${base.id}-${i}"`));
+      status = bidding.bid(b, undefined, performance.now()).status;
+    }, iterations);
+    rows.push([name, us, `status ${status}, ${body.length} B request`]);
+  }
+  // The pieces, for scale.
+  const nativeText = JSON.stringify(KINDS.native);
+  rows.push(['  JSON.parse of the native request', measure(() => JSON.parse(nativeText), iterations), '']);
+  const parsed = JSON.parse(nativeText) as unknown;
+  rows.push(['  parseBidRequest (lenient reader)', measure(() => parseBidRequest(parsed), iterations), '']);
+  const codec = new PayloadCodec('k');
+  const payload = { requestId: '80ce30c53c16e6ede735f123ef6e32361bfc7b22', bidId: 'b6a1c0a4-9d0b-4e43-8f4b-2f0c5b1f7a11', impId: '1', crid: 'cr-native-0042', cid: 'cmp-017', price: 1.37, cur: 'USD', ts: Date.now(), dealId: '', publisher: 'News Example', userId: 'u1' };
+  rows.push(['  tracking payload (lz-string + HMAC), once per bid', measure(() => codec.encode(payload), iterations), '']);
+  await app.close();
+  await redis.stop();
+  fs.rmSync(spill, { recursive: true, force: true });
+
+  let commit = 'unknown';
+  try {
+    commit = execSync('git rev-parse --short HEAD', { cwd: ROOT }).toString().trim();
+  } catch {
+    /* not a checkout */
+  }
+  const lines = [
+    `Machine: ${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}, ${Math.round(os.totalmem() / 2 ** 30)} GiB; Node ${process.version}; commit ${commit}; ${new Date().toISOString()}`,
+    `Iterations: ${iterations} per row (after a warm-up), CPU time from process.cpuUsage().`,
+    '',
+    '| bid path, in-process, no HTTP | CPU µs per request | note |',
+    '|---|---:|---|',
+    ...rows.map(([n, us, note]) => `| ${n} | ${us.toFixed(1)} | ${note} |`),
+  ];
+  const text = lines.join('\n');
+  process.stdout.write(`${text}\n`);
+  if (write) {
+    const file = path.join(ROOT, 'bench', 'RESULTS-bid.md');
+    const head = '# Bid path micro-benchmark\n\nProduced by `npm run bench -- --write` (bench/bid.bench.ts). Aim: under 50 µs per native bid, excluding HTTP.\n\n';
+    fs.writeFileSync(file, `${head}${text}\n`);
+    process.stdout.write(`written to ${file}\n`);
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,114 @@
+/**
+ * Ad markup for the three media types. Pure functions of the winning candidate and its tracking
+ * URLs; no I/O. Native follows Native 1.2 §5 (response), video is a VAST 4.1 InLine document.
+ */
+import { NativeAssetKind, type NativeImp } from '../openrtb/types';
+import type { Candidate, NativeFill } from '../targeting/types';
+
+export interface TrackingUrls {
+  readonly click: string;
+  readonly imp: string;
+}
+
+const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const HTML_SPECIAL = /[&<>"']/g;
+
+export function escapeHtml(s: string): string {
+  return HTML_SPECIAL.test(s) ? s.replace(HTML_SPECIAL, (c) => HTML_ESCAPES[c] ?? c) : s;
+}
+
+/** Banner: a linked image plus an impression pixel. */
+export function bannerAdm(c: Candidate, urls: TrackingUrls): string {
+  const b = c.banner;
+  if (b === null) throw new Error(`candidate ${c.id} has no banner`);
+  return (
+    `<a href="${escapeHtml(urls.click)}" target="_blank" rel="noopener">` +
+    `<img src="${escapeHtml(b.imageUrl)}" width="${b.w}" height="${b.h}" alt="" style="border:0"></a>` +
+    `<img src="${escapeHtml(urls.imp)}" width="1" height="1" alt="" style="display:none">`
+  );
+}
+
+function cdata(s: string): string {
+  return `<![CDATA[${s.replace(/]]>/g, ']]]]><![CDATA[>')}]]>`;
+}
+
+function vastDuration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  const hh = String(Math.floor(s / 3600)).padStart(2, '0');
+  const mm = String(Math.floor((s % 3600) / 60)).padStart(2, '0');
+  const ss = String(s % 60).padStart(2, '0');
+  return `${hh}:${mm}:${ss}.000`;
+}
+
+/** Video: VAST 4.1 InLine with impression and click tracking. `bidId` is the AdServingId. */
+export function vastAdm(c: Candidate, urls: TrackingUrls, bidId: string, mime: string): string {
+  const v = c.video;
+  if (v === null) throw new Error(`candidate ${c.id} has no video`);
+  const id = escapeHtml(c.id);
+  return (
+    `<VAST version="4.1"><Ad id="${id}"><InLine>` +
+    `<AdSystem version="1">openrtb-bidder</AdSystem>` +
+    `<AdServingId>${escapeHtml(bidId)}</AdServingId>` +
+    `<AdTitle>${escapeHtml(c.native?.title ?? c.id)}</AdTitle>` +
+    `<Advertiser>${escapeHtml(c.adomain[0] ?? '')}</Advertiser>` +
+    `<Impression id="imp">${cdata(urls.imp)}</Impression>` +
+    `<Creatives><Creative id="${id}" adId="${escapeHtml(c.campaignId)}">` +
+    `<UniversalAdId idRegistry="unknown">${id}</UniversalAdId>` +
+    `<Linear><Duration>${vastDuration(v.duration)}</Duration>` +
+    `<MediaFiles><MediaFile delivery="progressive" type="${escapeHtml(mime)}" width="${v.w}" height="${v.h}" bitrate="${v.bitrate}">` +
+    `${cdata(v.mediaUrl)}</MediaFile></MediaFiles>` +
+    `<VideoClicks><ClickThrough id="click">${cdata(urls.click)}</ClickThrough></VideoClicks>` +
+    `</Linear></Creative></Creatives></InLine></Ad></VAST>`
+  );
+}
+
+/** Native event: impression (Native 1.2 §7.6), method 1 = image pixel. */
+const EVENT_IMPRESSION = 1;
+const METHOD_IMG = 1;
+
+/** True when the request allows an image-pixel impression tracker (or lists no eventtrackers at all). */
+function allowsImgImpression(n: NativeImp): boolean {
+  const ets = n.eventtrackers;
+  if (ets === null) return true;
+  for (let i = 0; i < ets.length; i++) {
+    const e = ets[i]!;
+    if (e.event === EVENT_IMPRESSION && e.methods.includes(METHOD_IMG)) return true;
+  }
+  return false;
+}
+
+/**
+ * Native response (a JSON string for `bid.adm`). Assets echo the request's asset ids; the fills come
+ * from the targeting plan and cover every required asset. Impression tracking: `eventtrackers` with
+ * method 1 when the request offers it; when the request lists no eventtrackers (Native ≤ 1.1
+ * habit), the legacy `imptrackers`. A request offering impressions only by JS gets no impression
+ * tracker in the markup (nurl/burl still report the win and the billing).
+ * Native 1.0 requests get the `{"native": …}` root wrapper; 1.1 and later do not (§4.1).
+ */
+export function nativeAdm(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls): string {
+  const assets: object[] = [];
+  for (let i = 0; i < fills.length; i++) {
+    const f = fills[i]!;
+    switch (f.kind) {
+      case NativeAssetKind.Title:
+        assets.push({ id: f.assetId, title: { text: f.text } });
+        break;
+      case NativeAssetKind.Img:
+        if (f.img !== null) assets.push({ id: f.assetId, img: { url: f.img.url, w: f.img.w, h: f.img.h } });
+        break;
+      case NativeAssetKind.Data:
+        assets.push({ id: f.assetId, data: { value: f.text } });
+        break;
+      case NativeAssetKind.Video:
+        break;
+    }
+  }
+  const legacy = n.ver.startsWith('1.0');
+  const body: Record<string, unknown> = { ver: legacy ? '1.0' : n.ver.startsWith('1.1') ? '1.1' : '1.2', assets, link: { url: urls.click } };
+  if (n.eventtrackers !== null && !legacy) {
+    if (allowsImgImpression(n)) body.eventtrackers = [{ event: EVENT_IMPRESSION, method: METHOD_IMG, url: urls.imp }];
+  } else {
+    body.imptrackers = [urls.imp];
+  }
+  return JSON.stringify(legacy ? { native: body } : body);
+}

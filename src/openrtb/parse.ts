@@ -1,0 +1,341 @@
+/**
+ * Lenient OpenRTB 2.5/2.6 request reader. Exchanges are sloppy (OPENRTB-NOTES.md, §2.6):
+ * numbers arrive as strings, booleans as 0/1, `native.request` as a JSON string or an object, with
+ * or without the Native 1.0 `{"native": …}` wrapper, unknown fields everywhere. We read only the
+ * fields the bidder uses, accept every encoding we can make sense of, and reject (400) only what we
+ * cannot bid on: a body that is not an object, no id, no imp, or a field we read that has a type
+ * no coercion can fix. A native request we cannot parse just removes native from that imp.
+ *
+ * Hand-written instead of an Ajv schema with coercion: it gives one clear reason per error, no
+ * mutation of the input, and costs a few µs for a typical request.
+ */
+import {
+  NativeAssetKind,
+  type BannerImp,
+  type BidRequest,
+  type Deal,
+  type Imp,
+  type NativeAssetReq,
+  type NativeEventTrackerReq,
+  type NativeImp,
+  type Pmp,
+  type Size,
+  type VideoImp,
+} from './types';
+
+/** A client error: the request is answered 400 with `reason`. */
+export class InvalidRequestError extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+    this.name = 'InvalidRequestError';
+  }
+}
+
+type Obj = Record<string, unknown>;
+
+const EMPTY: readonly never[] = Object.freeze([]);
+
+function isObj(v: unknown): v is Obj {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function fail(path: string, what: string): never {
+  throw new InvalidRequestError(`${path} ${what}`);
+}
+
+/** Object or absent; anything else is a 400. */
+function optObj(o: Obj, key: string, path: string): Obj | null {
+  const v = o[key];
+  if (v === undefined || v === null) return null;
+  if (!isObj(v)) fail(`${path}.${key}`, 'must be an object');
+  return v;
+}
+
+/** A number, or a string holding one; absent → def. */
+function num(o: Obj, key: string, path: string, def: number): number {
+  const v = o[key];
+  if (v === undefined || v === null || v === '') return def;
+  if (typeof v === 'number') {
+    if (Number.isFinite(v)) return v;
+  } else if (typeof v === 'string') {
+    const n = Number(v);
+    if (Number.isFinite(n)) return n;
+  } else if (typeof v === 'boolean') {
+    return v ? 1 : 0;
+  }
+  return fail(`${path}.${key}`, 'must be a number');
+}
+
+/** A non-negative number (floors, sizes, durations). */
+function nonNeg(o: Obj, key: string, path: string, def: number): number {
+  const n = num(o, key, path, def);
+  if (n < 0) fail(`${path}.${key}`, 'must not be negative');
+  return n;
+}
+
+/** 0/1, true/false, "1"/"0"/"true"/"false". */
+function flag(o: Obj, key: string, path: string): boolean {
+  const v = o[key];
+  if (v === undefined || v === null) return false;
+  if (v === true || v === 1 || v === '1' || v === 'true') return true;
+  if (v === false || v === 0 || v === '0' || v === 'false' || v === '') return false;
+  return fail(`${path}.${key}`, 'must be 0 or 1');
+}
+
+/** A string, or a number used as an id; absent → def. */
+function str(o: Obj, key: string, path: string, def: string): string {
+  const v = o[key];
+  if (v === undefined || v === null) return def;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  return fail(`${path}.${key}`, 'must be a string');
+}
+
+/** An array of strings (a lone string counts as a one-element array). */
+function strList(o: Obj, key: string, path: string, lower: boolean): readonly string[] {
+  const v = o[key];
+  if (v === undefined || v === null) return EMPTY;
+  if (typeof v === 'string') return v === '' ? EMPTY : [lower ? v.toLowerCase() : v];
+  if (!Array.isArray(v)) fail(`${path}.${key}`, 'must be an array of strings');
+  if (v.length === 0) return EMPTY;
+  const out: string[] = [];
+  for (let i = 0; i < v.length; i++) {
+    const s: unknown = v[i];
+    if (typeof s === 'string') out.push(lower ? s.toLowerCase() : s);
+    else if (typeof s === 'number') out.push(String(s));
+    else if (s !== null) fail(`${path}.${key}[${i}]`, 'must be a string');
+  }
+  return out;
+}
+
+/** An array of integers (numbers or numeric strings; a lone number counts as one element). */
+function intList(o: Obj, key: string, path: string): readonly number[] {
+  const v = o[key];
+  if (v === undefined || v === null) return EMPTY;
+  if (typeof v === 'number' || typeof v === 'string') return [num(o, key, path, 0)];
+  if (!Array.isArray(v)) fail(`${path}.${key}`, 'must be an array of numbers');
+  if (v.length === 0) return EMPTY;
+  const out: number[] = [];
+  for (let i = 0; i < v.length; i++) {
+    const x: unknown = v[i];
+    const n = typeof x === 'number' ? x : typeof x === 'string' ? Number(x) : NaN;
+    if (!Number.isFinite(n)) fail(`${path}.${key}[${i}]`, 'must be a number');
+    out.push(n);
+  }
+  return out;
+}
+
+function arr(o: Obj, key: string, path: string): readonly unknown[] {
+  const v = o[key];
+  if (v === undefined || v === null) return EMPTY;
+  if (!Array.isArray(v)) fail(`${path}.${key}`, 'must be an array');
+  return v;
+}
+
+function currency(o: Obj, key: string, path: string): string {
+  const c = str(o, key, path, 'USD').trim().toUpperCase();
+  return c === '' ? 'USD' : c;
+}
+
+function parseBanner(b: Obj, path: string): BannerImp {
+  const sizes: Size[] = [];
+  const format = arr(b, 'format', path);
+  for (let i = 0; i < format.length; i++) {
+    const f = format[i];
+    if (!isObj(f)) fail(`${path}.format[${i}]`, 'must be an object');
+    const w = nonNeg(f, 'w', `${path}.format[${i}]`, 0);
+    const h = nonNeg(f, 'h', `${path}.format[${i}]`, 0);
+    if (w > 0 && h > 0) sizes.push({ w, h });
+  }
+  if (sizes.length === 0) {
+    const w = nonNeg(b, 'w', path, 0);
+    const h = nonNeg(b, 'h', path, 0);
+    if (w > 0 && h > 0) sizes.push({ w, h });
+  }
+  return { sizes, battr: intList(b, 'battr', path) };
+}
+
+function parseVideo(v: Obj, path: string): VideoImp {
+  let protocols = intList(v, 'protocols', path);
+  const legacy = num(v, 'protocol', path, 0);
+  if (legacy > 0 && !protocols.includes(legacy)) protocols = [...protocols, legacy];
+  return {
+    mimes: strList(v, 'mimes', path, true),
+    minduration: nonNeg(v, 'minduration', path, 0),
+    maxduration: nonNeg(v, 'maxduration', path, 0),
+    protocols,
+    w: nonNeg(v, 'w', path, 0),
+    h: nonNeg(v, 'h', path, 0),
+    battr: intList(v, 'battr', path),
+  };
+}
+
+/**
+ * The Native request payload: a JSON string or an object, maybe wrapped in `{"native": …}`.
+ * Returns null when it cannot be understood: the imp then simply cannot take a native bid.
+ */
+function parseNativePayload(request: unknown, ver: string): { ver: string; payload: Obj } | null {
+  let payload: unknown = request;
+  if (typeof payload === 'string') {
+    try {
+      payload = JSON.parse(payload);
+    } catch {
+      return null;
+    }
+  }
+  if (!isObj(payload)) return null;
+  if (isObj(payload.native) && payload.assets === undefined) payload = payload.native;
+  if (!isObj(payload)) return null;
+  const pv = payload.ver;
+  const v = typeof pv === 'string' && pv !== '' ? pv : typeof pv === 'number' ? String(pv) : ver;
+  return { ver: v, payload };
+}
+
+function parseNative(n: Obj, path: string): NativeImp | null {
+  const battr = intList(n, 'battr', path);
+  const outerVer = typeof n.ver === 'string' && n.ver !== '' ? n.ver : '1.2';
+  const parsed = parseNativePayload(n.request, outerVer);
+  if (parsed === null) return null;
+  const p = parsed.payload;
+  const pPath = `${path}.request`;
+  const rawAssets = p.assets;
+  if (!Array.isArray(rawAssets) || rawAssets.length === 0) return null;
+  const assets: NativeAssetReq[] = [];
+  for (let i = 0; i < rawAssets.length; i++) {
+    const a: unknown = rawAssets[i];
+    const ap = `${pPath}.assets[${i}]`;
+    if (!isObj(a)) return null;
+    const id = num(a, 'id', ap, i);
+    const required = flag(a, 'required', ap);
+    let kind: NativeAssetKind;
+    let body: Obj;
+    if (isObj(a.title)) {
+      kind = NativeAssetKind.Title;
+      body = a.title;
+    } else if (isObj(a.img)) {
+      kind = NativeAssetKind.Img;
+      body = a.img;
+    } else if (isObj(a.data)) {
+      kind = NativeAssetKind.Data;
+      body = a.data;
+    } else if (isObj(a.video)) {
+      kind = NativeAssetKind.Video;
+      body = a.video;
+    } else {
+      // An asset of a kind we don't know: harmless unless required.
+      if (required) return null;
+      continue;
+    }
+    assets.push({
+      id,
+      required,
+      kind,
+      len: nonNeg(body, 'len', ap, 0),
+      type: nonNeg(body, 'type', ap, 0),
+      w: nonNeg(body, 'w', ap, 0),
+      h: nonNeg(body, 'h', ap, 0),
+      wmin: nonNeg(body, 'wmin', ap, 0),
+      hmin: nonNeg(body, 'hmin', ap, 0),
+    });
+  }
+  let eventtrackers: NativeEventTrackerReq[] | null = null;
+  if (Array.isArray(p.eventtrackers)) {
+    eventtrackers = [];
+    for (let i = 0; i < p.eventtrackers.length; i++) {
+      const e: unknown = p.eventtrackers[i];
+      if (!isObj(e)) continue;
+      const ep = `${pPath}.eventtrackers[${i}]`;
+      eventtrackers.push({ event: num(e, 'event', ep, 0), methods: intList(e, 'methods', ep) });
+    }
+  }
+  return { ver: parsed.ver, assets, eventtrackers, battr };
+}
+
+function parsePmp(p: Obj, path: string): Pmp {
+  const deals: Deal[] = [];
+  const raw = arr(p, 'deals', path);
+  for (let i = 0; i < raw.length; i++) {
+    const d = raw[i];
+    const dp = `${path}.deals[${i}]`;
+    if (!isObj(d)) fail(dp, 'must be an object');
+    const id = str(d, 'id', dp, '');
+    if (id === '') continue;
+    deals.push({ id, bidfloor: nonNeg(d, 'bidfloor', dp, 0), bidfloorcur: currency(d, 'bidfloorcur', dp) });
+  }
+  return { privateAuction: flag(p, 'private_auction', path), deals };
+}
+
+function parseImp(raw: unknown, i: number): Imp {
+  const path = `imp[${i}]`;
+  if (!isObj(raw)) fail(path, 'must be an object');
+  const id = str(raw, 'id', path, '');
+  if (id === '') fail(`${path}.id`, 'is required');
+  const banner = optObj(raw, 'banner', path);
+  const video = optObj(raw, 'video', path);
+  const native = optObj(raw, 'native', path);
+  const pmp = optObj(raw, 'pmp', path);
+  return {
+    id,
+    secure: flag(raw, 'secure', path),
+    bidfloor: nonNeg(raw, 'bidfloor', path, 0),
+    bidfloorcur: currency(raw, 'bidfloorcur', path),
+    banner: banner ? parseBanner(banner, `${path}.banner`) : null,
+    video: video ? parseVideo(video, `${path}.video`) : null,
+    native: native ? parseNative(native, `${path}.native`) : null,
+    pmp: pmp ? parsePmp(pmp, `${path}.pmp`) : null,
+  };
+}
+
+/** Reads a parsed JSON body into the bidder's request view, or throws InvalidRequestError. */
+export function parseBidRequest(body: unknown): BidRequest {
+  if (!isObj(body)) throw new InvalidRequestError('request must be a JSON object');
+  const id = str(body, 'id', 'request', '');
+  if (id === '') throw new InvalidRequestError('id is required');
+  const rawImps = body.imp;
+  if (!Array.isArray(rawImps)) throw new InvalidRequestError(rawImps === undefined ? 'imp is required' : 'imp must be an array');
+  if (rawImps.length === 0) throw new InvalidRequestError('imp must not be empty');
+  const imps: Imp[] = [];
+  for (let i = 0; i < rawImps.length; i++) imps.push(parseImp(rawImps[i], i));
+
+  const site = optObj(body, 'site', 'request');
+  const app = optObj(body, 'app', 'request');
+  const dooh = optObj(body, 'dooh', 'request');
+  const device = optObj(body, 'device', 'request');
+  const user = optObj(body, 'user', 'request');
+  const inv = app ?? site ?? dooh;
+  const invPath = app ? 'app' : site ? 'site' : 'dooh';
+  const publisher = inv ? optObj(inv, 'publisher', invPath) : null;
+  const geo = device ? optObj(device, 'geo', 'device') : null;
+  const userGeo = geo === null && user ? optObj(user, 'geo', 'user') : null;
+
+  const cur = strList(body, 'cur', 'request', false);
+  let userId = user ? str(user, 'id', 'user', '') : '';
+  if (userId === '' && device) userId = str(device, 'ifa', 'device', '');
+
+  return {
+    id,
+    imps,
+    cur: cur.length === 0 ? cur : cur.map((c) => c.toUpperCase()),
+    bcat: strList(body, 'bcat', 'request', false),
+    badv: strList(body, 'badv', 'request', true),
+    bapp: strList(body, 'bapp', 'request', false),
+    inventory: app ? 'app' : site ? 'site' : dooh ? 'dooh' : 'site',
+    bundle: app ? str(app, 'bundle', 'app', '') : '',
+    domain: inv ? str(inv, 'domain', invPath, '') : '',
+    publisher: publisher
+      ? str(publisher, 'name', `${invPath}.publisher`, '') || str(publisher, 'id', `${invPath}.publisher`, '')
+      : inv
+        ? str(inv, 'name', invPath, '') || str(inv, 'domain', invPath, '')
+        : '',
+    deviceType: device ? num(device, 'devicetype', 'device', 0) : 0,
+    os: device ? str(device, 'os', 'device', '').toLowerCase() : '',
+    country: geo
+      ? str(geo, 'country', 'device.geo', '').toUpperCase()
+      : userGeo
+        ? str(userGeo, 'country', 'user.geo', '').toUpperCase()
+        : '',
+    userId,
+    tmax: body.tmax === undefined ? 0 : nonNeg(body, 'tmax', 'request', 0),
+    test: flag(body, 'test', 'request'),
+  };
+}

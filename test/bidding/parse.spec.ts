@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { InvalidRequestError, parseBidRequest } from '../../src/openrtb/parse';
+import { NativeAssetKind } from '../../src/openrtb/types';
+
+const base = () => ({ id: 'r1', imp: [{ id: '1', banner: { w: 300, h: 250 } }] });
+const nativeReq = { ver: '1.2', assets: [{ id: 7, required: 1, title: { len: 25 } }, { id: 8, img: { type: 3, wmin: 300, hmin: 200 } }] };
+
+describe('parseBidRequest: lenient reading', () => {
+  const cases: Array<{ name: string; body: unknown; check: (r: ReturnType<typeof parseBidRequest>) => void }> = [
+    { name: 'minimal banner with defaults', body: base(), check: (r) => {
+      assert.equal(r.id, 'r1');
+      assert.deepEqual(r.imps[0]!.banner!.sizes, [{ w: 300, h: 250 }]);
+      assert.equal(r.imps[0]!.bidfloor, 0);
+      assert.equal(r.imps[0]!.bidfloorcur, 'USD');
+      assert.equal(r.inventory, 'site');
+      assert.deepEqual(r.cur, []);
+    } },
+    { name: 'numbers as strings', body: { id: 'r', imp: [{ id: 1, bidfloor: '0.75', secure: '1', banner: { w: '728', h: '90' } }], tmax: '120' }, check: (r) => {
+      assert.equal(r.imps[0]!.id, '1');
+      assert.equal(r.imps[0]!.bidfloor, 0.75);
+      assert.equal(r.imps[0]!.secure, true);
+      assert.deepEqual(r.imps[0]!.banner!.sizes, [{ w: 728, h: 90 }]);
+      assert.equal(r.tmax, 120);
+    } },
+    { name: 'numeric request id', body: { id: 12345, imp: [{ id: '1', banner: {} }] }, check: (r) => assert.equal(r.id, '12345') },
+    { name: 'format[] wins over w/h', body: { id: 'r', imp: [{ id: '1', banner: { w: 1, h: 1, format: [{ w: 300, h: 250 }, { w: 320, h: 50 }] } }] }, check: (r) => {
+      assert.deepEqual(r.imps[0]!.banner!.sizes, [{ w: 300, h: 250 }, { w: 320, h: 50 }]);
+    } },
+    { name: 'native request as a string', body: { id: 'r', imp: [{ id: '1', native: { request: JSON.stringify(nativeReq) } }] }, check: (r) => {
+      const n = r.imps[0]!.native!;
+      assert.equal(n.assets.length, 2);
+      assert.equal(n.assets[0]!.kind, NativeAssetKind.Title);
+      assert.equal(n.assets[0]!.len, 25);
+      assert.equal(n.assets[1]!.wmin, 300);
+      assert.equal(n.eventtrackers, null);
+    } },
+    { name: 'native request as an object', body: { id: 'r', imp: [{ id: '1', native: { request: nativeReq } }] }, check: (r) => {
+      assert.equal(r.imps[0]!.native!.assets.length, 2);
+    } },
+    { name: 'native 1.0 wrapper', body: { id: 'r', imp: [{ id: '1', native: { request: JSON.stringify({ native: { ver: '1.0', assets: nativeReq.assets } }) } }] }, check: (r) => {
+      assert.equal(r.imps[0]!.native!.ver, '1.0');
+      assert.equal(r.imps[0]!.native!.assets[0]!.id, 7);
+    } },
+    { name: 'unparseable native string: no native, no error', body: { id: 'r', imp: [{ id: '1', native: { request: '...' } }] }, check: (r) => {
+      assert.equal(r.imps[0]!.native, null);
+    } },
+    { name: 'cur as a lone string, upper-cased', body: { ...base(), cur: 'eur' }, check: (r) => assert.deepEqual(r.cur, ['EUR']) },
+    { name: 'badv lower-cased', body: { ...base(), badv: ['Example.COM'] }, check: (r) => assert.deepEqual(r.badv, ['example.com']) },
+    { name: 'app inventory with bundle, device, geo', body: { ...base(), app: { bundle: 'com.x', publisher: { name: 'Pub' } }, device: { devicetype: '4', os: 'iOS', geo: { country: 'usa' }, ifa: 'ifa-1' } }, check: (r) => {
+      assert.equal(r.inventory, 'app');
+      assert.equal(r.bundle, 'com.x');
+      assert.equal(r.publisher, 'Pub');
+      assert.equal(r.deviceType, 4);
+      assert.equal(r.os, 'ios');
+      assert.equal(r.country, 'USA');
+      assert.equal(r.userId, 'ifa-1');
+    } },
+    { name: 'deal floor currency does not inherit the imp currency', body: { id: 'r', imp: [{ id: '1', bidfloorcur: 'EUR', banner: {}, pmp: { private_auction: true, deals: [{ id: 'd1', bidfloor: 2 }] } }] }, check: (r) => {
+      const pmp = r.imps[0]!.pmp!;
+      assert.equal(pmp.privateAuction, true);
+      assert.deepEqual(pmp.deals, [{ id: 'd1', bidfloor: 2, bidfloorcur: 'USD' }]);
+    } },
+    { name: 'video with legacy protocol', body: { id: 'r', imp: [{ id: '1', video: { mimes: ['video/MP4'], protocol: 2, protocols: [3], maxduration: '30' } }] }, check: (r) => {
+      const v = r.imps[0]!.video!;
+      assert.deepEqual(v.mimes, ['video/mp4']);
+      assert.deepEqual(v.protocols, [3, 2]);
+      assert.equal(v.maxduration, 30);
+    } },
+    { name: 'unknown fields are ignored', body: { ...base(), ext: { x: 1 }, source: { schain: {} }, foo: [1, 2] }, check: (r) => assert.equal(r.imps.length, 1) },
+  ];
+  for (const c of cases) it(c.name, () => c.check(parseBidRequest(c.body)));
+});
+
+describe('parseBidRequest: rejects what cannot be bid on', () => {
+  const cases: Array<{ name: string; body: unknown; reason: RegExp }> = [
+    { name: 'array body', body: [], reason: /JSON object/ },
+    { name: 'string body', body: 'x', reason: /JSON object/ },
+    { name: 'null body', body: null, reason: /JSON object/ },
+    { name: 'no id', body: { imp: [{ id: '1' }] }, reason: /^id is required/ },
+    { name: 'empty id', body: { id: '', imp: [{ id: '1' }] }, reason: /^id is required/ },
+    { name: 'object id', body: { id: {}, imp: [{ id: '1' }] }, reason: /id must be a string/ },
+    { name: 'no imp', body: { id: 'r' }, reason: /imp is required/ },
+    { name: 'imp not an array', body: { id: 'r', imp: {} }, reason: /imp must be an array/ },
+    { name: 'empty imp', body: { id: 'r', imp: [] }, reason: /imp must not be empty/ },
+    { name: 'imp without id', body: { id: 'r', imp: [{ banner: {} }] }, reason: /imp\[0\]\.id is required/ },
+    { name: 'imp not an object', body: { id: 'r', imp: [3] }, reason: /imp\[0\] must be an object/ },
+    { name: 'bidfloor not a number', body: { id: 'r', imp: [{ id: '1', bidfloor: 'cheap' }] }, reason: /imp\[0\]\.bidfloor must be a number/ },
+    { name: 'negative bidfloor', body: { id: 'r', imp: [{ id: '1', bidfloor: -1 }] }, reason: /must not be negative/ },
+    { name: 'banner not an object', body: { id: 'r', imp: [{ id: '1', banner: 'big' }] }, reason: /imp\[0\]\.banner must be an object/ },
+    { name: 'format not an array', body: { id: 'r', imp: [{ id: '1', banner: { format: 5 } }] }, reason: /format must be an array/ },
+    { name: 'bcat of objects', body: { id: 'r', imp: [{ id: '1' }], bcat: [{}] }, reason: /bcat\[0\] must be a string/ },
+    { name: 'site not an object', body: { id: 'r', imp: [{ id: '1' }], site: 'x' }, reason: /site must be an object/ },
+    { name: 'secure neither 0 nor 1', body: { id: 'r', imp: [{ id: '1', secure: 'maybe' }] }, reason: /secure must be 0 or 1/ },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      assert.throws(() => parseBidRequest(c.body), (e: unknown) => e instanceof InvalidRequestError && c.reason.test(e.reason));
+    });
+  }
+});
