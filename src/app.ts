@@ -1,9 +1,104 @@
 import 'reflect-metadata';
+import type { LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import pino from 'pino';
 import { AppModule } from './app.module';
 import type { Config } from './config/config';
 import { Lifecycle } from './health/lifecycle';
+
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+
+let stdout: pino.DestinationStream & { flushSync(): void } | null = null;
+
+/**
+ * One stdout destination per process. Synchronous while only application events are logged (a few
+ * lines, none lost on a crash); buffered when the access log is on, flushed on exit.
+ */
+function stdoutDestination(buffered: boolean): pino.DestinationStream & { flushSync(): void } {
+  if (stdout) return stdout;
+  const dest = pino.destination({ dest: 1, sync: !buffered, minLength: buffered ? 4096 : 0 });
+  if (buffered) {
+    process.once('exit', () => {
+      try {
+        dest.flushSync();
+      } catch {
+        // stdout gone: nothing left to do
+      }
+    });
+  }
+  stdout = dest;
+  return dest;
+}
+
+/** The application logger: one JSON line per event (`level`, `time` epoch ms, `pid`, `worker`, `msg`, ...). */
+export function createPino(config: Config): pino.Logger {
+  return pino(
+    {
+      level: config.logLevel,
+      base: { pid: process.pid, worker: config.workerId },
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    stdoutDestination(config.accessLog),
+  );
+}
+
+const STACK = /\n\s+at /;
+/** Nest's start-up chatter (one line per module and route) goes to debug, not info. */
+const NEST_CHATTER = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']);
+
+/** Nest's LoggerService on pino: `log(message, context)`, `error(message, stack?, context?)`. */
+export class NestPinoLogger implements LoggerService {
+  constructor(readonly pino: pino.Logger) {}
+
+  log(message: unknown, ...params: unknown[]): void {
+    this.write('info', message, params);
+  }
+  error(message: unknown, ...params: unknown[]): void {
+    this.write('error', message, params);
+  }
+  warn(message: unknown, ...params: unknown[]): void {
+    this.write('warn', message, params);
+  }
+  debug(message: unknown, ...params: unknown[]): void {
+    this.write('debug', message, params);
+  }
+  verbose(message: unknown, ...params: unknown[]): void {
+    this.write('trace', message, params);
+  }
+  fatal(message: unknown, ...params: unknown[]): void {
+    this.write('fatal', message, params);
+  }
+
+  private write(level: Level, message: unknown, params: unknown[]): void {
+    if (!this.pino.isLevelEnabled(level)) return;
+    const fields: Record<string, unknown> = {};
+    let last = params.length - 1;
+    while (last >= 0 && params[last] === undefined) last--;
+    if (last >= 0 && typeof params[last] === 'string' && !STACK.test(params[last] as string)) {
+      fields.context = params[last];
+      if (level === 'info' && NEST_CHATTER.has(params[last] as string)) {
+        level = 'debug';
+        if (!this.pino.isLevelEnabled(level)) return;
+      }
+      last--;
+    }
+    for (let i = 0; i <= last; i++) {
+      const p = params[i];
+      if (typeof p === 'string' && STACK.test(p)) fields.stack = p;
+      else if (p instanceof Error) fields.err = p;
+      else if (p !== undefined) fields[`arg${i}`] = p;
+    }
+    if (message instanceof Error) {
+      fields.err = message;
+      this.pino[level](fields, message.message);
+    } else if (message !== null && typeof message === 'object') {
+      this.pino[level]({ ...fields, ...(message as Record<string, unknown>) });
+    } else {
+      this.pino[level](fields, String(message));
+    }
+  }
+}
 
 /**
  * Builds the Nest application on Fastify. Bodies are read as raw buffers by one catch-all parser
@@ -11,26 +106,30 @@ import { Lifecycle } from './health/lifecycle';
  * exchanges send JSON with or without Content-Type (OpenRTB 2.6 §2.3).
  */
 export async function createApp(config: Config): Promise<NestFastifyApplication> {
+  const logger = createPino(config);
   const adapter = new FastifyAdapter({
     bodyLimit: config.bodyLimitBytes,
     // Exchanges keep connections alive (OpenRTB 2.6 §2.1): don't close idle ones early.
     keepAliveTimeout: 65_000,
-    // On close, finish what arrives on open keep-alive connections instead of answering 503,
-    // so that `pm2 reload` fails no request; idle connections are closed at once.
+    // On close, finish what arrives on open keep-alive connections instead of answering 503, so
+    // that `pm2 reload` fails no request (Lifecycle drains open connections before this close).
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    logger: false,
+    // No per-request logger on the hot path unless the access log is asked for (ACCESS_LOG):
+    // Fastify then logs one line per request and one per response through the same pino.
+    ...(config.accessLog ? { loggerInstance: logger, disableRequestLogging: false } : { logger: false }),
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     bodyParser: false,
-    logger: ['error', 'warn'],
+    logger: new NestPinoLogger(logger),
   });
   const fastify = app.getHttpAdapter().getInstance();
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: config.bodyLimitBytes }, (_req, body, done) => {
     done(null, body);
   });
-  app.enableShutdownHooks();
+  // useProcessExit: exit 0 after the hooks (log flush) instead of re-raising the signal.
+  app.enableShutdownHooks(['SIGINT', 'SIGTERM'], { useProcessExit: true });
   return app;
 }
 

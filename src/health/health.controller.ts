@@ -1,5 +1,6 @@
-import { Controller, Get, Res } from '@nestjs/common';
+import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import { CONFIG, type Config } from '../config/config';
 import { LogService } from '../log/log.service';
 import { Lifecycle } from './lifecycle';
 
@@ -8,12 +9,16 @@ export class HealthController {
   constructor(
     private readonly lifecycle: Lifecycle,
     private readonly log: LogService,
+    @Inject(CONFIG) private readonly config: Config,
   ) {}
 
-  /** Alive while the event loop answers at all. */
+  /**
+   * Alive while the event loop answers at all: a wedged process does not answer, and that is the
+   * only failure liveness should report (a restart would not help with anything else).
+   */
   @Get('live')
   live(@Res() reply: FastifyReply): void {
-    void reply.code(200).send({ status: 'ok' });
+    void reply.code(200).send({ status: 'ok', worker: this.config.workerId, pid: process.pid });
   }
 
   /** Ready: started, not shutting down, log sink within its bounds. */
@@ -23,7 +28,7 @@ export class HealthController {
     if (!this.lifecycle.started) problems.push('starting');
     if (this.lifecycle.stopping) problems.push('shutting down');
     if (!this.log.isHealthy()) problems.push('log pipeline over its memory bound');
-    if (problems.length === 0) void reply.code(200).send({ status: 'ready' });
-    else void reply.code(503).send({ status: 'not ready', problems });
+    const body = { status: problems.length === 0 ? 'ready' : 'not ready', worker: this.config.workerId, pid: process.pid, problems };
+    void reply.code(problems.length === 0 ? 200 : 503).send(body);
   }
 }

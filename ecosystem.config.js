@@ -1,0 +1,79 @@
+'use strict';
+// PM2 process file: `npm start` (scripts/start.js), `npm run pm2 -- start ecosystem.config.js`,
+// and `pm2-runtime ecosystem.config.js` in the Docker image. See docs/operations.md.
+//
+// Evaluated by the PM2 CLI when an app is started; the env below is stored with the app, so later
+// `pm2 scale` / `pm2 reload` reuse it (`pm2 reload bidder --update-env` takes a new environment).
+const os = require('node:os');
+const path = require('node:path');
+
+const env = process.env;
+
+/** A whole number from the environment, or the default. */
+function int(name, def) {
+  const v = env[name];
+  if (v === undefined || v.trim() === '') return def;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`ecosystem.config.js: ${name}=${JSON.stringify(v)}: expected a whole number`);
+  return n;
+}
+
+// One worker per core unless WORKERS says otherwise (0 or unset: one per core).
+const cores = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+const instances = int('WORKERS', 0) || cores;
+
+// The bidder's graceful stop: drain HTTP (at most ~4.5 s, src/health/lifecycle.ts), then the final
+// log flush bounded by SHUTDOWN_TIMEOUT_MS, then exit (its own watchdog fires 1 s after both).
+// PM2 must not SIGKILL before that, or buffered log records would be lost.
+const shutdownTimeoutMs = int('SHUTDOWN_TIMEOUT_MS', 8000);
+const killTimeoutMs = shutdownTimeoutMs + 8000;
+
+const port = int('PORT', 8080);
+const runDir = path.resolve(env.BIDDER_RUN_DIR || path.join(__dirname, '.run'));
+const logDir = path.resolve(env.BIDDER_LOG_DIR || path.join(runDir, 'logs'));
+
+/** INTERFACE.md's variables with their documented defaults; every other variable passes through. */
+const appEnv = {
+  NODE_ENV: env.NODE_ENV || 'production',
+  PORT: String(port),
+  HOST: env.HOST || '0.0.0.0',
+  REDIS_URL: env.REDIS_URL || 'redis://127.0.0.1:6379',
+  LOG_REDIS_KEY: env.LOG_REDIS_KEY || 'bidlog',
+  LOG_FLUSH_INTERVAL_MS: env.LOG_FLUSH_INTERVAL_MS || '10000',
+  TRACKING_BASE_URL: env.TRACKING_BASE_URL || `http://127.0.0.1:${port}`,
+  SHUTDOWN_TIMEOUT_MS: String(shutdownTimeoutMs),
+  LOG_SPILL_DIR: env.LOG_SPILL_DIR || path.join(runDir, 'spill'),
+};
+// Unset means the bundled demo campaigns (src/config/config.ts).
+if (env.CAMPAIGNS_FILE) appEnv.CAMPAIGNS_FILE = path.resolve(env.CAMPAIGNS_FILE);
+
+module.exports = {
+  apps: [
+    {
+      name: 'bidder',
+      script: path.join(__dirname, 'dist', 'main.js'),
+      cwd: __dirname,
+      exec_mode: 'cluster',
+      instances,
+      env: appEnv,
+      // A worker takes traffic only after main.ts sent process.send('ready') (after listen);
+      // `pm2 reload` stops an old worker only once its replacement is ready.
+      wait_ready: true,
+      listen_timeout: int('LISTEN_TIMEOUT_MS', 30000),
+      kill_timeout: killTimeoutMs,
+      // Restart a worker whose memory passes this (the log pipeline is bounded by
+      // LOG_MAX_MEMORY_BYTES, 256 MiB by default, within it).
+      max_memory_restart: env.MAX_MEMORY_RESTART || '1G',
+      autorestart: true,
+      min_uptime: 5000,
+      max_restarts: 15,
+      exp_backoff_restart_delay: 200,
+      // Application logs are JSON lines (pino); PM2 must not prefix them. One file for all workers
+      // (each line carries `worker` and `pid`). Rotate with logrotate (copytruncate) or `pm2 flush`.
+      merge_logs: true,
+      time: false,
+      out_file: env.BIDDER_OUT_FILE || path.join(logDir, 'bidder.out.log'),
+      error_file: env.BIDDER_ERR_FILE || path.join(logDir, 'bidder.err.log'),
+    },
+  ],
+};

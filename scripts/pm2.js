@@ -1,0 +1,138 @@
+'use strict';
+// `npm run pm2 -- <args>`: the project's PM2 (node_modules/pm2) on the project's Node 24, with the
+// project's PM2_HOME (<project>/.run/pm2 unless PM2_HOME or BIDDER_RUN_DIR say otherwise), so that
+// `npm run pm2 -- scale bidder 4`, `npm run pm2 -- reload bidder`, `npm run pm2 -- logs` act on the
+// cluster that `npm start` started. Also the helpers scripts/start.js and the tests use.
+//
+// The PM2 daemon forks its workers with the Node it runs on, so it must be started from Node 24:
+// this script always runs the PM2 CLI with its own process.execPath, and warns when the daemon of
+// this PM2_HOME runs on another Node.
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '..');
+const PM2_CLI = path.join(ROOT, 'node_modules', 'pm2', 'bin', 'pm2');
+const ECOSYSTEM = path.join(ROOT, 'ecosystem.config.js');
+const APP = 'bidder';
+const REQUIRED_NODE_MAJOR = 24;
+
+/** Where npm start keeps its state, the PM2 home, the private Redis and the logs. */
+function runDir(env = process.env) {
+  return path.resolve(env.BIDDER_RUN_DIR || path.join(ROOT, '.run'));
+}
+
+function pm2Home(env = process.env) {
+  return path.resolve(env.PM2_HOME || path.join(runDir(env), 'pm2'));
+}
+
+/** The environment every PM2 CLI call gets: PM2_HOME and BIDDER_RUN_DIR pinned. */
+function pm2Env(extra = {}, env = process.env) {
+  const merged = { ...env, ...extra };
+  return { ...merged, BIDDER_RUN_DIR: runDir(merged), PM2_HOME: pm2Home(merged) };
+}
+
+function assertNode() {
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major < REQUIRED_NODE_MAJOR) {
+    process.stderr.write(
+      `This needs Node ${REQUIRED_NODE_MAJOR} (this is ${process.version}, ${process.execPath}). ` +
+        `Run it through npm (npm start, npm run pm2 -- ...) so that the project's node_modules/.bin/node is used.\n`,
+    );
+    process.exit(1);
+  }
+}
+
+function alive(pid) {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
+}
+
+function realpath(p) {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return p;
+  }
+}
+
+/** The PM2 daemon of a PM2_HOME: { pid, exe, ours } or null when none runs. */
+function daemonInfo(home = pm2Home()) {
+  let pid;
+  try {
+    pid = Number(fs.readFileSync(path.join(home, 'pm2.pid'), 'utf8').trim());
+  } catch {
+    return null;
+  }
+  if (!alive(pid)) return null;
+  let exe = null;
+  try {
+    exe = fs.readlinkSync(`/proc/${pid}/exe`);
+  } catch {
+    // not Linux, or not ours to read
+  }
+  return { pid, exe, ours: exe === null || realpath(exe) === realpath(process.execPath) };
+}
+
+/** Runs the PM2 CLI synchronously on this Node. */
+function pm2(args, { env = {}, stdio = 'pipe', timeout = 120_000 } = {}) {
+  const r = spawnSync(process.execPath, [PM2_CLI, ...args], {
+    cwd: ROOT,
+    env: pm2Env(env),
+    stdio,
+    encoding: 'utf8',
+    ...(timeout > 0 ? { timeout } : {}),
+  });
+  return { status: r.status === null ? 1 : r.status, stdout: r.stdout || '', stderr: r.stderr || '', error: r.error };
+}
+
+/**
+ * The bidder's PM2 processes ([] when no daemon runs: never starts one just to ask).
+ * Each: { pmId, pid, status, instance, memory, cpu, restarts, uptime }.
+ */
+function appProcesses(home = pm2Home()) {
+  if (!daemonInfo(home)) return [];
+  const r = pm2(['jlist'], { env: { PM2_HOME: home } });
+  if (r.status !== 0) return [];
+  const start = r.stdout.indexOf('[');
+  if (start < 0) return [];
+  let list;
+  try {
+    list = JSON.parse(r.stdout.slice(start));
+  } catch {
+    return [];
+  }
+  return list
+    .filter((p) => p.name === APP)
+    .map((p) => ({
+      pmId: p.pm_id,
+      pid: p.pid,
+      status: p.pm2_env && p.pm2_env.status,
+      instance: p.pm2_env && p.pm2_env.NODE_APP_INSTANCE,
+      memory: p.monit ? p.monit.memory : 0,
+      cpu: p.monit ? p.monit.cpu : 0,
+      restarts: p.pm2_env ? p.pm2_env.restart_time : 0,
+      uptime: p.pm2_env && p.pm2_env.pm_uptime ? Date.now() - p.pm2_env.pm_uptime : 0,
+    }));
+}
+
+module.exports = { ROOT, PM2_CLI, ECOSYSTEM, APP, runDir, pm2Home, pm2Env, assertNode, alive, daemonInfo, pm2, appProcesses };
+
+if (require.main === module) {
+  assertNode();
+  const d = daemonInfo();
+  if (d && !d.ours) {
+    process.stderr.write(
+      `warning: the PM2 daemon of ${pm2Home()} (pid ${d.pid}) runs on ${d.exe}, not on ${process.execPath}; ` +
+        `its workers would run on that Node. Run \`npm stop\` (or \`npm run pm2 -- kill\`), then \`npm start\`.\n`,
+    );
+  }
+  const r = pm2(process.argv.slice(2), { stdio: 'inherit', timeout: 0 });
+  if (r.error) process.stderr.write(`pm2: ${r.error.message}\n`);
+  process.exit(r.status);
+}

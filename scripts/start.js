@@ -1,0 +1,358 @@
+'use strict';
+// `npm start` / `npm stop` / `node scripts/start.js status`: the whole bidder on this machine.
+//
+//   start   build if dist/ is missing or older than src/; use the Redis at REDIS_URL if it answers,
+//           else start a private redis-server (files in .run/redis); start the PM2 cluster
+//           (ecosystem.config.js, PM2_HOME=.run/pm2, daemon on this Node 24); wait until every
+//           worker is ready; print where it listens and how to stop it. Idempotent: when the
+//           bidder already runs it says so and exits 0. The last line is machine-readable:
+//           BIDDER_READY {"url":...,"redisUrl":...,"startedRedis":bool,"startedPm2":bool,"workers":n}
+//   stop    stop the workers gracefully (their logs are flushed), kill that PM2 daemon, stop the
+//           Redis that `start` started (by its PID, after a SAVE so the log survives to the next start)
+//   status  workers, Redis, health; exit 0 when running, 3 when not
+//
+// Environment: PORT (8080), HOST, WORKERS (default one per core), REDIS_URL, BIDDER_RUN_DIR
+// (default <project>/.run), PM2_HOME (default $BIDDER_RUN_DIR/pm2), and every bidder variable
+// (docs/operations.md), passed on to the workers.
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const http = require('node:http');
+const net = require('node:net');
+const path = require('node:path');
+const redisLib = require('./lib/redis');
+const { ROOT, ECOSYSTEM, APP, runDir, pm2Home, assertNode, alive, daemonInfo, pm2, appProcesses } = require('./pm2');
+
+const READY_TIMEOUT_MS = 90_000;
+
+function say(msg) {
+  process.stdout.write(`${msg}\n`);
+}
+
+function fail(msg, code = 1) {
+  process.stderr.write(`bidder: ${msg}\n`);
+  process.exit(code);
+}
+
+function intEnv(name, def) {
+  const v = process.env[name];
+  if (v === undefined || v.trim() === '') return def;
+  if (!/^\d+$/.test(v.trim())) fail(`${name}=${JSON.stringify(v)}: expected a whole number`, 2);
+  return Number(v);
+}
+
+function stateFile() {
+  return path.join(runDir(), 'state.json');
+}
+
+function readState() {
+  try {
+    return JSON.parse(fs.readFileSync(stateFile(), 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+function writeState(state) {
+  fs.mkdirSync(runDir(), { recursive: true });
+  const tmp = `${stateFile()}.${process.pid}`;
+  fs.writeFileSync(tmp, `${JSON.stringify(state, null, 2)}\n`);
+  fs.renameSync(tmp, stateFile());
+}
+
+// ---------------------------------------------------------------------------------------- build
+
+function newestMtime(dir, filter) {
+  let newest = 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) newest = Math.max(newest, newestMtime(p, filter));
+    else if (filter(e.name)) newest = Math.max(newest, fs.statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+function mtime(p) {
+  try {
+    return fs.statSync(p).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
+/** Compiles src/ into dist/ when dist/main.js is missing or older than a source or tsconfig. */
+function ensureBuilt() {
+  const dist = path.join(ROOT, 'dist');
+  // tsc rewrites only outputs that change, but always its .tsbuildinfo.
+  const built = mtime(path.join(dist, '.tsbuildinfo'));
+  const sources = Math.max(
+    newestMtime(path.join(ROOT, 'src'), (n) => n.endsWith('.ts') && !n.endsWith('.spec.ts')),
+    mtime(path.join(ROOT, 'tsconfig.json')),
+    mtime(path.join(ROOT, 'tsconfig.build.json')),
+  );
+  if (mtime(path.join(dist, 'main.js')) > 0 && built >= sources) return false;
+  say(mtime(path.join(dist, 'main.js')) > 0 ? 'bidder: dist/ is older than src/, building' : 'bidder: building dist/');
+  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  const r = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+  if (r.status !== 0) fail('the build failed (npm run build); not starting');
+  const now = new Date();
+  fs.utimesSync(path.join(dist, '.tsbuildinfo'), now, now);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------- redis
+
+function portFree(port) {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
+/** Uses REDIS_URL (default redis://127.0.0.1:6379) if it answers, else starts a private redis-server. */
+async function ensureRedis() {
+  const explicit = process.env.REDIS_URL && process.env.REDIS_URL.trim();
+  const url = explicit || 'redis://127.0.0.1:6379';
+  if (await redisLib.ping(url)) return { url, started: false, pid: null, dir: null };
+  const u = new URL(url);
+  if (explicit && !LOOPBACK.has(u.hostname)) {
+    fail(`REDIS_URL=${url} does not answer; start that Redis, or unset REDIS_URL to let npm start run a private one`);
+  }
+  const wanted = Number(u.port || 6379);
+  const port = (await portFree(wanted)) ? wanted : await redisLib.freePort();
+  const dir = path.join(runDir(), 'redis');
+  say(`bidder: no Redis answers at ${url}; starting a private redis-server on 127.0.0.1:${port} (files in ${path.relative(ROOT, dir) || dir})`);
+  const r = await redisLib.startRedis({ port, dir, daemonize: true, log: (m) => say(`bidder: ${m}`) });
+  return { url: r.url, started: true, pid: r.pid, dir: r.dir };
+}
+
+/** Sends one inline command to Redis; resolves with the first reply line. */
+function redisCommand(url, command, timeoutMs = 30_000) {
+  const u = new URL(url);
+  return new Promise((resolve) => {
+    const sock = net.connect({ host: u.hostname, port: Number(u.port || 6379) });
+    let buf = '';
+    const done = (v) => {
+      sock.destroy();
+      resolve(v);
+    };
+    sock.setTimeout(timeoutMs, () => done(null));
+    sock.once('error', () => done(null));
+    sock.on('data', (d) => {
+      buf += d.toString('latin1');
+      if (buf.includes('\r\n')) done(buf.slice(0, buf.indexOf('\r\n')));
+    });
+    sock.once('connect', () => sock.write(`${command}\r\n`));
+  });
+}
+
+function isRedisServer(pid) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('redis-server');
+  } catch {
+    return alive(pid); // no /proc: trust the PID we recorded
+  }
+}
+
+async function stopOurRedis(redis) {
+  if (!redis || !redis.started || !redis.pid) return false;
+  if (!alive(redis.pid) || !isRedisServer(redis.pid)) return false;
+  // The private Redis runs without periodic saves; keep the bid log for the next start.
+  const saved = await redisCommand(redis.url, 'SAVE');
+  if (saved !== '+OK') say(`bidder: SAVE on ${redis.url} answered ${saved}; stopping it anyway`);
+  process.kill(redis.pid, 'SIGTERM');
+  const until = Date.now() + 10_000;
+  while (alive(redis.pid) && Date.now() < until) await sleep(50);
+  if (alive(redis.pid)) process.kill(redis.pid, 'SIGKILL');
+  return true;
+}
+
+// ------------------------------------------------------------------------------------------ http
+
+function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function get(url, timeoutMs = 2_000) {
+  return new Promise((resolve) => {
+    const req = http.get(url, { agent: false, timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve({ status: 0, body: '' }));
+  });
+}
+
+function localUrl(port) {
+  const host = process.env.HOST && !['0.0.0.0', '::', ''].includes(process.env.HOST.trim()) ? process.env.HOST.trim() : '127.0.0.1';
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** Waits until `workers` PM2 processes are online and the port answers ready. */
+async function waitReady(url, workers, timeoutMs) {
+  const until = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < until) {
+    const procs = appProcesses();
+    const online = procs.filter((p) => p.status === 'online').length;
+    const errored = procs.filter((p) => p.status === 'errored').length;
+    if (errored > 0) return `${errored} worker(s) errored`;
+    if (online >= workers) {
+      const r = await get(`${url}/health/ready`);
+      if (r.status === 200) return null;
+      last = `health/ready answered ${r.status || 'nothing'} ${r.body}`;
+    } else {
+      last = `${online}/${workers} workers online`;
+    }
+    await sleep(250);
+  }
+  return `not ready after ${timeoutMs / 1000} s (${last})`;
+}
+
+function tail(file, lines = 30) {
+  try {
+    return fs.readFileSync(file, 'utf8').split('\n').slice(-lines - 1).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+function readyLine(info) {
+  return `BIDDER_READY ${JSON.stringify(info)}`;
+}
+
+// ---------------------------------------------------------------------------------------- commands
+
+async function start() {
+  assertNode();
+  const port = intEnv('PORT', 8080);
+  const running = appProcesses().filter((p) => p.status === 'online');
+  const state = readState();
+  if (running.length > 0) {
+    const url = (state && state.url) || localUrl(port);
+    const err = await waitReady(url, running.length, 30_000);
+    if (err) fail(`the bidder under ${pm2Home()} runs (${running.length} workers) but is not ready: ${err}`);
+    say(`bidder: already running, ${running.length} workers on ${url} (PM2_HOME ${pm2Home()}); stop it with: npm stop`);
+    say(
+      readyLine({
+        url,
+        redisUrl: (state && state.redis && state.redis.url) || process.env.REDIS_URL || 'redis://127.0.0.1:6379',
+        startedRedis: false,
+        startedPm2: false,
+        workers: running.length,
+        alreadyRunning: true,
+      }),
+    );
+    return;
+  }
+
+  ensureBuilt();
+
+  const daemon = daemonInfo();
+  if (daemon && !daemon.ours) {
+    say(`bidder: the PM2 daemon of ${pm2Home()} runs on ${daemon.exe}; restarting it on ${process.execPath}`);
+    pm2(['kill']);
+  }
+
+  // Keep a Redis this script started earlier (e.g. a start that failed after it) instead of a second one.
+  let redis = state && state.redis && state.redis.started && alive(state.redis.pid) && (await redisLib.ping(state.redis.url)) ? state.redis : null;
+  if (!redis) redis = await ensureRedis();
+  const base = { startedAt: new Date().toISOString(), pm2Home: pm2Home(), redis };
+  writeState(base);
+
+  // A stopped or errored app from an earlier run would keep its old settings: start afresh.
+  if (appProcesses().length > 0) pm2(['delete', APP]);
+
+  const workers = intEnv('WORKERS', 0);
+  const url = localUrl(port);
+  const env = { PORT: String(port), REDIS_URL: redis.url };
+  if (workers > 0) env.WORKERS = String(workers);
+  say(`bidder: starting ${workers || 'one per core'} worker(s) under PM2 (PM2_HOME ${pm2Home()})`);
+  const r = pm2(['start', ECOSYSTEM, '--only', APP], { env, timeout: READY_TIMEOUT_MS + 30_000 });
+  if (r.status !== 0) {
+    process.stderr.write(r.stdout + r.stderr);
+    fail('pm2 start failed; `npm stop` cleans up');
+  }
+  const expected = appProcesses().length;
+  writeState({ ...base, url, port, workers: expected });
+  const err = await waitReady(url, expected, READY_TIMEOUT_MS);
+  if (err) {
+    const logs = path.join(process.env.BIDDER_LOG_DIR || path.join(runDir(), 'logs'), 'bidder.err.log');
+    process.stderr.write(`${tail(logs)}\n`);
+    fail(`${err}; see ${logs}, \`npm run pm2 -- logs\`; \`npm stop\` cleans up`);
+  }
+  say(`bidder: ${expected} workers listening on ${url} (bid: POST ${url}/openrtb2/bid, metrics: ${url}/metrics)`);
+  say(`bidder: bid log in ${redis.url}${redis.started ? ` (private redis-server, pid ${redis.pid})` : ''}`);
+  say('bidder: stop with `npm stop`; scale with `npm run pm2 -- scale bidder <n>`; reload with `npm run pm2 -- reload bidder`');
+  say(readyLine({ url, redisUrl: redis.url, startedRedis: redis.started, startedPm2: true, workers: expected }));
+}
+
+async function stop() {
+  assertNode();
+  const state = readState();
+  const daemon = daemonInfo();
+  let workers = 0;
+  if (daemon) {
+    workers = appProcesses().length;
+    // delete = graceful stop of every worker (SIGINT, then their own drain and log flush, within
+    // kill_timeout) and removal from PM2; then the daemon itself.
+    if (workers > 0) {
+      const r = pm2(['delete', APP], { timeout: 120_000 });
+      if (r.status !== 0) process.stderr.write(r.stdout + r.stderr);
+    }
+    pm2(['kill'], { timeout: 60_000 });
+  }
+  const stoppedRedis = await stopOurRedis(state && state.redis);
+  try {
+    fs.unlinkSync(stateFile());
+  } catch {
+    // nothing recorded
+  }
+  if (!daemon && !stoppedRedis) {
+    say('bidder: not running');
+    return;
+  }
+  say(
+    `bidder: stopped${workers ? ` ${workers} worker(s)` : ''}${daemon ? ` and the PM2 daemon (pid ${daemon.pid})` : ''}` +
+      `${stoppedRedis ? `, and the private redis-server (pid ${state.redis.pid}; its data is saved in ${state.redis.dir})` : ''}`,
+  );
+}
+
+async function status() {
+  assertNode();
+  const state = readState();
+  const daemon = daemonInfo();
+  const procs = appProcesses();
+  const online = procs.filter((p) => p.status === 'online');
+  say(`PM2_HOME ${pm2Home()}: ${daemon ? `daemon pid ${daemon.pid} on ${daemon.exe || 'node'}` : 'no daemon'}`);
+  for (const p of procs) {
+    say(
+      `  ${APP}[${p.instance}] pm_id ${p.pmId} pid ${p.pid} ${p.status}, ${(p.memory / 1048576).toFixed(0)} MiB, ` +
+        `cpu ${p.cpu}%, restarts ${p.restarts}, up ${Math.round(p.uptime / 1000)} s`,
+    );
+  }
+  if (state && state.redis) {
+    const r = state.redis;
+    const up = await redisLib.ping(r.url);
+    say(`Redis ${r.url}: ${up ? 'answering' : 'not answering'}${r.started ? ` (private, pid ${r.pid})` : ''}`);
+  }
+  if (online.length > 0) {
+    const url = (state && state.url) || localUrl(intEnv('PORT', 8080));
+    const h = await get(`${url}/health/ready`);
+    say(`${url}/health/ready: ${h.status || 'no answer'} ${h.body}`);
+  }
+  if (online.length === 0) {
+    say('bidder: not running');
+    process.exitCode = 3;
+  }
+}
+
+const commands = { start, stop, status };
+const cmd = process.argv[2] || 'start';
+if (!commands[cmd]) fail(`usage: node scripts/start.js [start|stop|status] (got ${cmd})`, 2);
+commands[cmd]().catch((e) => fail(e && e.stack ? e.stack : String(e)));

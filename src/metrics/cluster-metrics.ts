@@ -1,0 +1,165 @@
+import * as os from 'node:os';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import Redis from 'ioredis';
+import { AggregatorRegistry, type Metric } from 'prom-client';
+import { CONFIG, type Config } from '../config/config';
+import { ComputedGauge, type MetricFamily } from './fast-metrics';
+import { MetricsService, WINDOW_MS } from './metrics.service';
+
+/** A snapshot older than this belongs to a worker that is gone (crashed, or killed before it could say so). */
+export const STALE_MS = 3 * WINDOW_MS;
+
+interface Snapshot {
+  ts: number;
+  worker: string;
+  pid: number;
+  metrics: MetricFamily[];
+}
+
+/** Redis hash holding one snapshot per live worker of the bidder listening on `port` on this machine. */
+export function machineKey(port: number, host: string = os.hostname()): string {
+  return `bidder:metrics:${host}:${port}`;
+}
+
+/** Removes the `worker` label so that the same series of different workers add up. */
+export function withoutWorkerLabel(families: MetricFamily[]): MetricFamily[] {
+  return families.map((f) => ({
+    ...f,
+    values: f.values.map((v) => {
+      const { worker: _worker, ...labels } = v.labels;
+      return { ...v, labels };
+    }),
+  }));
+}
+
+/**
+ * Aggregates worker snapshots as prom-client's cluster mode does (counters and histograms summed,
+ * gauges by each family's aggregator) and adds `bidder_cluster_workers`.
+ */
+export async function aggregate(snapshots: MetricFamily[][]): Promise<string> {
+  const registry = AggregatorRegistry.aggregate(snapshots.map(withoutWorkerLabel));
+  const workers = new ComputedGauge('bidder_cluster_workers', 'Workers whose snapshot is in this aggregated view.', 'sum', () => [
+    { value: snapshots.length, labels: {} },
+  ]);
+  registry.registerMetric(workers as unknown as Metric);
+  return registry.metrics();
+}
+
+/**
+ * The machine-wide view. PM2's cluster has no master we control, so every worker publishes a JSON
+ * snapshot of its registry to a Redis hash (one field per worker, every WINDOW_MS, and at start-up;
+ * removed on a graceful stop), and `GET /metrics/cluster`, answered by whichever worker receives it,
+ * refreshes its own snapshot, reads the others and aggregates. Figures of other workers are at most
+ * WINDOW_MS old. Uses its own small Redis connection so that metrics never queue behind log batches.
+ */
+@Injectable()
+export class ClusterMetrics implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('ClusterMetrics');
+  private readonly field: string;
+  private redis: Redis | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private inFlight: Promise<void> | null = null;
+  private failing = false;
+
+  constructor(
+    @Inject(CONFIG) private readonly config: Config,
+    private readonly metrics: MetricsService,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {
+    this.field = `${config.workerId}:${process.pid}`;
+  }
+
+  onApplicationBootstrap(): void {
+    this.redis = new Redis(this.config.redisUrl, {
+      connectionName: 'bidder-metrics',
+      maxRetriesPerRequest: 1,
+      commandTimeout: 2_000,
+      retryStrategy: (times) => Math.min(times * 250, WINDOW_MS),
+    });
+    this.redis.on('error', (e: Error) => this.fail(e));
+    this.publishInBackground();
+    this.timer = setInterval(() => this.publishInBackground(), WINDOW_MS);
+    this.timer.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    const redis = this.redis;
+    this.redis = null;
+    if (!redis) return;
+    try {
+      await this.inFlight;
+      if (redis.status === 'ready') await redis.hdel(this.key(), this.field);
+    } catch {
+      // The snapshot goes stale and is dropped by readers after STALE_MS.
+    } finally {
+      redis.disconnect();
+    }
+  }
+
+  /** The Redis key of this machine's bidder (by the port all workers share). */
+  key(): string {
+    let port = this.config.port;
+    if (port === 0) {
+      const addr = this.adapterHost.httpAdapter?.getHttpServer()?.address?.();
+      if (addr && typeof addr === 'object') port = addr.port;
+    }
+    return machineKey(port);
+  }
+
+  /** Writes this worker's snapshot now. */
+  publish(): Promise<void> {
+    if (!this.inFlight) {
+      this.inFlight = this.write().finally(() => {
+        this.inFlight = null;
+      });
+    }
+    return this.inFlight;
+  }
+
+  /** The aggregated Prometheus text of every live worker of this machine's bidder. */
+  async machine(): Promise<string> {
+    const redis = this.redis;
+    if (!redis) throw new Error('not started');
+    await this.publish();
+    const all = await redis.hgetall(this.key());
+    const now = Date.now();
+    const snapshots: MetricFamily[][] = [];
+    const stale: string[] = [];
+    for (const [field, json] of Object.entries(all)) {
+      let s: Snapshot;
+      try {
+        s = JSON.parse(json) as Snapshot;
+      } catch {
+        stale.push(field);
+        continue;
+      }
+      if (now - s.ts > STALE_MS || !Array.isArray(s.metrics)) stale.push(field);
+      else snapshots.push(s.metrics);
+    }
+    if (stale.length > 0) redis.hdel(this.key(), ...stale).catch(() => undefined);
+    return aggregate(snapshots);
+  }
+
+  private async write(): Promise<void> {
+    const redis = this.redis;
+    if (!redis) return;
+    const snapshot: Snapshot = { ts: Date.now(), worker: this.config.workerId, pid: process.pid, metrics: await this.metrics.snapshot() };
+    const key = this.key();
+    await redis.multi().hset(key, this.field, JSON.stringify(snapshot)).pexpire(key, 2 * STALE_MS).exec();
+    if (this.failing) this.logger.log('publishing metrics to Redis again');
+    this.failing = false;
+  }
+
+  private publishInBackground(): void {
+    this.publish().catch((e: unknown) => this.fail(e));
+  }
+
+  private fail(e: unknown): void {
+    if (this.failing) return;
+    this.failing = true;
+    this.logger.warn(`cannot publish metrics to Redis (the machine view lacks this worker until it can): ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
