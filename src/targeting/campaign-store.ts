@@ -1,23 +1,57 @@
-// STUB (to be replaced by the targeting work): loads nothing, bids nothing.
-import { Injectable } from '@nestjs/common';
-import type { BidRequest, Imp } from '../openrtb/types';
-import type { Candidate, Match, NoBidReason } from './types';
+import * as fs from 'node:fs';
+import { Inject, Injectable } from '@nestjs/common';
+import { CONFIG, type Config } from '../config/config';
+import { CandidateIndex } from './candidate-index';
+import { CampaignFileError, loadCampaigns } from './loader';
 
-export class CandidateIndex {
-  constructor(readonly candidates: readonly Candidate[]) {}
+// The bid path imports everything targeting offers from here.
+export { CandidateIndex } from './candidate-index';
+export { CampaignFileError, loadCampaigns } from './loader';
+export { explain, FILTER_ORDER, selectForImp, type Explanation } from './select';
+export { chooseBidCurrency, convert } from './currency';
+
+/**
+ * Reads, validates and indexes a campaign file. Throws CampaignFileError (every problem, each
+ * naming campaign, creative and field) or an Error naming the file when it cannot be read/parsed.
+ */
+export function loadCampaignFile(file: string): CandidateIndex {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(`campaigns file ${file}: cannot read: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new CampaignFileError([`not valid JSON: ${e instanceof Error ? e.message : String(e)}`], `campaigns file ${file}`);
+  }
+  return new CandidateIndex(loadCampaigns(json, `campaigns file ${file}`));
 }
 
+/**
+ * Holds the current candidate index. Loaded at construction, so a bad CAMPAIGNS_FILE stops the
+ * start-up with the loader's message. `swap` replaces the index as one reference (hot reload:
+ * build the new index off the bid path, then swap; requests in flight keep the one they read).
+ */
 @Injectable()
 export class CampaignStore {
-  private idx = new CandidateIndex([]);
+  private idx: CandidateIndex;
+
+  constructor(@Inject(CONFIG) config: Config) {
+    this.idx = loadCampaignFile(config.campaignsFile);
+  }
+
   current(): CandidateIndex {
     return this.idx;
   }
-  get count(): number {
-    return this.idx.candidates.length;
-  }
-}
 
-export function selectForImp(_index: CandidateIndex, _imp: Imp, _req: BidRequest, _bidCur: string): Match | NoBidReason {
-  return 'no_candidates';
+  get count(): number {
+    return this.idx.count;
+  }
+
+  swap(index: CandidateIndex): void {
+    this.idx = index;
+  }
 }

@@ -52,6 +52,16 @@ export interface Candidate {
   };
   /** Deal ids this candidate may bid on. */
   readonly deals: readonly string[];
+  // The fields below were added with the campaign loader. They are optional in the type only so
+  // that hand-written Candidate literals elsewhere keep compiling; the loader always sets them.
+  /** Only bid through one of `deals` (never in the open market). Default false. */
+  readonly dealsOnly?: boolean;
+  /** Bundle of the advertised app (checked against `bapp`), null when the ad is not for an app. */
+  readonly bundle?: string | null;
+  /** Campaign budget in USD (spend tracking is the tracking module's). */
+  readonly budget?: { readonly total: number; readonly daily: number };
+  /** Impressions per user per day, null when uncapped. */
+  readonly frequencyCap?: { readonly perDay: number } | null;
 }
 
 /** What the markup needs to fill one native asset of the request. */

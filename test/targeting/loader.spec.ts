@@ -1,0 +1,235 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { CampaignFileError, loadCampaigns } from '../../src/targeting/loader';
+import { CampaignStore, loadCampaignFile } from '../../src/targeting/campaign-store';
+import { loadConfig } from '../../src/config/config';
+
+const root = path.resolve(__dirname, '..', '..', '..');
+const demoFile = path.join(root, 'data', 'campaigns.demo.json');
+
+/** A valid file with one campaign holding one creative of each kind; tests break one field. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests poke at arbitrary fields
+function goodFile(): any {
+  return {
+    version: 1,
+    currency: 'USD',
+    campaigns: [
+      {
+        id: 'c1',
+        adomain: ['WWW.Brand.example'],
+        cat: ['IAB3-1'],
+        landingUrl: 'https://brand.example/',
+        budget: { total: 1000, daily: 100 },
+        frequencyCap: { perDay: 3 },
+        bundle: 'com.brand.app',
+        targeting: { inventory: 'app', deviceTypes: [4], os: ['iOS'], countries: ['USA'] },
+        deals: ['D1'],
+        dealsOnly: true,
+        creatives: [
+          { id: 'b1', type: 'banner', price: 1.5, attr: [13], banner: { w: 300, h: 250, imageUrl: 'https://cdn.example/b1.png' } },
+          {
+            id: 'n1',
+            type: 'native',
+            price: 2,
+            native: { title: 'T', description: 'D', sponsoredBy: 'S', cta: 'C', image: { url: 'https://cdn.example/m.jpg', w: 1200, h: 627 }, icon: null },
+          },
+          {
+            id: 'v1',
+            type: 'video',
+            price: 3,
+            landingUrl: 'http://brand.example/video',
+            video: { mimes: ['video/MP4'], duration: 30, protocols: [2, 3], w: 640, h: 360, mediaUrl: 'https://cdn.example/v.mp4' },
+          },
+        ],
+      },
+      {
+        id: 'c2',
+        adomain: ['other.example'],
+        cat: [],
+        landingUrl: 'https://other.example/',
+        budget: { total: 10, daily: 10 },
+        creatives: [{ id: 'b2', type: 'banner', price: 0.1, banner: { w: 728, h: 90, imageUrl: 'https://cdn.example/b2.png' } }],
+      },
+    ],
+  };
+}
+
+function problemsOf(f: unknown): string[] {
+  try {
+    loadCampaigns(f);
+  } catch (e) {
+    assert.ok(e instanceof CampaignFileError, `expected CampaignFileError, got ${String(e)}`);
+    return [...e.problems];
+  }
+  assert.fail('expected the file to be rejected');
+}
+
+describe('loader: a valid file', () => {
+  const cands = loadCampaigns(goodFile());
+  it('flattens one candidate per creative, in file order', () => {
+    assert.deepEqual(
+      cands.map((c) => [c.id, c.campaignId, c.kind]),
+      [
+        ['b1', 'c1', 'banner'],
+        ['n1', 'c1', 'native'],
+        ['v1', 'c1', 'video'],
+        ['b2', 'c2', 'banner'],
+      ],
+    );
+  });
+  it('copies campaign fields and normalizes them', () => {
+    const b1 = cands[0];
+    assert.deepEqual(b1.adomain, ['brand.example']);
+    assert.deepEqual(b1.targeting, { inventory: 'app', deviceTypes: [4], os: ['ios'], countries: ['USA'] });
+    assert.deepEqual(b1.deals, ['D1']);
+    assert.equal(b1.dealsOnly, true);
+    assert.equal(b1.bundle, 'com.brand.app');
+    assert.deepEqual(b1.budget, { total: 1000, daily: 100 });
+    assert.deepEqual(b1.frequencyCap, { perDay: 3 });
+    assert.deepEqual(b1.attr, [13]);
+    assert.deepEqual(b1.banner, { w: 300, h: 250, imageUrl: 'https://cdn.example/b1.png' });
+  });
+  it('defaults optional fields', () => {
+    const b2 = cands[3];
+    assert.deepEqual(b2.targeting, { inventory: null, deviceTypes: [], os: [], countries: [] });
+    assert.deepEqual(b2.deals, []);
+    assert.equal(b2.dealsOnly, false);
+    assert.equal(b2.bundle, null);
+    assert.equal(b2.frequencyCap, null);
+    assert.deepEqual(b2.attr, []);
+  });
+  it('computes secure from every URL; an http landing page makes the creative insecure', () => {
+    assert.equal(cands[0].secure, true);
+    assert.equal(cands[1].secure, true);
+    assert.equal(cands[2].secure, false);
+    assert.equal(cands[2].landingUrl, 'http://brand.example/video');
+  });
+  it('lower-cases video mimes', () => {
+    assert.deepEqual(cands[2].video?.mimes, ['video/mp4']);
+  });
+});
+
+describe('loader: errors name the entry and the field', () => {
+  const cases: { name: string; breakIt: (f: any) => void; want: RegExp }[] = [
+    { name: 'wrong version', breakIt: (f) => (f.version = 2), want: /^file: version: expected 1, got 2/ },
+    { name: 'campaigns not an array', breakIt: (f) => (f.campaigns = {}), want: /^file: campaigns: expected an array/ },
+    { name: 'non-USD currency', breakIt: (f) => (f.currency = 'EUR'), want: /^file: currency: expected "USD"/ },
+    { name: 'campaign id missing', breakIt: (f) => delete f.campaigns[1].id, want: /^campaigns\[1\]: id: expected a non-empty string, got nothing/ },
+    { name: 'duplicate campaign id', breakIt: (f) => (f.campaigns[1].id = 'c1'), want: /^campaigns\[1\] \(id "c1"\): id: expected an id unique in the file/ },
+    { name: 'bad adomain', breakIt: (f) => (f.campaigns[0].adomain = ['not a domain']), want: /^campaigns\[0\] \(id "c1"\): adomain\[0\]: expected a domain name/ },
+    { name: 'empty adomain', breakIt: (f) => (f.campaigns[0].adomain = []), want: /^campaigns\[0\] \(id "c1"\): adomain: expected a non-empty array/ },
+    { name: 'bad category', breakIt: (f) => (f.campaigns[0].cat = ['Automotive']), want: /^campaigns\[0\] \(id "c1"\): cat\[0\]: expected an IAB category/ },
+    { name: 'landing URL not a URL', breakIt: (f) => (f.campaigns[0].landingUrl = 'brand.example'), want: /^campaigns\[0\] \(id "c1"\): landingUrl: expected an absolute http\(s\) URL/ },
+    { name: 'budget missing', breakIt: (f) => delete f.campaigns[0].budget, want: /^campaigns\[0\] \(id "c1"\): budget: expected an object, got nothing/ },
+    { name: 'daily budget > total', breakIt: (f) => (f.campaigns[0].budget.daily = 5000), want: /^campaigns\[0\] \(id "c1"\): budget\.daily: expected at most budget\.total/ },
+    { name: 'negative budget', breakIt: (f) => (f.campaigns[0].budget.total = -1), want: /^campaigns\[0\] \(id "c1"\): budget\.total: expected a number > 0/ },
+    { name: 'frequency cap 0', breakIt: (f) => (f.campaigns[0].frequencyCap.perDay = 0), want: /^campaigns\[0\] \(id "c1"\): frequencyCap\.perDay: expected a whole number >= 1/ },
+    { name: 'bad inventory', breakIt: (f) => (f.campaigns[0].targeting.inventory = 'web'), want: /^campaigns\[0\] \(id "c1"\): targeting\.inventory: expected "site", "app" or null, got "web"/ },
+    { name: 'alpha-2 country', breakIt: (f) => (f.campaigns[0].targeting.countries = ['US']), want: /^campaigns\[0\] \(id "c1"\): targeting\.countries\[0\]: expected an ISO-3166-1 alpha-3 code/ },
+    { name: 'bad device type', breakIt: (f) => (f.campaigns[0].targeting.deviceTypes = ['phone']), want: /^campaigns\[0\] \(id "c1"\): targeting\.deviceTypes\[0\]: expected a whole number/ },
+    { name: 'dealsOnly without deals', breakIt: (f) => (f.campaigns[0].deals = []), want: /^campaigns\[0\] \(id "c1"\): dealsOnly: expected false when the campaign lists no deals/ },
+    { name: 'unknown campaign field', breakIt: (f) => (f.campaigns[0].frequencycap = 1), want: /^campaigns\[0\] \(id "c1"\): frequencycap: expected no such field/ },
+    { name: 'no creatives', breakIt: (f) => (f.campaigns[1].creatives = []), want: /^campaigns\[1\] \(id "c2"\): creatives: expected a non-empty array/ },
+    { name: 'price 0', breakIt: (f) => (f.campaigns[0].creatives[0].price = 0), want: /^campaigns\[0\] \(id "c1"\) creatives\[0\] \(id "b1"\): price: expected a number > 0 and <= 1000, got 0/ },
+    { name: 'price as string', breakIt: (f) => (f.campaigns[0].creatives[0].price = '1.5'), want: /^campaigns\[0\] \(id "c1"\) creatives\[0\] \(id "b1"\): price: expected a number > 0/ },
+    { name: 'price too high', breakIt: (f) => (f.campaigns[0].creatives[0].price = 2500), want: /creatives\[0\] \(id "b1"\): price: expected a number > 0 and <= 1000, got 2500/ },
+    { name: 'creative id missing', breakIt: (f) => delete f.campaigns[0].creatives[1].id, want: /^campaigns\[0\] \(id "c1"\) creatives\[1\]: id: expected a non-empty string/ },
+    { name: 'duplicate creative id', breakIt: (f) => (f.campaigns[1].creatives[0].id = 'b1'), want: /^campaigns\[1\] \(id "c2"\) creatives\[0\] \(id "b1"\): id: expected an id unique in the file \(already used in campaigns\[0\]/ },
+    { name: 'unknown type', breakIt: (f) => (f.campaigns[0].creatives[0].type = 'audio'), want: /creatives\[0\] \(id "b1"\): type: expected "banner", "native" or "video", got "audio"/ },
+    { name: 'banner without banner', breakIt: (f) => delete f.campaigns[0].creatives[0].banner, want: /creatives\[0\] \(id "b1"\): banner: expected an object, got nothing/ },
+    { name: 'banner width 0', breakIt: (f) => (f.campaigns[0].creatives[0].banner.w = 0), want: /creatives\[0\] \(id "b1"\): banner\.w: expected a whole number >= 1/ },
+    { name: 'banner image URL ftp', breakIt: (f) => (f.campaigns[0].creatives[0].banner.imageUrl = 'ftp://x.example/a.png'), want: /creatives\[0\] \(id "b1"\): banner\.imageUrl: expected an absolute http\(s\) URL/ },
+    { name: 'video object on a banner', breakIt: (f) => (f.campaigns[0].creatives[0].video = {}), want: /creatives\[0\] \(id "b1"\): video: expected no video object on a banner creative/ },
+    { name: 'native title empty', breakIt: (f) => (f.campaigns[0].creatives[1].native.title = ''), want: /creatives\[1\] \(id "n1"\): native\.title: expected a non-empty string/ },
+    { name: 'native image without url', breakIt: (f) => delete f.campaigns[0].creatives[1].native.image.url, want: /creatives\[1\] \(id "n1"\): native\.image\.url: expected an absolute http\(s\) URL/ },
+    { name: 'video mimes empty', breakIt: (f) => (f.campaigns[0].creatives[2].video.mimes = []), want: /creatives\[2\] \(id "v1"\): video\.mimes: expected a non-empty array/ },
+    { name: 'video protocol 99', breakIt: (f) => (f.campaigns[0].creatives[2].video.protocols = [2, 99]), want: /creatives\[2\] \(id "v1"\): video\.protocols\[1\]: expected a whole number from 1 to 30, got 99/ },
+    { name: 'video duration 0', breakIt: (f) => (f.campaigns[0].creatives[2].video.duration = 0), want: /creatives\[2\] \(id "v1"\): video\.duration: expected a whole number >= 1/ },
+    { name: 'attr not numbers', breakIt: (f) => (f.campaigns[0].creatives[0].attr = ['13']), want: /creatives\[0\] \(id "b1"\): attr\[0\]: expected a whole number/ },
+  ];
+  it('rejects a root that is not an object', () => {
+    assert.match(problemsOf([])[0], /^file: \(root\): expected an object/);
+  });
+  for (const c of cases) {
+    it(c.name, () => {
+      const f = goodFile();
+      c.breakIt(f);
+      const problems = problemsOf(f);
+      assert.ok(
+        problems.some((p) => c.want.test(p)),
+        `no problem matches ${String(c.want)}:\n${problems.join('\n')}`,
+      );
+    });
+  }
+  it('reports every problem at once, and the message names the source', () => {
+    const f = goodFile();
+    f.campaigns[0].creatives[0].price = -1;
+    f.campaigns[1].landingUrl = 'nope';
+    try {
+      loadCampaigns(f, 'campaigns file /x.json');
+      assert.fail('expected a throw');
+    } catch (e) {
+      assert.ok(e instanceof CampaignFileError);
+      assert.equal(e.problems.length, 2);
+      assert.match(e.message, /^campaigns file \/x\.json: invalid campaign file:/);
+      assert.match(e.message, /creatives\[0\] \(id "b1"\): price/);
+      assert.match(e.message, /campaigns\[1\] \(id "c2"\): landingUrl/);
+    }
+  });
+});
+
+describe('loader: files and the store', () => {
+  it('the demo file loads: about 200 candidates of every kind, prices 0.10–5 USD, all https', () => {
+    const idx = loadCampaignFile(demoFile);
+    assert.ok(idx.count >= 180 && idx.count <= 230, `count ${idx.count}`);
+    const kinds = new Set(idx.candidates.map((c) => c.kind));
+    assert.deepEqual([...kinds].sort(), ['banner', 'native', 'video']);
+    for (const c of idx.candidates) {
+      assert.ok(c.price >= 0.1 && c.price <= 5, `${c.id} price ${c.price}`);
+      assert.ok(c.secure, `${c.id} not https`);
+    }
+    const sizes = new Set(idx.candidates.filter((c) => c.banner).map((c) => `${c.banner?.w}x${c.banner?.h}`));
+    for (const s of ['300x250', '728x90', '320x50', '300x600', '160x600', '320x480']) assert.ok(sizes.has(s), s);
+    assert.ok(idx.candidates.some((c) => c.native && !c.native.image && !c.native.icon), 'a text-only native');
+    assert.ok(idx.candidates.some((c) => c.native?.image && c.native.icon), 'a native with image and icon');
+    assert.deepEqual(new Set(idx.candidates.filter((c) => c.video).map((c) => c.video?.duration)), new Set([15, 30]));
+  });
+
+  it('scripts/gen-campaigns.js reproduces data/campaigns.demo.json byte for byte', () => {
+    const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gen-campaigns-')), 'c.json');
+    execFileSync(process.execPath, [path.join(root, 'scripts', 'gen-campaigns.js'), out], { stdio: 'pipe' });
+    assert.equal(fs.readFileSync(out, 'utf8'), fs.readFileSync(demoFile, 'utf8'));
+    fs.rmSync(path.dirname(out), { recursive: true, force: true });
+  });
+
+  it('CampaignStore loads config.campaignsFile, counts, and swaps the index as one reference', () => {
+    const store = new CampaignStore(loadConfig({ CAMPAIGNS_FILE: demoFile }));
+    const first = store.current();
+    assert.equal(store.count, first.count);
+    assert.ok(store.count > 0);
+    const small = loadCampaignFile(demoFile);
+    store.swap(small);
+    assert.equal(store.current(), small);
+    assert.notEqual(store.current(), first);
+  });
+
+  it('a bad file stops the store with a message naming the file, entry and field', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bad-campaigns-'));
+    const file = path.join(dir, 'c.json');
+    const f = goodFile();
+    f.campaigns[0].creatives[2].video.duration = 'long';
+    fs.writeFileSync(file, JSON.stringify(f));
+    assert.throws(
+      () => new CampaignStore(loadConfig({ CAMPAIGNS_FILE: file })),
+      (e: Error) => e.message.includes(`campaigns file ${file}`) && /campaigns\[0\] \(id "c1"\) creatives\[2\] \(id "v1"\): video\.duration/.test(e.message),
+    );
+    fs.writeFileSync(file, '{"version": 1, ');
+    assert.throws(() => new CampaignStore(loadConfig({ CAMPAIGNS_FILE: file })), /not valid JSON/);
+    assert.throws(() => new CampaignStore(loadConfig({ CAMPAIGNS_FILE: path.join(dir, 'missing.json') })), /cannot read/);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
