@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
+import { RedisModule } from '../redis/redis.module';
 import { LogService } from './log.service';
 
-@Module({ providers: [LogService], exports: [LogService] })
+@Module({ imports: [RedisModule], providers: [LogService], exports: [LogService] })
 export class LogModule {}

@@ -1,18 +1,102 @@
-// STUB (to be replaced by the log pipeline work): keeps lines in memory only.
-import { Injectable } from '@nestjs/common';
-import type { LogRecord } from './log.types';
+import {
+  type BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
+import { CONFIG, type Config } from '../config/config';
+import { RedisService } from '../redis/redis.service';
+import { lineHead, rawText } from './log-line';
+import { LogPipeline } from './log-pipeline';
+import { RedisFrameSink } from './log-sink';
+import type { LogRecord, LogStats } from './log.types';
+import { SpillStore } from './spill';
 
+/**
+ * The bid log of this worker (docs/log-pipeline.md). `log()` appends one NDJSON line to an
+ * in-memory queue and returns; the pipeline compresses batches with zstd on the thread pool and
+ * RPUSHes them to `LOG_REDIS_KEY`, keeping them in memory, then on disk, while Redis is away.
+ * On shutdown (after the HTTP server has finished its last requests) everything is flushed.
+ */
 @Injectable()
-export class LogService {
-  private readonly lines: string[] = [];
-  /** O(1), synchronous, no I/O. `raw` embeds already-serialized JSON text under `raw.key`. */
-  log(record: LogRecord, raw?: { key: string; json: string }): void {
-    let line = JSON.stringify({ ts: Date.now(), ...record });
-    if (raw) line = `${line.slice(0, -1)},"${raw.key}":${raw.json}}`;
-    this.lines.push(line);
+export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly logger = new Logger('BidLog');
+  private readonly pipeline: LogPipeline;
+  private readonly workerJson: string;
+  private readonly finalFlush: Promise<void>;
+  private finalFlushDone: () => void = () => undefined;
+
+  constructor(
+    @Inject(CONFIG) private readonly config: Config,
+    private readonly redis: RedisService,
+  ) {
+    this.workerJson = JSON.stringify(config.workerId);
+    this.pipeline = new LogPipeline(
+      {
+        flushIntervalMs: config.logFlushIntervalMs,
+        flushBytes: config.logFlushBytes,
+        maxMemoryBytes: config.logMaxMemoryBytes,
+      },
+      new RedisFrameSink(redis.client, config.logRedisKey),
+      new SpillStore(config.logSpillDir, config.logSpillMaxBytes, config.workerId),
+      this.logger,
+    );
+    this.finalFlush = new Promise<void>((resolve) => (this.finalFlushDone = resolve));
+    redis.onReady(() => this.pipeline.redisReady());
   }
-  /** False when the pipeline is over its memory bound (readiness). */
+
+  /**
+   * Logs one record: O(1), synchronous, no I/O, never throws. The line starts with `ts`, `type`,
+   * `worker` and `name`, then the record's other fields; `raw` embeds an already-serialized JSON
+   * text (the bid request body) under `raw.key` without parsing or re-serializing it.
+   */
+  log(record: LogRecord, raw?: { key: string; json: string }): void {
+    const ts = Date.now();
+    let head: string;
+    let tail: string | null = null;
+    try {
+      head = lineHead(ts, this.workerJson, record, raw ? raw.key : null);
+      if (raw) tail = rawText(raw.json);
+    } catch {
+      // A field that JSON cannot hold (BigInt, cycle): keep the record's identity, never throw.
+      head = lineHead(ts, this.workerJson, { type: record.type, id: String(record.id), name: String(record.name), error: 'unserializable record' }, null);
+      tail = null;
+    }
+    this.pipeline.append(head, tail);
+  }
+
+  /** False when the pipeline is over its memory bound or dropped records in the last 10 s (readiness). */
   isHealthy(): boolean {
-    return true;
+    return this.pipeline.healthy();
+  }
+
+  /** Metric values for this worker (see LogStats). */
+  stats(): LogStats {
+    return this.pipeline.stats();
+  }
+
+  onModuleInit(): void {
+    this.pipeline.start();
+  }
+
+  beforeApplicationShutdown(): void {
+    // The Redis connection must outlive the final flush, whatever order Nest closes modules in.
+    this.redis.keepOpenUntil(this.finalFlush);
+  }
+
+  /** Runs after the HTTP server has closed, so the last requests' records are included. */
+  async onApplicationShutdown(): Promise<void> {
+    try {
+      await this.pipeline.close(this.config.shutdownTimeoutMs);
+      const s = this.pipeline.stats();
+      this.logger.log(
+        `final flush done: ${s.recordsFlushed} records in ${s.batchesFlushed} batches to Redis, ` +
+          `${s.recordsSpilled} spilled, ${s.recordsDropped} dropped since start`,
+      );
+    } finally {
+      this.finalFlushDone();
+    }
   }
 }

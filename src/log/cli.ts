@@ -1,0 +1,397 @@
+// `npm run logs -- <command>`: reads the bid log back, from Redis and from the spill directory.
+// See docs/log-pipeline.md. Runs on the project's Node 24 (zstd in node:zlib).
+import { once } from 'node:events';
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import Redis from 'ioredis';
+import { ConfigError, loadConfig } from '../config/config';
+import { assertNodeVersion } from '../node-version';
+import { redactUrl } from '../redis/redis.service';
+import { decompressFrame, splitLines } from './frame';
+import { ackKey } from './log-sink';
+import { parseSpillName } from './spill';
+
+const USAGE = `Reads the bid log: zstd batches in the Redis list LOG_REDIS_KEY, and batches waiting in LOG_SPILL_DIR.
+
+usage: npm run logs -- <command> [options]
+
+commands:
+  list     one line per batch: where it is, compressed and raw bytes, records, first and last ts
+  cat      the records as NDJSON, oldest batch first (filter with --type / --id)
+  count    number of batches and records, in total and by type (JSON)
+  check    every request record has exactly one response record and no record is repeated;
+           prints a JSON summary, exits 1 when something is off
+  help     this text
+
+options:
+  --type T[,T…]     only records of these types (request, response, win, bill, loss, imp, click)
+  --id ID           only records of this bid request id
+  --source S        redis, spill or all (default all)
+  --start N         first list index to read (default 0; negative counts from the end)
+  --end N           last list index to read (default -1, the last)
+  --json            list: one JSON object per batch
+  --redis URL       default $REDIS_URL, else redis://127.0.0.1:6379
+  --key K           default $LOG_REDIS_KEY, else bidlog
+  --spill-dir DIR   default $LOG_SPILL_DIR, else ./.run/spill
+
+examples:
+  npm run logs -- count
+  npm run logs -- cat --type response --id 8f1c… | head
+  npm run logs -- list --start -10
+`;
+
+interface Options {
+  command: string;
+  types: Set<string> | null;
+  id: string | null;
+  source: 'redis' | 'spill' | 'all';
+  start: number;
+  end: number;
+  json: boolean;
+  redisUrl: string;
+  key: string;
+  spillDir: string;
+}
+
+/** One batch as read back: where it came from and its decompressed lines. */
+interface ReadBatch {
+  where: string;
+  compressedBytes: number;
+  rawBytes: number;
+  lines: string[];
+}
+
+class UsageError extends Error {}
+
+function parseArgs(argv: string[]): Options {
+  let cfg;
+  try {
+    cfg = loadConfig(process.env);
+  } catch (e) {
+    if (e instanceof ConfigError) throw new UsageError(e.message);
+    throw e;
+  }
+  const o: Options = {
+    command: 'help',
+    types: null,
+    id: null,
+    source: 'all',
+    start: 0,
+    end: -1,
+    json: false,
+    redisUrl: cfg.redisUrl,
+    key: cfg.logRedisKey,
+    spillDir: cfg.logSpillDir,
+  };
+  const args = [...argv];
+  const value = (flag: string): string => {
+    const v = args.shift();
+    if (v === undefined) throw new UsageError(`${flag} needs a value`);
+    return v;
+  };
+  const int = (flag: string): number => {
+    const v = value(flag);
+    if (!/^-?\d+$/.test(v)) throw new UsageError(`${flag} ${v}: expected a whole number`);
+    return Number(v);
+  };
+  let command: string | null = null;
+  while (args.length > 0) {
+    const a = args.shift() as string;
+    switch (a) {
+      case '--type':
+        o.types = new Set(value(a).split(',').filter(Boolean));
+        break;
+      case '--id':
+        o.id = value(a);
+        break;
+      case '--source': {
+        const s = value(a);
+        if (s !== 'redis' && s !== 'spill' && s !== 'all') throw new UsageError(`--source ${s}: expected redis, spill or all`);
+        o.source = s;
+        break;
+      }
+      case '--start':
+        o.start = int(a);
+        break;
+      case '--end':
+        o.end = int(a);
+        break;
+      case '--json':
+        o.json = true;
+        break;
+      case '--redis':
+        o.redisUrl = value(a);
+        break;
+      case '--key':
+        o.key = value(a);
+        break;
+      case '--spill-dir':
+        o.spillDir = path.resolve(value(a));
+        break;
+      case '-h':
+      case '--help':
+        command = 'help';
+        break;
+      default:
+        if (a.startsWith('-') || command !== null) throw new UsageError(`unexpected argument ${a}`);
+        command = a;
+    }
+  }
+  o.command = command ?? 'help';
+  return o;
+}
+
+/**
+ * Batches from Redis (LRANGE in pages), then from the spill directory, oldest first. A spill file
+ * whose frame id Redis already acknowledges (pushed, then spilled by a final flush that ran out of
+ * time) is skipped: its drain will be a no-op.
+ */
+async function* batches(o: Options): AsyncGenerator<ReadBatch> {
+  const client = new Redis(o.redisUrl, {
+    lazyConnect: true,
+    connectTimeout: 3_000,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => null,
+    disableClientInfo: true,
+  });
+  client.on('error', () => undefined);
+  let connected = true;
+  try {
+    try {
+      await client.connect();
+    } catch (e) {
+      connected = false;
+      const msg = `cannot reach Redis at ${redactUrl(o.redisUrl)}: ${e instanceof Error ? e.message : String(e)}`;
+      if (o.source !== 'spill') {
+        if (o.source === 'redis') throw new Error(msg);
+        process.stderr.write(`logs: ${msg}; reading the spill directory only\n`);
+      }
+    }
+    if (connected && o.source !== 'spill') yield* redisBatches(o, client);
+    if (o.source !== 'redis') yield* spillBatches(o, connected ? client : null);
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function* redisBatches(o: Options, client: Redis): AsyncGenerator<ReadBatch> {
+  const len = await client.llen(o.key);
+  const from = o.start < 0 ? Math.max(0, len + o.start) : o.start;
+  const to = Math.min(len - 1, o.end < 0 ? len + o.end : o.end);
+  const PAGE = 50;
+  for (let i = from; i <= to; i += PAGE) {
+    const page = await client.lrangeBuffer(o.key, i, Math.min(to, i + PAGE - 1));
+    for (let j = 0; j < page.length; j++) yield decode(`redis:${o.key}[${i + j}]`, page[j]);
+  }
+}
+
+async function* spillBatches(o: Options, client: Redis | null): AsyncGenerator<ReadBatch> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(o.spillDir);
+  } catch {
+    return; // no spill directory: nothing waits on disk
+  }
+  const files = names.filter((n) => parseSpillName(n) !== null).sort();
+  for (const name of files) {
+    const parsed = parseSpillName(name);
+    if (parsed && client !== null && (await client.exists(ackKey(o.key, parsed.frameId))) === 1) {
+      process.stderr.write(`logs: spill file ${name} is already in Redis (skipped)\n`);
+      continue;
+    }
+    let data: Buffer;
+    try {
+      data = await fsp.readFile(path.join(o.spillDir, name));
+    } catch {
+      continue; // drained meanwhile
+    }
+    yield decode(`spill:${name}`, data);
+  }
+}
+
+function decode(where: string, frame: Buffer): ReadBatch {
+  let raw: Buffer;
+  try {
+    raw = decompressFrame(frame);
+  } catch (e) {
+    throw new Error(`${where}: not a zstd frame (${e instanceof Error ? e.message : String(e)})`);
+  }
+  return { where, compressedBytes: frame.length, rawBytes: raw.length, lines: splitLines(raw) };
+}
+
+/** A record's `type` and `id`, or null for a line that is not a JSON object. */
+function parseLine(line: string): { type: unknown; id: unknown; ts: unknown } | null {
+  try {
+    const r = JSON.parse(line) as unknown;
+    return r !== null && typeof r === 'object' ? (r as { type: unknown; id: unknown; ts: unknown }) : null;
+  } catch {
+    return null;
+  }
+}
+
+function makeFilter(o: Options): (line: string) => boolean {
+  if (o.types === null && o.id === null) return () => true;
+  const types = o.types;
+  const idNeedle = o.id === null ? null : `"id":${JSON.stringify(o.id)}`;
+  return (line) => {
+    if (idNeedle !== null && !line.includes(idNeedle)) return false;
+    const r = parseLine(line);
+    if (r === null) return false;
+    if (types !== null && !(typeof r.type === 'string' && types.has(r.type))) return false;
+    if (o.id !== null && r.id !== o.id) return false;
+    return true;
+  };
+}
+
+async function write(text: string): Promise<void> {
+  if (!process.stdout.write(text)) await once(process.stdout, 'drain');
+}
+
+async function cmdList(o: Options): Promise<void> {
+  let n = 0;
+  for await (const b of batches(o)) {
+    const first = b.lines.length > 0 ? parseLine(b.lines[0])?.ts : undefined;
+    const last = b.lines.length > 0 ? parseLine(b.lines[b.lines.length - 1])?.ts : undefined;
+    const row = {
+      batch: b.where,
+      compressedBytes: b.compressedBytes,
+      rawBytes: b.rawBytes,
+      records: b.lines.length,
+      firstTs: typeof first === 'number' ? first : null,
+      lastTs: typeof last === 'number' ? last : null,
+    };
+    n++;
+    if (o.json) {
+      await write(JSON.stringify(row) + '\n');
+    } else {
+      const when = (t: number | null): string => (t === null ? '-' : new Date(t).toISOString());
+      await write(
+        `${row.batch}\t${row.compressedBytes} B zstd\t${row.rawBytes} B raw` +
+          `\t${(row.rawBytes / Math.max(1, row.compressedBytes)).toFixed(1)}x\t${row.records} records` +
+          `\t${when(row.firstTs)} .. ${when(row.lastTs)}\n`,
+      );
+    }
+  }
+  if (!o.json) process.stderr.write(`${n} batches\n`);
+}
+
+async function cmdCat(o: Options): Promise<void> {
+  const keep = makeFilter(o);
+  for await (const b of batches(o)) {
+    let out = '';
+    for (const line of b.lines) if (keep(line)) out += line + '\n';
+    if (out.length > 0) await write(out);
+  }
+}
+
+async function cmdCount(o: Options): Promise<void> {
+  const keep = makeFilter(o);
+  const byType: Record<string, number> = {};
+  let batchCount = 0;
+  let records = 0;
+  let compressed = 0;
+  let raw = 0;
+  for await (const b of batches(o)) {
+    batchCount++;
+    compressed += b.compressedBytes;
+    raw += b.rawBytes;
+    for (const line of b.lines) {
+      if (!keep(line)) continue;
+      records++;
+      const t = parseLine(line)?.type;
+      const k = typeof t === 'string' ? t : '(none)';
+      byType[k] = (byType[k] ?? 0) + 1;
+    }
+  }
+  await write(JSON.stringify({ batches: batchCount, records, byType, compressedBytes: compressed, rawBytes: raw }) + '\n');
+}
+
+async function cmdCheck(o: Options): Promise<number> {
+  const requests = new Map<string, number>();
+  const responses = new Map<string, number>();
+  const lines = new Set<string>();
+  let records = 0;
+  let duplicateLines = 0;
+  let malformed = 0;
+  for await (const b of batches(o)) {
+    for (const line of b.lines) {
+      records++;
+      if (lines.has(line)) duplicateLines++;
+      else lines.add(line);
+      const r = parseLine(line);
+      if (r === null || typeof r.ts !== 'number' || typeof r.type !== 'string') {
+        malformed++;
+        continue;
+      }
+      const id = typeof r.id === 'string' ? r.id : JSON.stringify(r.id);
+      if (r.type === 'request') requests.set(id, (requests.get(id) ?? 0) + 1);
+      else if (r.type === 'response') responses.set(id, (responses.get(id) ?? 0) + 1);
+    }
+  }
+  let repeatedRequests = 0;
+  let repeatedResponses = 0;
+  let requestsWithoutResponse = 0;
+  let responsesWithoutRequest = 0;
+  for (const [id, n] of requests) {
+    if (n > 1) repeatedRequests++;
+    if (!responses.has(id)) requestsWithoutResponse++;
+  }
+  for (const [id, n] of responses) {
+    if (n > 1) repeatedResponses++;
+    if (!requests.has(id)) responsesWithoutRequest++;
+  }
+  const ok = duplicateLines + malformed + repeatedRequests + repeatedResponses + requestsWithoutResponse + responsesWithoutRequest === 0;
+  await write(
+    JSON.stringify({
+      ok,
+      records,
+      requestIds: requests.size,
+      responseIds: responses.size,
+      duplicateLines,
+      malformed,
+      repeatedRequests,
+      repeatedResponses,
+      requestsWithoutResponse,
+      responsesWithoutRequest,
+    }) + '\n',
+  );
+  return ok ? 0 : 1;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const o = parseArgs(argv);
+  switch (o.command) {
+    case 'help':
+      process.stdout.write(USAGE);
+      return 0;
+    case 'list':
+      await cmdList(o);
+      return 0;
+    case 'cat':
+      await cmdCat(o);
+      return 0;
+    case 'count':
+      await cmdCount(o);
+      return 0;
+    case 'check':
+      return cmdCheck(o);
+    default:
+      throw new UsageError(`unknown command ${o.command}`);
+  }
+}
+
+assertNodeVersion();
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(0); // `| head`
+  throw e;
+});
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    if (e instanceof UsageError) process.stderr.write(`logs: ${e.message}\n\n${USAGE}`);
+    else process.stderr.write(`logs: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exitCode = e instanceof UsageError ? 2 : 1;
+  },
+);

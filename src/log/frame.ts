@@ -1,0 +1,52 @@
+import * as zlib from 'node:zlib';
+import type { LineChunk } from './log-buffer';
+
+/** zstd's default level: ~8× on bid records at several hundred MB/s per core (bench/RESULTS-log.md). */
+export const ZSTD_LEVEL = 3;
+
+const OUT_CHUNK = 64 * 1024;
+
+/**
+ * Compresses lines into ONE zstd frame (one Redis list element, INTERFACE.md) off the event loop:
+ * the chunks are streamed into zlib's async zstd compressor, which does the work on the libuv
+ * thread pool, one chunk at a time (stream back-pressure), so the loop only moves buffers around.
+ * The frame header carries the content size (pledged), which some decoders require.
+ */
+export function compressFrame(chunks: readonly LineChunk[], bytes: number): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const z = zlib.createZstdCompress({
+      chunkSize: OUT_CHUNK,
+      pledgedSrcSize: bytes,
+      params: { [zlib.constants.ZSTD_c_compressionLevel]: ZSTD_LEVEL, [zlib.constants.ZSTD_c_checksumFlag]: 1 },
+    });
+    const out: Buffer[] = [];
+    let i = 0;
+    z.on('data', (d: Buffer) => out.push(d));
+    z.once('error', reject);
+    z.once('end', () => resolve(out.length === 1 ? out[0] : Buffer.concat(out)));
+    const pump = (): void => {
+      while (i < chunks.length) {
+        if (!z.write(chunks[i++].data)) {
+          z.once('drain', pump);
+          return;
+        }
+      }
+      z.end();
+    };
+    pump();
+  });
+}
+
+/** Decompresses one list element (or spill file) into its NDJSON text. */
+export function decompressFrame(frame: Buffer): Buffer {
+  return zlib.zstdDecompressSync(frame);
+}
+
+/** Splits NDJSON text into its lines (no trailing empty line). */
+export function splitLines(text: Buffer | string): string[] {
+  const s = typeof text === 'string' ? text : text.toString('utf8');
+  if (s.length === 0) return [];
+  const lines = s.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}

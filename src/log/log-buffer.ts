@@ -1,0 +1,95 @@
+/** A part of the queue: UTF-8 NDJSON lines, each ending in `\n`. */
+export interface LineChunk {
+  readonly data: Buffer;
+  readonly records: number;
+}
+
+/** What one flush takes: whole lines, at most about `maxBytes` of them. */
+export interface Batch {
+  readonly chunks: LineChunk[];
+  readonly records: number;
+  readonly bytes: number;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * The in-memory queue of NDJSON lines, written straight into UTF-8 chunks as they are logged.
+ * Appending costs one or two native string writes (no per-record allocation that survives the
+ * call), the queued bytes sit outside the JS heap (so a 100 MB queue adds no GC work), and a flush
+ * hands the chunks to the compressor as they are: no join, no copy on the event loop.
+ */
+export class LogBuffer {
+  private chunk: Buffer = EMPTY;
+  private pos = 0;
+  private chunkRecords = 0;
+  private sealed: LineChunk[] = [];
+  /** Records and bytes queued (gauges). */
+  records = 0;
+  bytes = 0;
+
+  constructor(private readonly chunkSize: number) {}
+
+  /** Appends `head + tail + "}\n"` (tail may be null) as one line. */
+  append(head: string, tail: string | null): void {
+    // UTF-8 takes at most 3 bytes per UTF-16 code unit; check the exact size only near the end.
+    const worst = 3 * (head.length + (tail === null ? 0 : tail.length)) + 2;
+    if (this.pos + worst > this.chunk.length) {
+      const exact = Buffer.byteLength(head) + (tail === null ? 0 : Buffer.byteLength(tail)) + 2;
+      if (this.pos + exact > this.chunk.length) this.nextChunk(exact);
+    }
+    const c = this.chunk;
+    const start = this.pos;
+    let p = start + c.write(head, start);
+    if (tail !== null) p += c.write(tail, p);
+    c[p++] = 0x7d; // }
+    c[p++] = 0x0a; // \n
+    this.pos = p;
+    this.chunkRecords++;
+    this.records++;
+    this.bytes += p - start;
+  }
+
+  /**
+   * Takes everything queued, split into batches of whole chunks of about `maxBytes` each
+   * (a batch exceeds it by less than one chunk), oldest first, and empties the queue.
+   */
+  take(maxBytes: number): Batch[] {
+    this.seal();
+    const chunks = this.sealed;
+    this.sealed = [];
+    this.records = 0;
+    this.bytes = 0;
+    const batches: Batch[] = [];
+    let cur: LineChunk[] = [];
+    let records = 0;
+    let bytes = 0;
+    for (const c of chunks) {
+      if (bytes > 0 && bytes + c.data.length > maxBytes) {
+        batches.push({ chunks: cur, records, bytes });
+        cur = [];
+        records = 0;
+        bytes = 0;
+      }
+      cur.push(c);
+      records += c.records;
+      bytes += c.data.length;
+    }
+    if (bytes > 0) batches.push({ chunks: cur, records, bytes });
+    return batches;
+  }
+
+  private seal(): void {
+    if (this.pos === 0) return;
+    this.sealed.push({ data: this.chunk.subarray(0, this.pos), records: this.chunkRecords });
+    // The next append allocates a fresh chunk: the sealed one belongs to the compressor now.
+    this.chunk = EMPTY;
+    this.pos = 0;
+    this.chunkRecords = 0;
+  }
+
+  private nextChunk(need: number): void {
+    this.seal();
+    this.chunk = Buffer.allocUnsafeSlow(Math.max(this.chunkSize, need));
+  }
+}

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import * as zlib from 'node:zlib';
+import { compressFrame, decompressFrame, splitLines } from './frame';
+import { LogBuffer } from './log-buffer';
+import { lineHead, rawText } from './log-line';
+
+function line(head: string, tail: string | null): string {
+  return head + (tail ?? '') + '}';
+}
+
+describe('log line encoding', () => {
+  it('starts with ts, type, worker, name, then the record fields in order', () => {
+    const head = lineHead(1700000000123, '"w1"', { type: 'response', id: 'r-1', name: 'pub', status: 204, nbr: 2, missing: undefined }, null);
+    const rec = JSON.parse(line(head, null)) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(rec), ['ts', 'type', 'worker', 'name', 'id', 'status', 'nbr']);
+    assert.deepEqual(rec, { ts: 1700000000123, type: 'response', worker: 'w1', name: 'pub', id: 'r-1', status: 204, nbr: 2 });
+  });
+
+  it("never lets a record override the service's own fields", () => {
+    const head = lineHead(5, '"w"', { type: 'win', id: 'x', name: 'p', ts: 1, worker: 'evil' }, null);
+    const rec = JSON.parse(line(head, null)) as Record<string, unknown>;
+    assert.equal(rec.ts, 5);
+    assert.equal(rec.worker, 'w');
+    assert.equal(head.match(/"ts"/g)?.length, 1);
+  });
+
+  it('escapes strings (quotes, newlines, unicode) and keeps a null name as null', () => {
+    const head = lineHead(1, '"w"', { type: 'request', id: 'a"b\nc', name: null as unknown as string, note: 'é\u2028😀' }, null);
+    const text = line(head, null);
+    assert.ok(!text.includes('\n'));
+    assert.deepEqual(JSON.parse(text), { ts: 1, type: 'request', worker: 'w', name: null, id: 'a"b\nc', note: 'é\u2028😀' });
+  });
+
+  it('embeds a raw JSON text as is, made single-line', () => {
+    const raw = '{\r\n  "id": "q1",\n  "imp": [ { "id": "1" } ],\r  "s": "a\\nb"\n}\n';
+    const head = lineHead(9, '"w"', { type: 'request', id: 'q1', name: 'p' }, 'req');
+    const text = line(head, rawText(raw));
+    assert.ok(!/[\r\n]/.test(text));
+    const rec = JSON.parse(text) as { req: unknown };
+    assert.deepEqual(rec.req, JSON.parse(raw));
+    assert.equal(rawText('{"a":1}'), '{"a":1}');
+    assert.equal(rawText(''), 'null');
+  });
+});
+
+describe('LogBuffer', () => {
+  it('keeps whole lines across chunks, counts records and UTF-8 bytes', () => {
+    const b = new LogBuffer(64);
+    const expected: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      const head = lineHead(i, '"w"', { type: 'request', id: `id-${i}`, name: i % 3 === 0 ? 'é😀' : 'p' }, 'req');
+      const tail = i % 7 === 0 ? '{"big":"' + 'x'.repeat(100) + '"}' : '{}';
+      b.append(head, tail);
+      expected.push(line(head, tail));
+    }
+    assert.equal(b.records, 200);
+    const bytes = expected.reduce((n, l) => n + Buffer.byteLength(l) + 1, 0);
+    assert.equal(b.bytes, bytes);
+    const batches = b.take(1000);
+    assert.equal(b.records, 0);
+    assert.equal(b.bytes, 0);
+    assert.ok(batches.length > 1);
+    const text = Buffer.concat(batches.flatMap((x) => x.chunks.map((c) => c.data))).toString('utf8');
+    assert.deepEqual(splitLines(text), expected);
+    for (const batch of batches) {
+      const t = Buffer.concat(batch.chunks.map((c) => c.data)).toString('utf8');
+      assert.ok(t.endsWith('\n'));
+      assert.equal(splitLines(t).length, batch.records);
+      assert.equal(Buffer.byteLength(t), batch.bytes);
+      // at most one chunk over the limit
+      assert.ok(batch.bytes <= 1000 || batch.chunks.length === 1 || batch.bytes - batch.chunks[batch.chunks.length - 1].data.length <= 1000);
+    }
+    assert.deepEqual(b.take(1000), []);
+  });
+});
+
+describe('zstd frames', () => {
+  it('one frame per batch, readable by plain zlib.zstdDecompressSync, content size in the header', async () => {
+    const b = new LogBuffer(16 * 1024);
+    for (let i = 0; i < 3000; i++) b.append(lineHead(i, '"w"', { type: 'response', id: `r${i}`, name: 'p', status: 204 }, null), null);
+    const [batch] = b.take(1 << 30);
+    const frame = await compressFrame(batch.chunks, batch.bytes);
+    assert.equal(frame.readUInt32LE(0), 0xfd2fb528);
+    // Frame_Header_Descriptor: Frame_Content_Size_flag (bits 7-6) set, or Single_Segment_flag.
+    const fhd = frame[4];
+    assert.ok(fhd >> 6 !== 0 || (fhd & 0x20) !== 0, 'content size present');
+    const plain = zlib.zstdDecompressSync(frame);
+    assert.equal(plain.length, batch.bytes);
+    const lines = splitLines(decompressFrame(frame));
+    assert.equal(lines.length, 3000);
+    assert.equal((JSON.parse(lines[2999]) as { id: string }).id, 'r2999');
+    assert.ok(frame.length * 5 < batch.bytes, 'compresses');
+  });
+});

@@ -1,0 +1,527 @@
+import { performance } from 'node:perf_hooks';
+import { compressFrame } from './frame';
+import { LogBuffer, type Batch } from './log-buffer';
+import type { FrameSink } from './log-sink';
+import type { LogStats } from './log.types';
+import { newFrameId, type SpillEntry, SpillStore } from './spill';
+
+export interface PipelineOptions {
+  /** Compress and push what is queued at least this often. */
+  readonly flushIntervalMs: number;
+  /** Flush early once this many bytes are queued; also the largest batch (one zstd frame). */
+  readonly flushBytes: number;
+  /** Bound of queued + compressing + unsent compressed bytes; past it batches go to disk. */
+  readonly maxMemoryBytes: number;
+}
+
+export interface PipelineLogger {
+  log(message: string): void;
+  warn(message: string): void;
+}
+
+/** A compressed batch in memory, waiting for (or on its way to) Redis. */
+interface Frame {
+  readonly id: string;
+  readonly data: Buffer;
+  readonly records: number;
+  readonly rawBytes: number;
+  readonly createdAt: number;
+  readonly compressMs: number;
+  inFlight: boolean;
+  spilling: boolean;
+}
+
+const FIRST_RETRY_MS = 100;
+const MAX_RETRY_MS = 5_000;
+const CLOSING_MAX_RETRY_MS = 200;
+const WARN_EVERY_MS = 10_000;
+/** After a drop the pipeline reports itself unhealthy for this long. */
+const DROP_UNHEALTHY_MS = 10_000;
+const ZSTD_MAGIC = 0xfd2fb528;
+
+type State = 'new' | 'running' | 'closing' | 'closed';
+
+/**
+ * The bid log pipeline of one worker: queue → zstd frames → Redis, with disk as the overflow.
+ *
+ * Two single-flight loops, so that a slow or absent Redis never holds records as raw text:
+ * - compress: when the interval ticks or the queue passes `flushBytes`, take the queue, compress
+ *   it (thread pool) into frames of at most ~`flushBytes` raw each, append them to `pending`;
+ *   while memory is over its bound, move the oldest pending frames to the spill directory (drop and
+ *   count only when the directory is full or unwritable);
+ * - deliver: push the oldest spill file, else the oldest pending frame, one at a time; on failure
+ *   keep it and retry with exponential backoff (100 ms … 5 s), immediately when Redis reconnects.
+ * A push is idempotent per frame id (log-sink.ts), so a retry after an ambiguous failure, or a
+ * spill file drained after a crash that followed its push, never duplicates records.
+ */
+export class LogPipeline {
+  private readonly buffer: LogBuffer;
+  private readonly threshold: number;
+  private readonly maxMemory: number;
+  private pending: Frame[] = [];
+  private pendingBytes = 0;
+  private pendingRecords = 0;
+  private compressingBytes = 0;
+  private compressRun: Promise<void> | null = null;
+  private compressAgain = false;
+  private deliverRun: Promise<void> | null = null;
+  private deliverAgain = false;
+  private spillRun: Promise<void> | null = null;
+  private spillAgain = false;
+  private due = false;
+  private kickQueued = false;
+  private retryAt = 0;
+  private backoffMs = 0;
+  private maxBackoffMs = MAX_RETRY_MS;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private interval: NodeJS.Timeout | null = null;
+  private state: State = 'new';
+  private spillReady: Promise<boolean> | null = null;
+  private closeRun: Promise<void> | null = null;
+  private failing = false;
+  private lastFailWarnAt = -Infinity;
+  private lastDropWarnAt = -Infinity;
+  private droppedSinceWarn = 0;
+  private dropWhy = '';
+  private lastDropAt = -Infinity;
+  private dropWarnTimer: NodeJS.Timeout | null = null;
+
+  // Counters (monotonic) and last values, see LogStats.
+  private recordsLogged = 0;
+  private batchesFlushed = 0;
+  private recordsFlushed = 0;
+  private bytesFlushedRaw = 0;
+  private bytesFlushedCompressed = 0;
+  private lastFlushMs = 0;
+  private flushMsTotal = 0;
+  private compressedRaw = 0;
+  private compressedOut = 0;
+  private flushErrors = 0;
+  private batchesSpilled = 0;
+  private recordsSpilled = 0;
+  private batchesDrained = 0;
+  private recordsDrained = 0;
+  private recordsDropped = 0;
+
+  private readonly kickFromImmediate = (): void => {
+    this.kickQueued = false;
+    this.kickCompress();
+  };
+  private readonly onTick = (): void => {
+    this.due = true;
+    this.kickCompress();
+    this.kickDeliver();
+  };
+  private readonly onRetry = (): void => {
+    this.retryTimer = null;
+    this.kickDeliver();
+  };
+
+  constructor(
+    private readonly opts: PipelineOptions,
+    private readonly sink: FrameSink,
+    private readonly spill: SpillStore,
+    private readonly logger: PipelineLogger,
+  ) {
+    this.maxMemory = opts.maxMemoryBytes;
+    // A flush threshold above the memory bound would never flush early enough to respect it.
+    this.threshold = Math.max(1024, Math.min(opts.flushBytes, Math.floor(opts.maxMemoryBytes / 4)));
+    this.buffer = new LogBuffer(Math.min(1 << 20, Math.max(16 << 10, this.threshold >> 2)));
+  }
+
+  /** Appends one encoded line (`head + tail + "}\n"`). O(1) in the queue length, no I/O. */
+  append(head: string, tail: string | null): void {
+    if (this.state === 'closed') {
+      this.drop(1, 'logged after the final flush');
+      return;
+    }
+    if (this.buffer.bytes >= this.maxMemory) {
+      // Only when compression cannot keep up at all: the raw queue alone fills the bound.
+      this.drop(1, 'queue over its memory bound');
+      return;
+    }
+    this.buffer.append(head, tail);
+    this.recordsLogged++;
+    if (this.buffer.bytes >= this.threshold && this.compressRun === null && !this.kickQueued) {
+      // Never compress inside the caller (a request): start on the next loop turn.
+      this.kickQueued = true;
+      setImmediate(this.kickFromImmediate);
+    }
+  }
+
+  /** Starts the interval and the drain of what earlier processes spilled. */
+  start(): void {
+    if (this.state !== 'new') return;
+    this.state = 'running';
+    this.spillReady = this.spill.init().then((ok) => {
+      if (!ok) this.logger.warn(`spill directory ${this.spill.dir} is not usable: batches that cannot reach Redis will be dropped once memory is full`);
+      return ok;
+    });
+    this.interval = setInterval(this.onTick, this.opts.flushIntervalMs);
+    this.interval.unref();
+    this.kickDeliver();
+  }
+
+  /** Redis is (back) up: retry at once. */
+  redisReady(): void {
+    if (this.state === 'closed') return;
+    this.retryAt = 0;
+    this.backoffMs = 0;
+    if (this.retryTimer) {
+      clearTimeout(this.retryTimer);
+      this.retryTimer = null;
+    }
+    this.kickDeliver();
+  }
+
+  /** In memory: queued + being compressed + compressed but unsent. */
+  memoryBytes(): number {
+    return this.buffer.bytes + this.compressingBytes + this.pendingBytes;
+  }
+
+  /** Within the memory bound and no record dropped in the last 10 s. */
+  healthy(): boolean {
+    return this.memoryBytes() <= this.maxMemory && performance.now() - this.lastDropAt > DROP_UNHEALTHY_MS;
+  }
+
+  stats(): LogStats {
+    return {
+      recordsLogged: this.recordsLogged,
+      recordsQueued: this.buffer.records,
+      bytesQueued: this.buffer.bytes,
+      batchesPending: this.pending.length,
+      recordsPending: this.pendingRecords,
+      bytesPending: this.pendingBytes,
+      memoryBytes: this.memoryBytes(),
+      memoryLimitBytes: this.maxMemory,
+      batchesFlushed: this.batchesFlushed,
+      recordsFlushed: this.recordsFlushed,
+      bytesFlushedRaw: this.bytesFlushedRaw,
+      bytesFlushedCompressed: this.bytesFlushedCompressed,
+      lastFlushMs: this.lastFlushMs,
+      flushMsTotal: this.flushMsTotal,
+      compressionRatio: this.compressedOut > 0 ? this.compressedRaw / this.compressedOut : 0,
+      flushErrors: this.flushErrors,
+      batchesSpilled: this.batchesSpilled,
+      recordsSpilled: this.recordsSpilled,
+      spillBytes: this.spill.knownBytes,
+      spillFiles: this.spill.count,
+      batchesDrained: this.batchesDrained,
+      recordsDrained: this.recordsDrained,
+      recordsDropped: this.recordsDropped,
+      redisUp: this.sink.ready() ? 1 : 0,
+    };
+  }
+
+  /**
+   * The final flush: compress everything, push it until `timeoutMs` minus a reserve, then write
+   * whatever Redis did not take to the spill directory. Resolves when nothing is left in memory.
+   */
+  close(timeoutMs: number): Promise<void> {
+    this.closeRun ??= this.runClose(timeoutMs);
+    return this.closeRun;
+  }
+
+  private async runClose(timeoutMs: number): Promise<void> {
+    const start = Date.now();
+    this.state = 'closing';
+    if (this.interval) clearInterval(this.interval);
+    this.maxBackoffMs = CLOSING_MAX_RETRY_MS;
+    this.redisReady();
+    this.kickCompress();
+    // Keep a reserve for writing to disk what Redis did not take.
+    const deliverBy = start + timeoutMs - Math.min(2_000, Math.floor(timeoutMs / 4));
+    while (Date.now() < deliverBy) {
+      if (this.buffer.records === 0 && this.compressRun === null && this.pending.length === 0) break;
+      this.kickCompress();
+      this.kickDeliver();
+      await sleep(5);
+    }
+    // Compression is bounded by CPU, not by Redis: let it finish.
+    while (this.compressRun !== null || this.buffer.records > 0) {
+      this.kickCompress();
+      await (this.compressRun ?? sleep(1));
+    }
+    if (this.spillRun !== null) await this.spillRun;
+    const left = this.pending.filter((f) => !f.spilling);
+    if (left.length > 0) {
+      const records = left.reduce((n, f) => n + f.records, 0);
+      this.logger.warn(`final flush: Redis did not take ${records} records in time; writing them to ${this.spill.dir}`);
+      for (const f of left) await this.spillFrame(f);
+    }
+    this.state = 'closed';
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.warnDropped();
+  }
+
+  private kickCompress(): void {
+    if (this.compressRun !== null) {
+      this.compressAgain = true;
+      return;
+    }
+    this.compressAgain = false;
+    this.compressRun = this.compressLoop()
+      .catch((e: unknown) => this.logger.warn(`compress loop failed: ${errorText(e)}`))
+      .finally(() => {
+        this.compressRun = null;
+        if (this.compressAgain) this.kickCompress();
+      });
+  }
+
+  private kickDeliver(): void {
+    if (this.state === 'new' || this.state === 'closed') return;
+    if (this.deliverRun !== null) {
+      this.deliverAgain = true;
+      return;
+    }
+    this.deliverAgain = false;
+    this.deliverRun = this.deliverLoop()
+      .catch((e: unknown) => this.logger.warn(`deliver loop failed: ${errorText(e)}`))
+      .finally(() => {
+        this.deliverRun = null;
+        if (this.deliverAgain) this.kickDeliver();
+      });
+  }
+
+  private async compressLoop(): Promise<void> {
+    for (;;) {
+      this.compressAgain = false;
+      const b = this.buffer;
+      if (b.records > 0 && (this.due || b.bytes >= this.threshold || this.state === 'closing')) {
+        this.due = false;
+        const batches = b.take(this.threshold);
+        for (const batch of batches) this.compressingBytes += batch.bytes;
+        for (const batch of batches) await this.compressBatch(batch);
+        continue;
+      }
+      return;
+    }
+  }
+
+  /** Over the memory bound: move the oldest pending frames to disk (its own loop: disk never delays compression). */
+  private kickSpill(): void {
+    if (this.spillRun !== null) {
+      this.spillAgain = true;
+      return;
+    }
+    if (this.memoryBytes() <= this.maxMemory) return;
+    this.spillAgain = false;
+    this.spillRun = this.spillLoop()
+      .catch((e: unknown) => this.logger.warn(`spill loop failed: ${errorText(e)}`))
+      .finally(() => {
+        this.spillRun = null;
+        if (this.spillAgain) this.kickSpill();
+      });
+  }
+
+  private async spillLoop(): Promise<void> {
+    while (this.memoryBytes() > this.maxMemory) {
+      this.spillAgain = false;
+      const oldest = this.pending.find(spillable);
+      if (!oldest) return;
+      await this.spillFrame(oldest);
+    }
+  }
+
+  private async compressBatch(batch: Batch): Promise<void> {
+    const t0 = performance.now();
+    let data: Buffer;
+    try {
+      data = await compressFrame(batch.chunks, batch.bytes);
+    } catch (e) {
+      this.compressingBytes -= batch.bytes;
+      this.drop(batch.records, `compression failed: ${errorText(e)}`);
+      return;
+    }
+    const compressMs = performance.now() - t0;
+    this.compressingBytes -= batch.bytes;
+    this.compressedRaw += batch.bytes;
+    this.compressedOut += data.length;
+    const frame: Frame = {
+      id: newFrameId(),
+      data,
+      records: batch.records,
+      rawBytes: batch.bytes,
+      createdAt: Date.now(),
+      compressMs,
+      inFlight: false,
+      spilling: false,
+    };
+    this.pending.push(frame);
+    this.pendingBytes += data.length;
+    this.pendingRecords += frame.records;
+    this.kickDeliver();
+    this.kickSpill();
+  }
+
+  /** Moves one pending frame to disk (or drops it when the disk is full). */
+  private async spillFrame(f: Frame): Promise<void> {
+    f.spilling = true;
+    const ok = await this.spill.write(f.data, f.id, f.records, f.createdAt);
+    this.removePending(f);
+    if (ok) {
+      this.batchesSpilled++;
+      this.recordsSpilled += f.records;
+    } else {
+      this.drop(f.records, `spill directory ${this.spill.dir} full (LOG_SPILL_MAX_BYTES) or not writable`);
+    }
+  }
+
+  private async deliverLoop(): Promise<void> {
+    if (this.spillReady) await this.spillReady;
+    for (;;) {
+      this.deliverAgain = false;
+      if (this.state === 'closed') return;
+      if (Date.now() < this.retryAt) {
+        this.scheduleRetry();
+        return;
+      }
+      // Oldest first: what earlier went to disk, then memory. While closing, only memory
+      // (spill files are safe where they are; the next start drains them).
+      if (this.state !== 'closing') {
+        if (this.spill.count === 0) await this.spill.refresh();
+        const e = this.spill.next();
+        if (e) {
+          await this.drainOne(e);
+          continue;
+        }
+      }
+      const f = this.pending.find(spillable);
+      if (!f) return;
+      await this.pushFrame(f);
+    }
+  }
+
+  private async pushFrame(f: Frame): Promise<void> {
+    if (!this.sink.ready()) {
+      this.fail('Redis is not connected');
+      return;
+    }
+    f.inFlight = true;
+    const t0 = performance.now();
+    try {
+      await this.sink.push(f.id, f.data);
+    } catch (e) {
+      f.inFlight = false;
+      this.fail(errorText(e));
+      return;
+    }
+    f.inFlight = false;
+    const ms = f.compressMs + (performance.now() - t0);
+    this.lastFlushMs = ms;
+    this.flushMsTotal += ms;
+    this.flushed(f.records, f.rawBytes, f.data.length);
+    // Still pending unless the final flush spilled it meanwhile (its drain is then a no-op).
+    this.removePending(f);
+    this.succeed();
+  }
+
+  private async drainOne(e: SpillEntry): Promise<void> {
+    if (!this.sink.ready()) {
+      this.fail('Redis is not connected');
+      return;
+    }
+    const data = await this.spill.claim(e);
+    if (data === null) return; // taken by another worker
+    if (data.length < 4 || data.readUInt32LE(0) !== ZSTD_MAGIC) {
+      this.logger.warn(`spill file ${e.path} is not a zstd frame; moved aside as .bad`);
+      await this.spill.quarantine(e);
+      return;
+    }
+    try {
+      await this.sink.push(e.frameId, data);
+    } catch (err) {
+      this.fail(errorText(err));
+      return;
+    }
+    await this.spill.remove(e);
+    this.batchesDrained++;
+    this.recordsDrained += e.records;
+    this.flushed(e.records, 0, data.length);
+    this.succeed();
+  }
+
+  private flushed(records: number, rawBytes: number, bytes: number): void {
+    this.batchesFlushed++;
+    this.recordsFlushed += records;
+    this.bytesFlushedRaw += rawBytes;
+    this.bytesFlushedCompressed += bytes;
+  }
+
+  private removePending(f: Frame): void {
+    const i = this.pending.indexOf(f);
+    if (i === -1) return;
+    this.pending.splice(i, 1);
+    this.pendingBytes -= f.data.length;
+    this.pendingRecords -= f.records;
+  }
+
+  private fail(why: string): void {
+    this.flushErrors++;
+    this.backoffMs = this.backoffMs === 0 ? FIRST_RETRY_MS : Math.min(this.backoffMs * 2, this.maxBackoffMs);
+    this.retryAt = Date.now() + this.backoffMs;
+    const now = performance.now();
+    if (!this.failing || now - this.lastFailWarnAt >= WARN_EVERY_MS) {
+      this.lastFailWarnAt = now;
+      this.logger.warn(
+        `cannot push to Redis (${why}); keeping ${this.pendingRecords + this.buffer.records} records in memory ` +
+          `(${this.memoryBytes()} of ${this.maxMemory} bytes), ${this.spill.count} batches on disk; retrying`,
+      );
+    }
+    this.failing = true;
+    // Pending frames may now pass the memory bound.
+    this.kickSpill();
+  }
+
+  private succeed(): void {
+    if (this.failing) {
+      this.failing = false;
+      this.logger.log('pushing to Redis again; draining what waited');
+    }
+    this.backoffMs = 0;
+    this.retryAt = 0;
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryTimer !== null) return;
+    this.retryTimer = setTimeout(this.onRetry, Math.max(1, this.retryAt - Date.now()));
+    this.retryTimer.unref();
+  }
+
+  /** Counts dropped records; warns at once, then at most every 10 s (a later warning sums up). */
+  private drop(records: number, why: string): void {
+    this.recordsDropped += records;
+    this.droppedSinceWarn += records;
+    this.dropWhy = why;
+    const now = performance.now();
+    this.lastDropAt = now;
+    if (now - this.lastDropWarnAt >= WARN_EVERY_MS) {
+      this.warnDropped();
+    } else if (this.dropWarnTimer === null) {
+      this.dropWarnTimer = setTimeout(this.warnDropped, WARN_EVERY_MS - (now - this.lastDropWarnAt));
+      this.dropWarnTimer.unref();
+    }
+  }
+
+  private readonly warnDropped = (): void => {
+    if (this.dropWarnTimer !== null) clearTimeout(this.dropWarnTimer);
+    this.dropWarnTimer = null;
+    if (this.droppedSinceWarn === 0) return;
+    this.lastDropWarnAt = performance.now();
+    this.logger.warn(`DROPPED ${this.droppedSinceWarn} bid log records (${this.dropWhy}); ${this.recordsDropped} dropped since start`);
+    this.droppedSinceWarn = 0;
+  };
+}
+
+function spillable(f: Frame): boolean {
+  return !f.inFlight && !f.spilling;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
