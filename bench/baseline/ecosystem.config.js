@@ -1,0 +1,24 @@
+'use strict';
+// PM2 file of the load test's baseline (server.js): cluster mode, WORKERS workers (default 2),
+// PORT (default 8090). `npm run loadtest` starts it with its own PM2_HOME and kills that daemon.
+const path = require('node:path');
+
+module.exports = {
+  apps: [
+    {
+      name: 'baseline',
+      script: path.join(__dirname, 'server.js'),
+      exec_mode: 'cluster',
+      instances: Number(process.env.WORKERS || 2),
+      wait_ready: true,
+      listen_timeout: 10_000,
+      kill_timeout: 5_000,
+      autorestart: false,
+      env: {
+        PORT: process.env.PORT || '8090',
+        HOST: process.env.HOST || '127.0.0.1',
+        NODE_ENV: 'production',
+      },
+    },
+  ],
+};

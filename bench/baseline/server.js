@@ -1,0 +1,84 @@
+'use strict';
+// The load test's baseline: a bare Fastify app with the bidder's route, doing the least any
+// bidder must do. It reads the body as the bidder does (a raw buffer; a missing Content-Type means
+// JSON, OpenRTB 2.6 §2.3), parses it with JSON.parse, and answers a fixed bid response that only
+// echoes the request id, the first imp's id and media type and the first allowed currency, so the load generator's checks
+// accept it. `npm run loadtest` runs it under PM2 in cluster mode with the bidder's worker count
+// (ecosystem.config.js beside this file): the bidder's CPU per request divided by this one's is
+// the cost of the bidding, logging and Nest, and that ratio survives a noisy machine.
+const fastify = require('fastify');
+
+const port = Number(process.env.PORT || 8090);
+const host = process.env.HOST || '127.0.0.1';
+
+// A realistic response body (~0.9 KB, banner markup and notices), serialized once.
+const ADM =
+  '<a href="https://click.example/c?cr=cr-1&amp;u=https%3A%2F%2Fadvertiser.example%2Flanding">' +
+  '<img src="https://cdn.example/creatives/cr-1/300x250.jpg" width="300" height="250" alt="Ad"></a>' +
+  '<img src="https://track.example/imp?b=${AUCTION_BID_ID}&amp;p=${AUCTION_PRICE}" width="1" height="1" style="display:none">';
+const tail = (mtype) =>
+  JSON.stringify({
+    price: 1.23,
+    adid: 'ad-1',
+    nurl: 'https://track.example/win?b=${AUCTION_BID_ID}&p=${AUCTION_PRICE}',
+    burl: 'https://track.example/bill?b=${AUCTION_BID_ID}&p=${AUCTION_PRICE}',
+    lurl: 'https://track.example/loss?b=${AUCTION_BID_ID}&r=${AUCTION_LOSS}',
+    adm: ADM,
+    adomain: ['advertiser.example'],
+    cid: 'campaign-1',
+    crid: 'cr-1',
+    cat: ['IAB19'],
+    w: 300,
+    h: 250,
+    mtype,
+  }).slice(1) + '],"seat":"baseline"}],"cur":';
+const TAILS = { 1: tail(1), 2: tail(2), 3: tail(3), 4: tail(4) };
+
+function mtypeOf(imp) {
+  if (imp.banner) return 1;
+  if (imp.video) return 2;
+  if (imp.native) return 4;
+  return 3;
+}
+
+// The response currency must be one the request allows (OpenRTB 2.6 §3.2.1; USD by default).
+function currencyOf(body) {
+  return Array.isArray(body.cur) && typeof body.cur[0] === 'string' ? JSON.stringify(body.cur[0]) : '"USD"';
+}
+
+function bid(request, reply) {
+  let body;
+  try {
+    body = JSON.parse(request.body.toString('utf8'));
+  } catch {
+    reply.code(400).send({ error: 'malformed JSON' });
+    return;
+  }
+  const imp = body && Array.isArray(body.imp) ? body.imp[0] : null;
+  if (!imp || typeof body.id !== 'string') {
+    reply.code(400).send({ error: 'invalid request' });
+    return;
+  }
+  reply
+    .header('content-type', 'application/json; charset=utf-8')
+    .send(`{"id":${JSON.stringify(body.id)},"seatbid":[{"bid":[{"id":"b-1","impid":${JSON.stringify(String(imp.id))},${TAILS[mtypeOf(imp)]}${currencyOf(body)}}`);
+}
+
+async function main() {
+  // The same server settings as the bidder's (src/app.ts).
+  const app = fastify({ logger: false, bodyLimit: 1024 * 1024, keepAliveTimeout: 65_000, return503OnClosing: false, forceCloseConnections: 'idle' });
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, payload, done) => done(null, payload));
+  app.post('/openrtb2/bid', bid);
+  app.get('/health/ready', (_req, reply) => reply.send({ ok: true }));
+  await app.listen({ port, host });
+  if (typeof process.send === 'function') process.send('ready');
+  const stop = () => app.close().then(() => process.exit(0));
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+main().catch((e) => {
+  process.stderr.write(`baseline: ${e.stack || e}\n`);
+  process.exit(1);
+});

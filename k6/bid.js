@@ -1,0 +1,116 @@
+// k6 load test of POST /openrtb2/bid. Usually run through `npm run loadtest`, which also starts
+// the cluster, measures server CPU and memory, checks the bid log and compares with a bare Fastify
+// baseline (docs/loadtest.md). Standalone:
+//
+//   k6 run -e SCENARIO=reference -e TARGET_URL=http://127.0.0.1:8080/openrtb2/bid k6/bid.js
+//   k6 run -e SCENARIO=ramp -e RAMP_P99_MS=10 k6/bid.js
+//
+// Environment: SCENARIO (reference | ramp), TARGET_URL, RATE, DURATION (the measured phase of
+// `reference`), WARMUP_RATE, WARMUP_DURATION, VUS, MAX_VUS, P99_MS, AVG_MS, MAX_ERROR_RATE,
+// RAMP_START, RAMP_STEP, RAMP_MAX, RAMP_STEP_DURATION, RAMP_P99_MS, RUN_ID (prefix of every
+// request id), STRICT (1: hold responses to the bidder's rules, 0: any well-formed bid),
+// POOL_SIZE, SEED, SUMMARY_JSON (where handleSummary writes the full summary).
+import http from 'k6/http';
+import exec from 'k6/execution';
+import { check } from 'k6';
+import { Rate } from 'k6/metrics';
+import { SharedArray } from 'k6/data';
+import { buildPool, bodyFor } from './lib/generator.js';
+import { validate } from './lib/validate.js';
+import { settings, makePlan, phaseStats, rampResult } from './lib/plan.js';
+
+const S = settings(__ENV);
+const PLAN = makePlan(S);
+const TARGET = __ENV.TARGET_URL || 'http://127.0.0.1:8080/openrtb2/bid';
+const RUN_ID = __ENV.RUN_ID || `k6${Date.now().toString(36)}`;
+const STRICT = __ENV.STRICT !== '0';
+const POOL_SIZE = Number(__ENV.POOL_SIZE || 4096);
+const SEED = Number(__ENV.SEED || 20240501);
+
+const pool = new SharedArray('bid requests', () => buildPool(POOL_SIZE, SEED));
+const bidRate = new Rate('bid_rate');
+
+export const options = {
+  scenarios: PLAN.scenarios,
+  thresholds: PLAN.thresholds,
+  summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(70)', 'p(80)', 'p(90)', 'p(95)', 'p(99)', 'p(99.9)', 'count'],
+  // Request ids carry the run id: the tags would only multiply k6's time series.
+  systemTags: ['status', 'method', 'scenario', 'expected_response', 'check', 'error_code'],
+  discardResponseBodies: false,
+  noConnectionReuse: false,
+  insecureSkipTLSVerify: true,
+  setupTimeout: '30s',
+};
+
+const HEADERS = { 'Content-Type': 'application/json', 'x-openrtb-version': '2.6' };
+// A short code per scenario keeps ids unique across scenarios: warm_up -> w, r1300 -> r, step_07 -> s07.
+const CODES = {};
+for (const name of Object.keys(PLAN.scenarios)) CODES[name] = name[0] + name.replace(/\D/g, '').slice(name[0] === 'r' ? 99 : 0);
+let warned = 0;
+
+export function setup() {
+  // Fails fast with a clear message when nothing listens at TARGET_URL.
+  const res = http.post(TARGET, bodyFor(pool[0], `${RUN_ID}-probe`), { headers: HEADERS, tags: { tb: 'probe' } });
+  if (res.status === 0) throw new Error(`nothing answers at ${TARGET}: ${res.error}`);
+  const t0 = Date.now();
+  // The scenarios start now: `npm run loadtest` aligns its CPU samples with the phases on this line.
+  console.log(`LOADTEST_T0 ${t0}`);
+  return { t0 };
+}
+
+export default function bid(data) {
+  const sc = exec.scenario;
+  const n = sc.iterationInTest;
+  const id = `${RUN_ID}-${CODES[sc.name]}-${n}`;
+  const entry = pool[n % POOL_SIZE];
+  const tb = String(Math.floor((Date.now() - data.t0) / 1000 / PLAN.bucket));
+  const res = http.post(TARGET, bodyFor(entry, id), { headers: HEADERS, tags: { tb } });
+  const reason = validate(res.status, res.body, id, entry.meta, STRICT);
+  check(res, { 'status 200 with a valid bid, or 204': () => reason === '' });
+  bidRate.add(res.status === 200);
+  if (reason !== '' && warned < 3) {
+    warned++;
+    console.warn(`invalid response to ${id} (${sc.name}): ${reason}${res.error ? ` [${res.error}]` : ''}`);
+  }
+}
+
+function ms(x) {
+  return x === null || x === undefined ? '-' : x.toFixed(2);
+}
+
+function textSummary(data) {
+  const lines = [];
+  lines.push(`scenario ${S.scenario}, target ${TARGET}, run id ${RUN_ID}`);
+  if (S.scenario === 'reference') {
+    for (const p of PLAN.phases) {
+      const st = phaseStats(data, p);
+      const l = st.latency || {};
+      lines.push(
+        `${p.name.padEnd(8)} ${String(p.rate).padStart(5)}/s ${st.requests} reqs ${st.rps.toFixed(0)} req/s  avg ${ms(l.avg)}  p70 ${ms(l.p70)}  p80 ${ms(l.p80)}  p95 ${ms(l.p95)}  p99 ${ms(l.p99)}  p99.9 ${ms(l.p999)} ms  errors ${st.errorRate === null ? '-' : (st.errorRate * 100).toFixed(3) + ' %'}  dropped ${st.dropped}`,
+      );
+    }
+  } else {
+    const r = rampResult(data, PLAN);
+    for (const st of r.steps) {
+      const l = st.latency || {};
+      lines.push(
+        `${st.name} ${String(st.offered).padStart(6)}/s sent ${st.rps.toFixed(0).padStart(6)}/s  p50 ${ms(l.med)}  p99 ${ms(l.p99)}  p99.9 ${ms(l.p999)} ms  dropped ${st.dropped}  ${st.sustained ? 'ok' : 'NOT sustained: ' + st.why}`,
+      );
+    }
+    lines.push(`highest sustained rate (p99 <= ${S.rampP99} ms): ${r.sustained}/s`);
+  }
+  const failed = [];
+  for (const [name, m] of Object.entries(data.metrics)) {
+    if (!m.thresholds) continue;
+    for (const [expr, t] of Object.entries(m.thresholds)) if (!t.ok) failed.push(`${name}: ${expr}`);
+  }
+  lines.push(failed.length ? `thresholds crossed: ${failed.join('; ')}` : 'all thresholds passed');
+  return lines.join('\n') + '\n';
+}
+
+export function handleSummary(data) {
+  const out = { stdout: textSummary(data) };
+  data.loadtest = { runId: RUN_ID, target: TARGET, strict: STRICT, poolSize: POOL_SIZE, seed: SEED, plan: PLAN };
+  if (__ENV.SUMMARY_JSON) out[__ENV.SUMMARY_JSON] = JSON.stringify(data, null, 1);
+  return out;
+}

@@ -1,0 +1,109 @@
+'use strict';
+// /proc readings for the load test: CPU time and memory of processes, machine-wide CPU, and the
+// PM2 processes (daemon + workers) of one PM2_HOME.
+const { execFile } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+// USER_HZ: 100 on every Linux the project targets (`getconf CLK_TCK`).
+const HZ = 100;
+
+/** CPU seconds (user + system, plus reaped children) of a process, or null when it is gone. */
+function cpuSeconds(pid) {
+  let text;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // Fields after the command (which may contain spaces) start after the last ')'.
+  const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  // f[0] is field 3 (state): utime is field 14, stime 15, cutime 16, cstime 17.
+  const ticks = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  return ticks / HZ;
+}
+
+/** {rssMB, hwmMB} from /proc/<pid>/status, or null when the process is gone. */
+function memory(pid) {
+  let text;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return null;
+  }
+  const kb = (key) => {
+    const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text);
+    return m ? Number(m[1]) / 1024 : null;
+  };
+  return { rssMB: kb('VmRSS'), hwmMB: kb('VmHWM') };
+}
+
+/** Machine-wide CPU seconds {busy, total} since boot, from /proc/stat. */
+function machineCpu() {
+  const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0];
+  const v = line.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal guest guest_nice (guest is counted in user).
+  const idle = v[3] + (v[4] || 0);
+  const total = v.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: (total - idle) / HZ, total: total / HZ, steal: (v[7] || 0) / HZ };
+}
+
+function machine() {
+  const cpus = os.cpus();
+  return {
+    cpuModel: cpus.length ? cpus[0].model.trim() : 'unknown',
+    cpus: cpus.length,
+    memoryGB: Math.round((os.totalmem() / 1024 ** 3) * 10) / 10,
+    kernel: `${os.type()} ${os.release()}`,
+    hostname: os.hostname(),
+  };
+}
+
+const PM2_BIN = path.resolve(__dirname, '..', '..', 'node_modules', 'pm2', 'bin', 'pm2');
+
+/** Runs the PM2 CLI on the project's Node (so a daemon it spawns runs Node 24 too). */
+function pm2(args, { home, env = {}, timeoutMs = 60_000 } = {}) {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [PM2_BIN, ...args],
+      { env: { ...process.env, ...env, PM2_HOME: home }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        if (err) {
+          err.message += `\n${stdout}\n${stderr}`;
+          reject(err);
+        } else resolve(stdout);
+      },
+    );
+  });
+}
+
+/** The PM2 daemon's pid for a PM2_HOME, or null when no daemon runs there. */
+function pm2DaemonPid(home) {
+  try {
+    const pid = Number(fs.readFileSync(path.join(home, 'pm2.pid'), 'utf8').trim());
+    process.kill(pid, 0);
+    return pid;
+  } catch {
+    return null;
+  }
+}
+
+/** The processes of a PM2 daemon: [{name, pmId, pid, status, restarts}]; [] when none runs. */
+async function pm2Processes(home) {
+  if (!pm2DaemonPid(home)) return [];
+  const out = await pm2(['jlist'], { home });
+  const start = out.indexOf('[');
+  if (start < 0) return [];
+  const list = JSON.parse(out.slice(start));
+  return list.map((p) => ({
+    name: p.name,
+    pmId: p.pm_id,
+    pid: p.pid,
+    status: p.pm2_env ? p.pm2_env.status : 'unknown',
+    restarts: p.pm2_env ? p.pm2_env.restart_time : 0,
+  }));
+}
+
+module.exports = { cpuSeconds, memory, machineCpu, machine, pm2, pm2DaemonPid, pm2Processes, PM2_BIN };

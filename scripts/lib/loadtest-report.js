@@ -1,0 +1,507 @@
+'use strict';
+// The load test's report: a JSON summary, a Markdown table in the reference's format
+// (REFERENCE.md), SVG plots and an HTML page that holds them all, plus bench/RESULTS.md.
+const fs = require('node:fs');
+const path = require('node:path');
+const { lineChart } = require('./loadtest-svg');
+
+// Targets of issue 5 (2 cores, generator on the same machine, PM2 with 2 workers).
+const TARGETS = { p99: 3, avg: 1.2, cpuRatio: 1.4, rampShare: 0.5 };
+
+function failedThresholds(data) {
+  const out = [];
+  if (!data) return out;
+  for (const [name, m] of Object.entries(data.metrics)) {
+    if (!m.thresholds) continue;
+    for (const [expr, t] of Object.entries(m.thresholds)) if (!t.ok) out.push(`${name}: ${expr}`);
+  }
+  return out;
+}
+
+function values(data, name) {
+  return data && data.metrics[name] ? data.metrics[name].values : null;
+}
+
+/** One target's figures (bidder or baseline) from its run. */
+function target(run, lib) {
+  const data = run.data;
+  const plan = run.plan;
+  const t = {
+    url: run.url,
+    server: run.server,
+    k6ExitCode: run.exitCode,
+    completed: Boolean(data),
+    failedThresholds: failedThresholds(data),
+    requests: 0,
+    errors: 0,
+    checkFails: 0,
+    dropped: 0,
+    bidRate: null,
+    phases: [],
+    main: null,
+    buckets: [],
+    ramp: null,
+    memory: run.memoryByWorker,
+    restarts: run.restarts,
+    idleServerCores: run.idleCores,
+    logs: run.logs || null,
+  };
+  if (!data) return t;
+  t.requests = values(data, 'http_reqs').count;
+  const failed = values(data, 'http_req_failed');
+  t.errors = failed ? failed.passes : 0;
+  const checks = values(data, 'checks');
+  t.checkFails = checks ? checks.fails : 0;
+  const dropped = values(data, 'dropped_iterations');
+  t.dropped = dropped ? dropped.count : 0;
+  const bid = values(data, 'bid_rate');
+  t.bidRate = bid ? bid.rate : null;
+  for (const p of plan.phases) {
+    const st = lib.phaseStats(data, p);
+    const c = run.cpu && run.cpu[p.name];
+    if (c) {
+      const per = (x) => (x === null || !st.requests ? null : (x / st.requests) * 1e6);
+      st.cpu = {
+        seconds: c.seconds,
+        serverUsPerReq: per(c.serverCpu),
+        redisUsPerReq: per(c.redisCpu),
+        k6UsPerReq: per(c.k6Cpu),
+        serverCores: c.serverCpu === null ? null : c.serverCpu / c.seconds,
+        daemonCores: c.daemonCpu === null ? null : c.daemonCpu / c.seconds,
+        workerCores: c.workersCpu.map((x) => (x === null ? null : x / c.seconds)),
+        redisCores: c.redisCpu === null ? null : c.redisCpu / c.seconds,
+        k6Cores: c.k6Cpu === null ? null : c.k6Cpu / c.seconds,
+        machineCores: c.machineBusy / c.seconds,
+        stealCores: c.steal / c.seconds,
+        // Busy CPU that is neither the server, Redis nor k6: the noise of a shared machine.
+        otherCores: (c.machineBusy - (c.serverCpu || 0) - (c.redisCpu || 0) - (c.k6Cpu || 0)) / c.seconds,
+      };
+    } else st.cpu = null;
+    t.phases.push(st);
+  }
+  t.buckets = lib.buckets(data, plan);
+  if (plan.scenario === 'reference') t.main = t.phases.find((p) => p.name === `r${plan.settings.rate}`) || null;
+  else t.ramp = lib.rampResult(data, plan);
+  return t;
+}
+
+function ratio(a, b) {
+  return a === null || a === undefined || !b ? null : a / b;
+}
+
+/** The report object (written as summary.json). */
+function build(ctx) {
+  const lib = ctx.planLib;
+  const rep = {
+    schema: 1,
+    runId: ctx.runId,
+    scenario: ctx.plan.scenario,
+    startedAt: ctx.startedAt.toISOString(),
+    finishedAt: ctx.finishedAt.toISOString(),
+    command: `npm run loadtest${ctx.argv.length ? ` -- ${ctx.argv.join(' ')}` : ''}`,
+    environment: {
+      machine: ctx.machine,
+      node: ctx.node,
+      k6: ctx.k6 ? ctx.k6.version : null,
+      gogc: ctx.gogc,
+      commit: ctx.git.commit,
+      commitShort: ctx.git.short,
+      commitSubject: ctx.git.subject,
+      dirty: ctx.git.dirty,
+      generatorOnSameMachine: true,
+    },
+    settings: ctx.plan.settings,
+    plan: { phases: ctx.plan.phases, bucket: ctx.plan.bucket },
+    targets: {},
+    comparison: {},
+    verdicts: [],
+    exitCode: 0,
+  };
+  for (const [name, run] of Object.entries(ctx.targets)) rep.targets[name] = target(run, lib);
+  const b = rep.targets.bidder;
+  const base = rep.targets.baseline;
+  const v = (name, goal, measured, ok, unit = '') => rep.verdicts.push({ name, goal, measured: measured === null ? null : measured, unit, ok });
+
+  if (rep.scenario === 'reference') {
+    const bm = b && b.main;
+    const basem = base && base.main;
+    rep.comparison = {
+      cpuPerRequestRatio: ratio(bm && bm.cpu && bm.cpu.serverUsPerReq, basem && basem.cpu && basem.cpu.serverUsPerReq),
+      p99Ratio: ratio(bm && bm.latency && bm.latency.p99, basem && basem.latency && basem.latency.p99),
+      avgRatio: ratio(bm && bm.latency && bm.latency.avg, basem && basem.latency && basem.latency.avg),
+    };
+    if (bm && bm.latency) {
+      v(`p99 at ${bm.offered}/s`, `≤ ${TARGETS.p99} ms`, bm.latency.p99, bm.latency.p99 <= TARGETS.p99, 'ms');
+      v(`avg at ${bm.offered}/s`, `≤ ${TARGETS.avg} ms`, bm.latency.avg, bm.latency.avg <= TARGETS.avg, 'ms');
+    }
+    if (b) {
+      v('errors (failed requests + invalid responses)', '0', b.errors + b.checkFails, b.errors + b.checkFails === 0);
+      v('dropped iterations', '0', b.dropped, b.dropped === 0);
+    }
+  } else {
+    rep.comparison = {
+      bidderSustained: b && b.ramp ? b.ramp.sustained : null,
+      baselineSustained: base && base.ramp ? base.ramp.sustained : null,
+    };
+    rep.comparison.sustainedRatio = ratio(rep.comparison.bidderSustained, rep.comparison.baselineSustained);
+    if (rep.comparison.sustainedRatio !== null) {
+      v(
+        `highest sustained rate with p99 ≤ ${ctx.plan.settings.rampP99} ms, bidder / baseline`,
+        `≥ ${TARGETS.rampShare}`,
+        rep.comparison.sustainedRatio,
+        rep.comparison.sustainedRatio >= TARGETS.rampShare,
+      );
+    }
+  }
+  if (b && b.logs) v('lost bid-log records', '0', b.logs.sent - Math.min(b.logs.requestRecords, b.logs.responseRecords), b.logs.complete);
+  if (rep.scenario === 'reference' && rep.comparison.cpuPerRequestRatio !== null) {
+    v('server CPU per bid, bidder / baseline', `≤ ${TARGETS.cpuRatio}`, rep.comparison.cpuPerRequestRatio, rep.comparison.cpuPerRequestRatio <= TARGETS.cpuRatio);
+  }
+
+  // Exit status: the bidder's k6 thresholds (for ramp, crossing them is how it stops) and the log.
+  let ok = true;
+  if (b) {
+    if (!b.completed) ok = false;
+    if (rep.scenario === 'reference' && b.failedThresholds.length) ok = false;
+    if (b.logs && !b.logs.complete) ok = false;
+    if (b.restarts) ok = false;
+  }
+  if (base && !base.completed) ok = false;
+  rep.exitCode = ok ? 0 : 1;
+  return rep;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Markdown
+
+function f(x, d = 2) {
+  return x === null || x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(d);
+}
+
+function int(x) {
+  return x === null || x === undefined ? '–' : String(Math.round(x)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+function label(name, rep) {
+  const t = rep.targets[name];
+  const w = t && t.server ? t.server.workers : '?';
+  return name === 'bidder' ? `bidder, ${w} workers, with the zstd→Redis log` : `bare Fastify baseline, ${w} workers`;
+}
+
+function header(rep) {
+  const e = rep.environment;
+  const m = e.machine;
+  const lines = [];
+  lines.push(
+    `Run \`${rep.runId}\` on ${rep.startedAt.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}; commit \`${e.commitShort}\`${e.dirty ? ' (with uncommitted changes)' : ''}; ` +
+      `Node ${e.node}; k6 ${e.k6} run with **GOGC=${e.gogc}** on the same machine as the servers.`,
+  );
+  lines.push(`Machine: ${m.cpuModel}, ${m.cpus} CPUs, ${m.memoryGB} GB, ${m.kernel}.`);
+  lines.push(`Command: \`${rep.command}\``);
+  return lines;
+}
+
+function referenceTables(rep, lines, h) {
+  const main = rep.targets.bidder ? rep.targets.bidder.main : rep.targets.baseline ? rep.targets.baseline.main : null;
+  const s = rep.settings;
+  lines.push('');
+  lines.push(
+    `${h} Latency at ${s.rate}/s (k6, ms)`,
+    '',
+    `Measured phase \`${main ? main.name : `r${s.rate}`}\`: ${s.rate}/s for ${s.duration} s after a warm-up at ${s.warmupRate}/s for ${s.warmupDuration} s ` +
+      '(constant arrival rate, as in the reference).',
+    '',
+    '| server | avg | p70 | p80 | p95 | p99 | p99.9 | max | throughput | errors | dropped |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const name of Object.keys(rep.targets)) {
+    const t = rep.targets[name];
+    const m = t.main;
+    const l = (m && m.latency) || {};
+    const errs = m ? Math.round((m.errorRate || 0) * m.requests) + Math.round((1 - (m.checkRate === null ? 1 : m.checkRate)) * m.requests) : null;
+    lines.push(
+      `| ${label(name, rep)} | ${f(l.avg)} | ${f(l.p70)} | ${f(l.p80)} | ${f(l.p95)} | ${f(l.p99)} | ${f(l.p999)} | ${f(l.max, 1)} | ${m ? `${f(m.rps, 0)} req/s` : '–'} | ${int(errs)} | ${m ? int(m.dropped) : '–'} |`,
+    );
+  }
+  lines.push('', `${h} Server cost at ${s.rate}/s`, '');
+  lines.push('| server | CPU per request (workers + PM2 daemon) | cores busy (at rest before) | peak RSS per worker | Redis CPU per request | k6 CPU per request |');
+  lines.push('|---|---|---|---|---|---|');
+  for (const name of Object.keys(rep.targets)) {
+    const t = rep.targets[name];
+    const c = t.main && t.main.cpu;
+    const rss = (t.memory || []).map((w) => f(w.peakRssMB, 0)).join(' / ');
+    lines.push(
+      `| ${label(name, rep)} | ${c ? `${f(c.serverUsPerReq, 1)} µs` : '–'} | ${c ? f(c.serverCores, 2) : '–'} (${f(t.idleServerCores, 2)}) | ${rss ? `${rss} MB` : '–'} | ${c && c.redisUsPerReq !== null ? `${f(c.redisUsPerReq, 1)} µs` : '–'} | ${c && c.k6UsPerReq !== null ? `${f(c.k6UsPerReq, 1)} µs` : '–'} |`,
+    );
+  }
+  if (rep.comparison.cpuPerRequestRatio !== null && rep.comparison.cpuPerRequestRatio !== undefined) {
+    lines.push('', `Bidder / baseline server CPU per request: **${f(rep.comparison.cpuPerRequestRatio)}×** (same run, same load, same worker count).`);
+  }
+  noise(rep, lines);
+}
+
+function noise(rep, lines) {
+  const parts = [];
+  for (const name of Object.keys(rep.targets)) {
+    const t = rep.targets[name];
+    const ph = rep.scenario === 'reference' ? t.main : t.phases.filter((p) => p.cpu).slice(-1)[0];
+    if (ph && ph.cpu) parts.push(`${name}: ${f(ph.cpu.machineCores)} of ${rep.environment.machine.cpus} cores busy, ${f(ph.cpu.otherCores)} of them by other processes${ph.cpu.stealCores > 0.01 ? `, ${f(ph.cpu.stealCores)} stolen` : ''}`);
+  }
+  if (parts.length) lines.push('', `Machine load during the ${rep.scenario === 'reference' ? 'measured phase' : 'last step'} (other processes = noise): ${parts.join('; ')}.`);
+}
+
+function rampTables(rep, lines, h) {
+  const s = rep.settings;
+  lines.push(
+    '',
+    `${h} Ramp`,
+    '',
+    `Constant arrival rate from ${s.rampStart}/s, +${s.rampStep}/s every ${s.rampStepDuration} s, until a step is not sustained ` +
+      `(p99 > ${s.rampP99} ms, more than ${s.rampMaxDropped * 100} % dropped iterations, or more than ${s.rampMaxErrors * 100} % errors).`,
+    '',
+  );
+  const c = rep.comparison;
+  lines.push(`| server | highest sustained rate (p99 ≤ ${s.rampP99} ms) |`, '|---|---|');
+  for (const name of Object.keys(rep.targets)) {
+    const r = rep.targets[name].ramp;
+    lines.push(`| ${label(name, rep)} | ${r ? `${int(r.sustained)} req/s` : '–'} |`);
+  }
+  if (c.sustainedRatio !== null && c.sustainedRatio !== undefined) lines.push('', `Bidder / baseline: **${f(c.sustainedRatio)}**.`);
+  for (const name of Object.keys(rep.targets)) {
+    const r = rep.targets[name].ramp;
+    if (!r) continue;
+    lines.push('', `${h}# Steps: ${label(name, rep)}`, '');
+    lines.push('| offered | achieved | p50 | p95 | p99 | p99.9 | dropped | errors | server CPU/req | cores busy | sustained |');
+    lines.push('|---|---|---|---|---|---|---|---|---|---|---|');
+    for (const st of r.steps) {
+      const l = st.latency || {};
+      lines.push(
+        `| ${int(st.offered)}/s | ${f(st.rps, 0)}/s | ${f(l.med)} | ${f(l.p95)} | ${f(l.p99)} | ${f(l.p999)} | ${int(st.dropped)} | ${st.errorRate === null ? '–' : `${f(st.errorRate * 100, 2)} %`} | ${st.cpu ? `${f(st.cpu.serverUsPerReq, 1)} µs` : '–'} | ${st.cpu ? f(st.cpu.serverCores) : '–'} | ${st.sustained ? 'yes' : `no: ${st.why}`} |`,
+      );
+    }
+  }
+  noise(rep, lines);
+}
+
+function logSection(rep, lines, h) {
+  const b = rep.targets.bidder;
+  if (!b || !b.logs) return;
+  const l = b.logs;
+  lines.push(
+    '',
+    `${h} Bid log`,
+    '',
+    `${int(l.sent)} requests sent; ${int(l.requestRecords)} \`request\` and ${int(l.responseRecords)} \`response\` records of this run found in Redis list \`${l.key}\` ` +
+      `(${int(l.frames)} zstd frames, ${f(l.compressedMB, 1)} MB compressed, ${f(l.rawMB, 1)} MB of NDJSON; ${int(l.duplicates)} duplicates, ${int(l.badFrames)} unreadable frames). ` +
+      `${l.complete ? '**Complete.**' : '**Records are missing.**'}`,
+  );
+}
+
+function verdicts(rep, lines, h) {
+  if (!rep.verdicts.length) return;
+  lines.push('', `${h} Targets`, '', '| target | goal | measured | met |', '|---|---|---|---|');
+  for (const v of rep.verdicts) {
+    const m = typeof v.measured === 'number' && !Number.isInteger(v.measured) ? f(v.measured) : int(v.measured);
+    lines.push(`| ${v.name} | ${v.goal}${v.unit && !v.goal.endsWith(v.unit) ? ` ${v.unit}` : ''} | ${m}${v.unit ? ` ${v.unit}` : ''} | ${v.ok ? 'yes' : '**no**'} |`);
+  }
+  const bad = [];
+  for (const name of Object.keys(rep.targets)) {
+    const t = rep.targets[name];
+    if (t.restarts) bad.push(`${name}: ${t.restarts} worker restart(s) during the run`);
+    if (!t.completed) bad.push(`${name}: k6 did not complete (exit ${t.k6ExitCode})`);
+    if (rep.scenario === 'reference' && t.failedThresholds.length) bad.push(`${name}: k6 thresholds crossed: ${t.failedThresholds.join('; ')}`);
+  }
+  if (bad.length) lines.push('', ...bad.map((x) => `- ${x}`));
+}
+
+/** The report as Markdown. `brief`: tables only (console); `level`: heading depth of sections. */
+function markdown(rep, { brief = false, level = 2, images = true } = {}) {
+  const h = '#'.repeat(level);
+  const lines = [];
+  if (!brief) {
+    lines.push(`${'#'.repeat(level - 1)} Load test: ${rep.scenario}`, '', ...header(rep));
+  }
+  if (rep.scenario === 'reference') referenceTables(rep, lines, h);
+  else rampTables(rep, lines, h);
+  logSection(rep, lines, h);
+  verdicts(rep, lines, h);
+  if (!brief && images) {
+    lines.push('', `${h} Plots`, '', '![Latency over time](latency-over-time.svg)', '', '![Throughput over time](throughput-over-time.svg)');
+    if (rep.scenario === 'ramp') lines.push('', '![Latency vs offered rate](latency-vs-rate.svg)', '', '![CPU per request vs offered rate](cpu-vs-rate.svg)');
+  }
+  return lines.join('\n') + '\n';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plots
+
+const COLORS = { bidder: ['#1f77b4', '#d62728', '#9467bd'], baseline: ['#2ca02c', '#ff7f0e', '#8c564b'] };
+
+function plots(rep) {
+  const out = {};
+  const s = rep.settings;
+  const names = Object.keys(rep.targets);
+  const note = `${rep.scenario} scenario, run ${rep.runId}, commit ${rep.environment.commitShort}, k6 GOGC=${rep.environment.gogc}`;
+  const mid = rep.plan.bucket / 2;
+  // Phase changes (the end of the warm-up, each ramp step) as faint vertical lines.
+  const vLines = rep.scenario === 'reference' ? rep.plan.phases.slice(1).map((p) => ({ x: p.start, label: p.name })) : [];
+  const latSeries = [];
+  for (const name of names) {
+    const bk = rep.targets[name].buckets;
+    const c = COLORS[name];
+    const dash = name === 'baseline';
+    latSeries.push({ name: `${name} p50`, color: c[0], dash, points: bk.map((x) => [x.t + mid, x.latency && x.latency.med]) });
+    latSeries.push({ name: `${name} p99`, color: c[1], dash, points: bk.map((x) => [x.t + mid, x.latency && x.latency.p99]) });
+    latSeries.push({ name: `${name} p99.9`, color: c[2], dash, points: bk.map((x) => [x.t + mid, x.latency && x.latency.p999]) });
+  }
+  const limit = rep.scenario === 'reference' ? { y: s.p99, label: `p99 target ${s.p99} ms` } : { y: s.rampP99, label: `ramp p99 limit ${s.rampP99} ms` };
+  out['latency-over-time.svg'] = lineChart({
+    title: `Latency percentiles over time (per ${rep.plan.bucket} s)`,
+    note,
+    xLabel: 'seconds since start',
+    yLabel: 'ms',
+    yLog: true,
+    series: latSeries,
+    hLines: [{ ...limit, color: '#d62728' }],
+    vLines,
+  });
+  const first = names.length ? rep.targets[names[0]].buckets : [];
+  const tpSeries = [{ name: 'offered', color: '#aaa', dash: true, points: first.map((x) => [x.t + mid, x.offered || null]) }];
+  for (const name of names) {
+    const bk = rep.targets[name].buckets;
+    tpSeries.push({ name: `${name} achieved`, color: COLORS[name][0], dash: name === 'baseline', points: bk.map((x) => [x.t + mid, x.rps]) });
+  }
+  out['throughput-over-time.svg'] = lineChart({
+    title: `Throughput over time (per ${rep.plan.bucket} s)`,
+    note,
+    xLabel: 'seconds since start',
+    yLabel: 'requests per second',
+    series: tpSeries,
+    vLines,
+  });
+  if (rep.scenario === 'ramp') {
+    const rs = [];
+    const cs = [];
+    for (const name of names) {
+      const r = rep.targets[name].ramp;
+      if (!r) continue;
+      const c = COLORS[name];
+      const dash = name === 'baseline';
+      rs.push({ name: `${name} p50`, color: c[0], dash, markers: true, points: r.steps.map((x) => [x.offered, x.latency && x.latency.med]) });
+      rs.push({ name: `${name} p99`, color: c[1], dash, markers: true, points: r.steps.map((x) => [x.offered, x.latency && x.latency.p99]) });
+      rs.push({ name: `${name} p99.9`, color: c[2], dash, markers: true, points: r.steps.map((x) => [x.offered, x.latency && x.latency.p999]) });
+      cs.push({ name: `${name} server`, color: c[0], dash, markers: true, points: r.steps.map((x) => [x.offered, x.cpu && x.cpu.serverUsPerReq]) });
+      cs.push({ name: `${name} k6`, color: c[2], dash, markers: true, points: r.steps.map((x) => [x.offered, x.cpu && x.cpu.k6UsPerReq]) });
+    }
+    out['latency-vs-rate.svg'] = lineChart({
+      title: 'Latency vs offered rate (each ramp step)',
+      note,
+      xLabel: 'offered rate (requests per second)',
+      yLabel: 'ms',
+      yLog: true,
+      series: rs,
+      hLines: [{ ...limit, color: '#d62728' }],
+    });
+    out['cpu-vs-rate.svg'] = lineChart({
+      title: 'CPU per request vs offered rate',
+      note,
+      xLabel: 'offered rate (requests per second)',
+      yLabel: 'CPU µs per request',
+      series: cs,
+    });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTML: the Markdown rendered with the plots inlined, one self-contained file.
+
+function inline(text) {
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')
+    .replace(/`([^`]+)`/g, '<code>$1</code>');
+}
+
+function html(md, svgs, title) {
+  const out = [];
+  const lines = md.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i];
+    let m;
+    if ((m = /^(#{1,4}) (.*)$/.exec(l))) out.push(`<h${m[1].length}>${inline(m[2])}</h${m[1].length}>`);
+    else if ((m = /^!\[([^\]]*)\]\(([^)]+)\)$/.exec(l))) out.push(`<figure>${svgs[m[2]] || ''}<figcaption>${inline(m[1])}</figcaption></figure>`);
+    else if (l.startsWith('|')) {
+      const rows = [];
+      while (i < lines.length && lines[i].startsWith('|')) rows.push(lines[i++]);
+      i--;
+      const cells = (r) => r.slice(1, -1).split('|').map((c) => c.trim());
+      out.push('<table>');
+      out.push(`<tr>${cells(rows[0]).map((c) => `<th>${inline(c)}</th>`).join('')}</tr>`);
+      for (const r of rows.slice(2)) out.push(`<tr>${cells(r).map((c) => `<td>${inline(c)}</td>`).join('')}</tr>`);
+      out.push('</table>');
+    } else if (l.startsWith('- ')) out.push(`<p>• ${inline(l.slice(2))}</p>`);
+    else if (l.trim()) out.push(`<p>${inline(l)}</p>`);
+  }
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${inline(title)}</title>
+<style>
+body{font-family:Helvetica,Arial,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1em}th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}
+th:first-child,td:first-child{text-align:left}th{background:#f4f4f4}code{background:#f4f4f4;padding:0 3px}
+figure{margin:1em 0}figcaption{color:#666;font-size:90%}
+</style></head><body>
+${out.join('\n')}
+</body></html>
+`;
+}
+
+/** Writes summary.json, report.md, the SVG plots and index.html into `dir`. */
+function write(dir, rep) {
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'summary.json'), JSON.stringify(rep, null, 2));
+  const md = markdown(rep);
+  fs.writeFileSync(path.join(dir, 'report.md'), md);
+  const svgs = plots(rep);
+  for (const [name, svg] of Object.entries(svgs)) fs.writeFileSync(path.join(dir, name), svg);
+  fs.writeFileSync(path.join(dir, 'index.html'), html(md, svgs, `Load test: ${rep.scenario} (${rep.runId})`));
+  return { files: ['summary.json', 'report.md', 'index.html', ...Object.keys(svgs)] };
+}
+
+const RESULTS_HEAD = `# Benchmark results
+
+Latest figures of \`npm run loadtest\` (see docs/loadtest.md for what it does and how to read them).
+Each section is rewritten by a full-length run of its scenario; shorter runs leave this file alone
+unless given \`--results-md\`. The full report of a run (plots, JSON) stays in its
+\`k6/results/<timestamp>/\` directory, which is not committed.
+`;
+
+/** Rewrites the scenario's section of bench/RESULTS.md. */
+function updateResultsMd(file, rep, reportDir) {
+  let text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : RESULTS_HEAD;
+  const begin = `<!-- loadtest:${rep.scenario}:begin -->`;
+  const end = `<!-- loadtest:${rep.scenario}:end -->`;
+  const body = [
+    begin,
+    `## ${rep.scenario === 'reference' ? 'Reference load (1300/s)' : 'Ramp to the limit'}`,
+    '',
+    ...header(rep),
+    `Full report: \`${reportDir}/\`.`,
+    markdown(rep, { brief: true, level: 3 }).trimEnd(),
+    end,
+  ].join('\n');
+  const a = text.indexOf(begin);
+  const b = text.indexOf(end);
+  if (a >= 0 && b > a) text = text.slice(0, a) + body + text.slice(b + end.length);
+  else {
+    // Keep the reference section first.
+    const other = text.indexOf('<!-- loadtest:ramp:begin -->');
+    if (rep.scenario === 'reference' && other >= 0) text = `${text.slice(0, other)}${body}\n\n${text.slice(other)}`;
+    else text = `${text.trimEnd()}\n\n${body}\n`;
+  }
+  fs.writeFileSync(file, text);
+}
+
+module.exports = { build, write, markdown, plots, updateResultsMd, TARGETS };
