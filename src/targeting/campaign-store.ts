@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { Inject, Injectable } from '@nestjs/common';
-import { CONFIG, type Config } from '../config/config';
+import { CONFIG, DEFAULT_CAMPAIGNS_FILE, type Config } from '../config/config';
 import { CandidateIndex } from './candidate-index';
 import { CampaignFileError, loadCampaigns } from './loader';
 
@@ -9,6 +10,7 @@ export { CandidateIndex } from './candidate-index';
 export { CampaignFileError, loadCampaigns } from './loader';
 export { explain, FILTER_ORDER, selectForImp, type Explanation } from './select';
 export { chooseBidCurrency, convert } from './currency';
+export type { CandidateGate, Match, NativeFill, NoBidReason } from './types';
 
 /**
  * Reads, validates and indexes a campaign file. Throws CampaignFileError (every problem, each
@@ -31,6 +33,23 @@ export function loadCampaignFile(file: string): CandidateIndex {
 }
 
 /**
+ * The file to load for `config.campaignsFile`. The default (the bundled demo set) is computed
+ * from the compiled config module's directory, which is right for dist/ but not for a build
+ * elsewhere (tests compile to .test-build/src/): when the default is missing there, the nearest
+ * data/campaigns.demo.json above this module is used. An explicit CAMPAIGNS_FILE is never changed.
+ */
+export function resolveCampaignsFile(file: string): string {
+  if (file !== DEFAULT_CAMPAIGNS_FILE || fs.existsSync(file)) return file;
+  for (let dir = __dirname; ; ) {
+    const candidate = path.join(dir, 'data', 'campaigns.demo.json');
+    if (fs.existsSync(candidate)) return candidate;
+    const up = path.dirname(dir);
+    if (up === dir) return file;
+    dir = up;
+  }
+}
+
+/**
  * Holds the current candidate index. Loaded at construction, so a bad CAMPAIGNS_FILE stops the
  * start-up with the loader's message. `swap` replaces the index as one reference (hot reload:
  * build the new index off the bid path, then swap; requests in flight keep the one they read).
@@ -40,7 +59,7 @@ export class CampaignStore {
   private idx: CandidateIndex;
 
   constructor(@Inject(CONFIG) config: Config) {
-    this.idx = loadCampaignFile(config.campaignsFile);
+    this.idx = loadCampaignFile(resolveCampaignsFile(config.campaignsFile));
   }
 
   current(): CandidateIndex {

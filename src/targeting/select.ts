@@ -7,11 +7,13 @@
  * used for the no-bid reason, see below):
  *   size (banner, by index lookup) → inventory → device → os → country → secure → battr → bcat →
  *   badv → bapp → video (mimes, duration, protocols) | native_assets → deal → currency → floor
+ *   → the optional gate (budget, frequency_cap: asked only about a would-be winner)
  *
  * No-bid reason: every rejected candidate is rejected at one stage (the first filter it fails).
  * The imp's reason is the stage of the candidate that got FURTHEST down that list (ties: the
  * first one met, i.e. the highest priced), so "floor" means "something matched everything but
- * price", "bcat" means "nothing survived bcat, and some survived everything before it", etc.
+ * price", "bcat" means "nothing survived bcat, and some survived everything before it",
+ * "budget" means "something would have won but its campaign is out of budget", etc.
  * Imp-level reasons come before any candidate is looked at: an empty index → "no_candidates";
  * no banner/video/native object → "media_type"; a requested media type with no candidates →
  * "media_type"; a banner size nobody has → "size"; an unknown bid currency, or an unknown
@@ -29,7 +31,7 @@
 import { MType, NativeAssetKind, type BidRequest, type Imp, type NativeAssetReq, type Size, type VideoImp } from '../openrtb/types';
 import { Bucket, CandidateIndex, Entry, Kind, NativeShape, sizeKey } from './candidate-index';
 import { convert, unitsPerUsd } from './currency';
-import type { Match, NativeFill, NoBidReason } from './types';
+import type { CandidateGate, Match, NativeFill, NoBidReason } from './types';
 
 const enum Stage {
   None = 0,
@@ -49,6 +51,8 @@ const enum Stage {
   Deal,
   Currency,
   Floor,
+  Budget,
+  FrequencyCap,
 }
 
 /** Stage → reason; the index is the stage. */
@@ -70,6 +74,8 @@ const REASONS: readonly NoBidReason[] = [
   'deal',
   'currency',
   'floor',
+  'budget',
+  'frequency_cap',
 ];
 
 /** The order in which filters run and rank for the no-bid reason (documentation and tests). */
@@ -278,8 +284,9 @@ class Scan {
   floor = 0;
   bidCur = 'USD';
   priv = false;
+  gate: CandidateGate | null = null;
 
-  reset(rate: number, floor: number, bidCur: string, priv: boolean): void {
+  reset(rate: number, floor: number, bidCur: string, priv: boolean, gate: CandidateGate | null): void {
     this.stage = Stage.None;
     this.best = null;
     this.bestPrice = 0;
@@ -288,6 +295,7 @@ class Scan {
     this.floor = floor;
     this.bidCur = bidCur;
     this.priv = priv;
+    this.gate = gate;
   }
 
   rec(stage: Stage): void {
@@ -341,7 +349,7 @@ function scanDeals(list: readonly Entry[], imp: Imp, req: BidRequest, battr: rea
     }
     // Outside a private auction a candidate without a matching deal is no rejection yet: the open pass sees it.
     const dealId = matchDeal(e, imp, price, S.priv);
-    if (dealId === null) continue;
+    if (dealId === null || gated(e, req)) continue;
     S.best = e;
     S.bestPrice = price;
     S.bestDeal = dealId;
@@ -364,15 +372,25 @@ function scanOpen(list: readonly Entry[], imp: Imp, req: BidRequest, battr: read
       continue;
     }
     if (price < S.floor) {
-      // Everything further down is cheaper: at best it would also stop at the floor, the last stage.
+      // Everything further down is cheaper: it would stop at the floor at the latest (the gate comes after it).
       S.rec(Stage.Floor);
       return;
     }
+    if (gated(e, req)) continue;
     S.best = e;
     S.bestPrice = price;
     S.bestDeal = null;
     return;
   }
+}
+
+/** Asks the gate (if any) about a would-be winner; true (and the stage recorded) when it says no. */
+function gated(e: Entry, req: BidRequest): boolean {
+  if (S.gate === null) return false;
+  const why = S.gate.check(e.c, req);
+  if (why === null) return false;
+  S.rec(why === 'budget' ? Stage.Budget : Stage.FrequencyCap);
+  return true;
 }
 
 function scanBucket(b: Bucket, imp: Imp, req: BidRequest, battr: readonly number[], deals: boolean): void {
@@ -435,16 +453,23 @@ function impFloor(imp: Imp, bidCur: string): number {
  * Picks the best eligible candidate for one imp, or says why there is none.
  * `bidCur` is the response currency (see chooseBidCurrency); prices and floors are compared in it.
  */
-export function selectForImp(index: CandidateIndex, imp: Imp, req: BidRequest, bidCur: string): Match | NoBidReason {
+export function selectForImp(
+  index: CandidateIndex,
+  imp: Imp,
+  req: BidRequest,
+  bidCur: string,
+  gate: CandidateGate | null = null,
+): Match | NoBidReason {
   const early = impLevel(index, imp, bidCur);
   if (early !== null) return early;
   const pmp = imp.pmp;
   const hasDeals = pmp !== null && pmp.deals.length > 0;
   const priv = pmp !== null && pmp.privateAuction;
-  S.reset(unitsPerUsd(bidCur) ?? 1, impFloor(imp, bidCur), bidCur, priv);
+  S.reset(unitsPerUsd(bidCur) ?? 1, impFloor(imp, bidCur), bidCur, priv, gate);
   if (hasDeals) scanImp(index, imp, req, true);
   if (S.best === null && !priv) scanImp(index, imp, req, false);
   const e = S.best;
+  S.gate = null; // don't keep the caller's object reachable between calls
   if (e === null) return REASONS[S.stage];
   return {
     candidate: e.c,
@@ -498,7 +523,7 @@ function hasSize(sizes: readonly Size[], w: number, h: number): boolean {
  * Every candidate of the imp's media types, in file order, with the filter that rejects it
  * (the first one it fails, in FILTER_ORDER) or null when it is eligible.
  */
-export function explain(index: CandidateIndex, imp: Imp, req: BidRequest, bidCur: string): Explanation[] {
+export function explain(index: CandidateIndex, imp: Imp, req: BidRequest, bidCur: string, gate: CandidateGate | null = null): Explanation[] {
   const out: Explanation[] = [];
   const early = impLevel(index, imp, bidCur);
   const rate = unitsPerUsd(bidCur) ?? 1;
@@ -527,9 +552,9 @@ export function explain(index: CandidateIndex, imp: Imp, req: BidRequest, bidCur
     const price = e.price * rate;
     let why = Stage.None;
     if (hasDeals) {
-      S.reset(rate, floor, bidCur, priv);
+      S.reset(rate, floor, bidCur, priv, null);
       if (matchDeal(e, imp, price, true) !== null) {
-        out.push({ crid: e.c.id, reason: null });
+        out.push({ crid: e.c.id, reason: gate !== null ? gate.check(e.c, req) : null });
         continue;
       }
       why = S.stage;
@@ -538,8 +563,10 @@ export function explain(index: CandidateIndex, imp: Imp, req: BidRequest, bidCur
       out.push({ crid: e.c.id, reason: REASONS[why] });
     } else if (e.dealsOnly) {
       out.push({ crid: e.c.id, reason: REASONS[why > Stage.Deal ? why : Stage.Deal] });
+    } else if (price < floor) {
+      out.push({ crid: e.c.id, reason: 'floor' });
     } else {
-      out.push({ crid: e.c.id, reason: price < floor ? 'floor' : null });
+      out.push({ crid: e.c.id, reason: gate !== null ? gate.check(e.c, req) : null });
     }
   }
   return out;

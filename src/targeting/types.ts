@@ -1,4 +1,4 @@
-import type { MType, NativeAssetKind, Size } from '../openrtb/types';
+import type { BidRequest, MType, NativeAssetKind, Size } from '../openrtb/types';
 
 /**
  * A candidate ad: one creative of one campaign, as loaded from CAMPAIGNS_FILE and validated.
@@ -106,4 +106,17 @@ export type NoBidReason =
   | 'country'
   | 'floor'
   | 'currency'
-  | 'deal';
+  | 'deal'
+  // Added with the candidate gate (selectForImp's optional 5th argument): campaign out of budget, user capped.
+  | 'budget'
+  | 'frequency_cap';
+
+/**
+ * Optional last check of selectForImp, for state that lives outside the campaign file (spend,
+ * frequency caps). Asked only about a candidate that passed every filter and would win (so a few
+ * times per imp at most); answering non-null makes the auction try the next best candidate.
+ * Implement it as a singleton object, not a per-request closure; it must not do I/O.
+ */
+export interface CandidateGate {
+  check(candidate: Candidate, req: BidRequest): 'budget' | 'frequency_cap' | null;
+}

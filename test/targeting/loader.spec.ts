@@ -5,8 +5,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { CampaignFileError, loadCampaigns } from '../../src/targeting/loader';
-import { CampaignStore, loadCampaignFile } from '../../src/targeting/campaign-store';
-import { loadConfig } from '../../src/config/config';
+import { CampaignStore, loadCampaignFile, resolveCampaignsFile } from '../../src/targeting/campaign-store';
+import { DEFAULT_CAMPAIGNS_FILE, loadConfig } from '../../src/config/config';
 
 const root = path.resolve(__dirname, '..', '..', '..');
 const demoFile = path.join(root, 'data', 'campaigns.demo.json');
@@ -215,6 +215,14 @@ describe('loader: files and the store', () => {
     store.swap(small);
     assert.equal(store.current(), small);
     assert.notEqual(store.current(), first);
+  });
+
+  it('the default CAMPAIGNS_FILE finds the bundled demo set from a test build too; an explicit one is kept', () => {
+    assert.equal(resolveCampaignsFile(DEFAULT_CAMPAIGNS_FILE), fs.existsSync(DEFAULT_CAMPAIGNS_FILE) ? DEFAULT_CAMPAIGNS_FILE : demoFile);
+    assert.ok(fs.existsSync(resolveCampaignsFile(DEFAULT_CAMPAIGNS_FILE)));
+    assert.equal(resolveCampaignsFile('/nowhere/c.json'), '/nowhere/c.json');
+    const store = new CampaignStore(loadConfig({}));
+    assert.equal(store.count, loadCampaignFile(demoFile).count);
   });
 
   it('a bad file stops the store with a message naming the file, entry and field', () => {

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
+import { parseBidRequest } from '../../src/openrtb/parse';
 import { NativeAssetKind, type BidRequest } from '../../src/openrtb/types';
 import { chooseBidCurrency, loadCampaignFile, selectForImp } from '../../src/targeting/campaign-store';
 import { convert } from '../../src/targeting/currency';
@@ -135,6 +136,20 @@ describe('openrtb-samples against the demo campaigns', { skip: !fs.existsSync(SA
       });
     });
   }
+
+  it('the bid path\'s own parser (src/openrtb/parse.ts) leads to the same outcomes as the local normalizer', () => {
+    const show = (r: Match | NoBidReason): string => (typeof r === 'string' ? r : `${r.candidate.id} ${r.price} ${r.dealId} ${(r.native ?? []).map((f) => f.assetId).join(',')}`);
+    for (const file of Object.keys(EXPECTED)) {
+      const raw = JSON.parse(fs.readFileSync(path.join(SAMPLES, file), 'utf8')) as { mockBidRequest?: unknown };
+      const mine = normalizeSample(raw);
+      const theirs = parseBidRequest(raw.mockBidRequest ?? raw);
+      assert.deepEqual(
+        theirs.imps.map((i) => show(selectForImp(index, i, theirs, 'USD'))),
+        mine.imps.map((i) => show(selectForImp(index, i, mine, 'USD'))),
+        file,
+      );
+    }
+  });
 
   it('2.6 §6.2.3 mobile: apple.com (the top 728x90 bid) is blocked by badv, the next one wins', () => {
     const req = normalizeSample(JSON.parse(fs.readFileSync(path.join(SAMPLES, 'iab-openrtb2.x/bid-request_6.2.3_mobile.json'), 'utf8')));

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { BidRequest, Imp } from '../../src/openrtb/types';
 import { CandidateIndex, explain, FILTER_ORDER, selectForImp } from '../../src/targeting/campaign-store';
 import { convert } from '../../src/targeting/currency';
-import type { Candidate, Match, NoBidReason } from '../../src/targeting/types';
+import type { Candidate, CandidateGate, Match, NoBidReason } from '../../src/targeting/types';
 import { bannerImp, bidRequest, candidate, deal, imp, pmp, videoImp } from './fixtures';
 
 function isMatch(r: Match | NoBidReason): r is Match {
@@ -226,8 +226,8 @@ describe('selectForImp: deals', () => {
 });
 
 describe('selectForImp: the no-bid reason is the furthest-progressing rejection', () => {
-  it('FILTER_ORDER documents the stages, floor last', () => {
-    assert.equal(FILTER_ORDER[FILTER_ORDER.length - 1], 'floor');
+  it('FILTER_ORDER documents the stages: floor after the targeting filters, the gate last', () => {
+    assert.deepEqual(FILTER_ORDER.slice(-3), ['floor', 'budget', 'frequency_cap']);
     assert.ok(FILTER_ORDER.indexOf('inventory') < FILTER_ORDER.indexOf('bcat'));
     assert.ok(FILTER_ORDER.indexOf('bcat') < FILTER_ORDER.indexOf('native_assets'));
   });
@@ -288,5 +288,67 @@ describe('explain', () => {
     const ex = explain(new CandidateIndex(cands), i, bidRequest(), 'USD');
     assert.equal(ex.find((e) => e.crid === r.candidate.id)?.reason, null);
     assert.equal(ex.find((e) => e.crid === 'a')?.reason, 'battr');
+  });
+});
+
+/** A gate that blocks the listed campaigns and counts the questions it gets. */
+class TestGate implements CandidateGate {
+  asked: string[] = [];
+  constructor(private readonly blocked: Record<string, 'budget' | 'frequency_cap'>) {}
+  check(c: Candidate): 'budget' | 'frequency_cap' | null {
+    this.asked.push(c.id);
+    return this.blocked[c.campaignId] ?? null;
+  }
+}
+
+describe('selectForImp: the candidate gate (budget, frequency caps)', () => {
+  const cands = [
+    candidate({ id: 'a', campaignId: 'broke', price: 3 }),
+    candidate({ id: 'b', campaignId: 'capped', price: 2 }),
+    candidate({ id: 'c', campaignId: 'fine', price: 1 }),
+    candidate({ id: 'x', campaignId: 'fine', price: 5, cat: ['IAB25'] }),
+  ];
+  const idx = new CandidateIndex(cands);
+  const req = bidRequest({ bcat: ['IAB25'] });
+
+  it('a gated winner gives way to the next best, and only would-be winners are asked', () => {
+    const gate = new TestGate({ broke: 'budget', capped: 'frequency_cap' });
+    const r = selectForImp(idx, banner300, req, 'USD', gate);
+    assert.equal(winner(r), 'c');
+    assert.deepEqual(gate.asked, ['a', 'b', 'c']);
+  });
+  it('a gate that allows is asked once', () => {
+    const gate = new TestGate({});
+    assert.equal(winner(selectForImp(idx, banner300, req, 'USD', gate)), 'a');
+    assert.deepEqual(gate.asked, ['a']);
+  });
+  it('everything gated → the furthest gate reason; the gate ranks after floor', () => {
+    assert.equal(selectForImp(idx, banner300, req, 'USD', new TestGate({ broke: 'budget', capped: 'budget', fine: 'budget' })), 'budget');
+    assert.equal(selectForImp(idx, banner300, req, 'USD', new TestGate({ broke: 'budget', capped: 'frequency_cap', fine: 'budget' })), 'frequency_cap');
+    // a (3.00) gated, b and c under the 2.50 floor: budget, not floor
+    assert.equal(selectForImp(idx, imp({ bidfloor: 2.5, banner: bannerImp() }), req, 'USD', new TestGate({ broke: 'budget' })), 'budget');
+  });
+  it('deal bids are gated too', () => {
+    const d = new CandidateIndex([candidate({ id: 'd1', campaignId: 'broke', price: 3, deals: ['D'] }), candidate({ id: 'd2', campaignId: 'fine', price: 2, deals: ['D'] })]);
+    const r = selectForImp(d, imp({ banner: bannerImp(), pmp: pmp([deal('D', 1)], true) }), bidRequest(), 'USD', new TestGate({ broke: 'budget' }));
+    assert.ok(isMatch(r));
+    assert.equal(r.candidate.id, 'd2');
+    assert.equal(r.dealId, 'D');
+  });
+  it('without a gate nothing is gated (the previous call\'s gate is not kept)', () => {
+    selectForImp(idx, banner300, req, 'USD', new TestGate({ broke: 'budget' }));
+    assert.equal(winner(selectForImp(idx, banner300, req, 'USD')), 'a');
+  });
+  it('explain reports the gate verdict of otherwise eligible candidates', () => {
+    const out = explain(idx, banner300, req, 'USD', new TestGate({ broke: 'budget', capped: 'frequency_cap' }));
+    assert.deepEqual(
+      out.map((e) => [e.crid, e.reason]),
+      [
+        ['a', 'budget'],
+        ['b', 'frequency_cap'],
+        ['c', null],
+        ['x', 'bcat'],
+      ],
+    );
   });
 });
