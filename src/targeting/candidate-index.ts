@@ -54,7 +54,7 @@ export class Entry {
   readonly attrMask: number;
   /** Attributes above 30 (exchange-specific); usually empty. */
   readonly attrsOver30: readonly number[];
-  /** Categories plus their parents ("IAB3-1" adds "IAB3"), for bcat. */
+  /** Categories plus their parents ("IAB3-1" adds "IAB3"), also lower-cased, for bcat. */
   readonly cats: ReadonlySet<string>;
   /** Lower-case, without "www.". */
   readonly adomain: readonly string[];
@@ -92,11 +92,15 @@ export class Entry {
     this.secure = c.secure;
     this.attrMask = mask(c.attr);
     this.attrsOver30 = c.attr.filter((a) => a > 30);
+    // Each category and its parent, as written and lower-cased: bcat is compared as sent
+    // (no per-request case folding), and some exchanges send "iab25".
     const cats = new Set<string>();
     for (const cat of c.cat) {
-      cats.add(cat);
       const dash = cat.indexOf('-');
-      if (dash > 0) cats.add(cat.slice(0, dash));
+      for (const v of dash > 0 ? [cat, cat.slice(0, dash)] : [cat]) {
+        cats.add(v);
+        cats.add(v.toLowerCase());
+      }
     }
     this.cats = cats;
     this.adomain = c.adomain.map(normalizeDomain);

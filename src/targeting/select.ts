@@ -101,7 +101,11 @@ function catBlocked(e: Entry, bcat: readonly string[]): boolean {
   return false;
 }
 
-/** A blocked "apple.com" blocks "apple.com" and its subdomains ("store.apple.com"). */
+/**
+ * A blocked "apple.com" blocks "apple.com" and its subdomains ("store.apple.com"); a blocked
+ * "www.apple.com" blocks "apple.com" too (candidate domains are stored without "www.").
+ * badv arrives lower-cased from the parser.
+ */
 function advBlocked(e: Entry, badv: readonly string[]): boolean {
   const doms = e.adomain;
   for (let i = 0; i < badv.length; i++) {
@@ -110,6 +114,7 @@ function advBlocked(e: Entry, badv: readonly string[]): boolean {
       const d = doms[j];
       if (d === b) return true;
       if (d.length > b.length && d.charCodeAt(d.length - b.length - 1) === 46 /* . */ && d.endsWith(b)) return true;
+      if (b.length === d.length + 4 && b.startsWith('www.') && b.endsWith(d)) return true;
     }
   }
   return false;

@@ -51,6 +51,8 @@ const rows: Row[] = [
   { filter: 'bcat', name: 'bcat top-level blocks its subcategories', cand: { cat: ['IAB1-6'] }, req: bidRequest({ bcat: ['IAB1'] }), accept: { req: bidRequest({ bcat: ['IAB10', 'IAB1-5'] }) } },
   { filter: 'bcat', name: 'bcat subcategory does not block its parent', cand: { cat: ['IAB1'] }, req: bidRequest({ bcat: ['IAB1'] }), accept: { req: bidRequest({ bcat: ['IAB1-6'] }) } },
   { filter: 'badv', name: 'badv exact domain', cand: { adomain: ['apple.com'] }, req: bidRequest({ badv: ['apple.com'] }), accept: { req: bidRequest({ badv: ['pineapple.com'] }) } },
+  { filter: 'bcat', name: 'bcat sent lower-case still blocks', cand: { cat: ['IAB25-2'] }, req: bidRequest({ bcat: ['iab25'] }), accept: { req: bidRequest({ bcat: ['iab26'] }) } },
+  { filter: 'badv', name: 'badv with www. blocks the bare domain', cand: { adomain: ['apple.com'] }, req: bidRequest({ badv: ['www.apple.com'] }), accept: { req: bidRequest({ badv: ['www.pineapple.com'] }) } },
   { filter: 'badv', name: 'badv blocks subdomains, not look-alikes', cand: { adomain: ['store.apple.com'] }, req: bidRequest({ badv: ['apple.com'] }), accept: { cand: { adomain: ['notapple.com'] } } },
   { filter: 'bapp', name: 'bapp lists the advertised app', cand: { bundle: 'com.spotify.music' }, req: bidRequest({ bapp: ['com.spotify.music'] }), accept: { req: bidRequest({ bapp: ['com.other'] }) } },
   { filter: 'bapp', name: 'bapp ignores ads that advertise no app', cand: { bundle: 'com.x' }, req: bidRequest({ bapp: ['com.x'] }), accept: { cand: { bundle: null } } },
