@@ -1,0 +1,92 @@
+// Smoke run of `npm run loadtest`, so the load-test scripts cannot rot: a few seconds at a low rate
+// of the reference scenario against the real cluster (PM2, 2 workers, Redis, the bid log) and the
+// bare-Fastify baseline, then checks of the report it wrote. On a fresh machine the run first
+// builds k6 from the Go module proxy (about 3 minutes).
+//
+// The run gets its own BIDDER_RUN_DIR (so its own PM2_HOME) and a private Redis: it never uses or
+// stops a bidder a developer has running.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, describe, it } from 'node:test';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+
+describe('npm run loadtest (smoke)', () => {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'loadtest-smoke-'));
+  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'loadtest-smoke-run-'));
+  after(() => {
+    fs.rmSync(out, { recursive: true, force: true });
+    fs.rmSync(runDir, { recursive: true, force: true });
+  });
+
+  it('runs a short reference scenario against the bidder and the baseline and writes its report', { timeout: 20 * 60_000 }, () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, BIDDER_RUN_DIR: runDir };
+    for (const k of ['PM2_HOME', 'PORT', 'REDIS_URL', 'LOG_REDIS_KEY', 'NODE_ENV']) delete env[k];
+    const args = [
+      path.join(ROOT, 'scripts', 'loadtest.js'),
+      '--scenario', 'reference',
+      '--warmup', '2s',
+      '--warmup-rate', '20',
+      '--duration', '3s',
+      '--rate', '50',
+      // Latency is not what a smoke run on a shared CI machine checks; errors and the log are.
+      '--p99', '2000',
+      '--avg', '1000',
+      '--out', out,
+      '--no-results-md',
+    ];
+    const r = spawnSync(process.execPath, args, { cwd: ROOT, env, encoding: 'utf8', timeout: 19 * 60_000 });
+    const output = `${r.stdout}\n${r.stderr}`;
+    assert.equal(r.status, 0, output);
+
+    for (const f of ['summary.json', 'report.md', 'index.html', 'latency-over-time.svg', 'throughput-over-time.svg', 'k6-bidder.json', 'k6-baseline.json']) {
+      assert.ok(fs.existsSync(path.join(out, f)), `${f} missing\n${output}`);
+    }
+    const rep = JSON.parse(fs.readFileSync(path.join(out, 'summary.json'), 'utf8'));
+    assert.equal(rep.scenario, 'reference');
+    assert.equal(rep.environment.gogc, '400');
+    assert.match(rep.environment.node, /^v24\./);
+    for (const name of ['bidder', 'baseline']) {
+      const t = rep.targets[name];
+      assert.ok(t, `${name} missing`);
+      assert.equal(t.completed, true);
+      assert.equal(t.server.workers, 2, `${name} workers`);
+      // 20/s for 2 s, then 50/s for 3 s, plus the setup probe.
+      assert.ok(t.requests >= 180 && t.requests <= 215, `${name} requests ${t.requests}`);
+      assert.equal(t.errors, 0, `${name} errors`);
+      assert.equal(t.checkFails, 0, `${name} invalid responses`);
+      assert.equal(t.main.name, 'r50');
+      for (const k of ['avg', 'p70', 'p80', 'p95', 'p99', 'p999']) assert.equal(typeof t.main.latency[k], 'number', `${name} ${k}`);
+      assert.ok(t.main.cpu.serverUsPerReq > 0, `${name} CPU per request`);
+      assert.ok(t.memory.length === 2 && t.memory.every((w: { peakRssMB: number }) => w.peakRssMB > 10), `${name} RSS`);
+      assert.ok(t.buckets.length >= 4, `${name} time buckets`);
+    }
+    // The bidder bids on some requests and leaves exactly one request and one response record each.
+    const b = rep.targets.bidder;
+    assert.ok(b.bidRate > 0, 'the bidder never bid');
+    assert.equal(b.logs.sent, b.requests);
+    assert.equal(b.logs.requestRecords, b.requests);
+    assert.equal(b.logs.responseRecords, b.requests);
+    assert.equal(b.logs.complete, true);
+    assert.equal(typeof rep.comparison.cpuPerRequestRatio, 'number');
+
+    const md = fs.readFileSync(path.join(out, 'report.md'), 'utf8');
+    assert.match(md, /\| server \| avg \| p70 \| p80 \| p95 \| p99 \| p99\.9 \|/);
+    assert.match(md, /\| bidder, 2 workers/);
+    assert.match(md, /\| bare Fastify baseline, 2 workers/);
+    assert.match(md, /GOGC=400/);
+    for (const f of ['latency-over-time.svg', 'throughput-over-time.svg']) {
+      const svg = fs.readFileSync(path.join(out, f), 'utf8');
+      assert.ok(svg.startsWith('<svg') && svg.includes('<path '), `${f} has no lines`);
+    }
+    const html = fs.readFileSync(path.join(out, 'index.html'), 'utf8');
+    assert.match(html, /<table>/);
+    assert.match(html, /<svg /);
+
+    // Everything it started is gone: no PM2 daemon left in its run directory.
+    assert.ok(!fs.existsSync(path.join(runDir, 'pm2', 'pm2.pid')), 'the PM2 daemon was left running');
+  });
+});
