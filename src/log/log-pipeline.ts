@@ -31,6 +31,9 @@ interface Frame {
   spilling: boolean;
 }
 
+const COMPRESS_PARALLEL = 4;
+// Leaves thread-pool threads (4 by default) for compression while files are written.
+const SPILL_PARALLEL = 2;
 const FIRST_RETRY_MS = 100;
 const MAX_RETRY_MS = 5_000;
 const CLOSING_MAX_RETRY_MS = 200;
@@ -126,7 +129,9 @@ export class LogPipeline {
     this.maxMemory = opts.maxMemoryBytes;
     // A flush threshold above the memory bound would never flush early enough to respect it.
     this.threshold = Math.max(1024, Math.min(opts.flushBytes, Math.floor(opts.maxMemoryBytes / 4)));
-    this.buffer = new LogBuffer(Math.min(1 << 20, Math.max(16 << 10, this.threshold >> 2)));
+    // Chunks of up to 1 MiB: a small batch is one buffer (one compression job), a large one is
+    // streamed to the compressor chunk by chunk.
+    this.buffer = new LogBuffer(Math.min(1 << 20, this.threshold));
   }
 
   /** Appends one encoded line (`head + tail + "}\n"`). O(1) in the queue length, no I/O. */
@@ -290,9 +295,15 @@ export class LogPipeline {
       const b = this.buffer;
       if (b.records > 0 && (this.due || b.bytes >= this.threshold || this.state === 'closing')) {
         this.due = false;
+        const takenAt = Date.now();
         const batches = b.take(this.threshold);
         for (const batch of batches) this.compressingBytes += batch.bytes;
-        for (const batch of batches) await this.compressBatch(batch);
+        // Several at a time (the thread pool has 4 threads by default), kept in order.
+        for (let i = 0; i < batches.length; i += COMPRESS_PARALLEL) {
+          const group = batches.slice(i, i + COMPRESS_PARALLEL);
+          const frames = await Promise.all(group.map((batch) => this.compressBatch(batch, takenAt)));
+          for (const f of frames) if (f !== null) this.addPending(f);
+        }
         continue;
       }
       return;
@@ -318,13 +329,21 @@ export class LogPipeline {
   private async spillLoop(): Promise<void> {
     while (this.memoryBytes() > this.maxMemory) {
       this.spillAgain = false;
-      const oldest = this.pending.find(spillable);
-      if (!oldest) return;
-      await this.spillFrame(oldest);
+      // The oldest frames that bring memory back under the bound, a few files at a time.
+      const group: Frame[] = [];
+      let excess = this.memoryBytes() - this.maxMemory;
+      for (const f of this.pending) {
+        if (group.length === SPILL_PARALLEL || excess <= 0) break;
+        if (!spillable(f)) continue;
+        group.push(f);
+        excess -= f.data.length;
+      }
+      if (group.length === 0) return;
+      await Promise.all(group.map((f) => this.spillFrame(f)));
     }
   }
 
-  private async compressBatch(batch: Batch): Promise<void> {
+  private async compressBatch(batch: Batch, takenAt: number): Promise<Frame | null> {
     const t0 = performance.now();
     let data: Buffer;
     try {
@@ -332,24 +351,27 @@ export class LogPipeline {
     } catch (e) {
       this.compressingBytes -= batch.bytes;
       this.drop(batch.records, `compression failed: ${errorText(e)}`);
-      return;
+      return null;
     }
     const compressMs = performance.now() - t0;
     this.compressingBytes -= batch.bytes;
     this.compressedRaw += batch.bytes;
     this.compressedOut += data.length;
-    const frame: Frame = {
+    return {
       id: newFrameId(),
       data,
       records: batch.records,
       rawBytes: batch.bytes,
-      createdAt: Date.now(),
+      createdAt: takenAt,
       compressMs,
       inFlight: false,
       spilling: false,
     };
+  }
+
+  private addPending(frame: Frame): void {
     this.pending.push(frame);
-    this.pendingBytes += data.length;
+    this.pendingBytes += frame.data.length;
     this.pendingRecords += frame.records;
     this.kickDeliver();
     this.kickSpill();

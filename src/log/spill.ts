@@ -64,6 +64,7 @@ export class SpillStore {
   private writtenDuringScan: SpillEntry[] | null = null;
   /** Bytes of spill files in the directory, as far as this process knows (gauge). */
   knownBytes = 0;
+  private reserved = 0;
 
   constructor(
     readonly dir: string,
@@ -110,10 +111,12 @@ export class SpillStore {
    */
   async write(frame: Buffer, frameId: string, records: number, createdAt: number): Promise<boolean> {
     if (!this.ready && !(await this.init())) return false;
-    if (this.knownBytes + frame.length > this.maxBytes) {
+    if (this.knownBytes + this.reserved + frame.length > this.maxBytes) {
       await this.recount().catch(() => undefined);
-      if (this.knownBytes + frame.length > this.maxBytes) return false;
+      if (this.knownBytes + this.reserved + frame.length > this.maxBytes) return false;
     }
+    // Reserved until written, so that concurrent writes cannot pass the bound together.
+    this.reserved += frame.length;
     this.seq = (this.seq + 1) % 1_000_000;
     const base =
       `${String(createdAt).padStart(13, '0')}_${String(this.seq).padStart(6, '0')}_` +
@@ -132,6 +135,8 @@ export class SpillStore {
     } catch {
       await fsp.unlink(tmp).catch(() => undefined);
       return false;
+    } finally {
+      this.reserved -= frame.length;
     }
     this.knownBytes += frame.length;
     const e: SpillEntry = { base, path: final, frameId, records, createdAt, bytes: frame.length, claimedBy: null };
