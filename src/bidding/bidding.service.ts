@@ -5,11 +5,11 @@ import { LogService } from '../log/log.service';
 import { MetricsService, type BidOutcome } from '../metrics/metrics.service';
 import { InvalidRequestError, parseBidRequest } from '../openrtb/parse';
 import { MType, type BidRequest, type Imp } from '../openrtb/types';
-import { selectForImp } from '../targeting/campaign-store';
-import { CampaignStore } from '../targeting/campaign-store';
-import { chooseBidCurrency } from '../targeting/currency';
+import { CampaignStore, chooseBidCurrency, selectForImp } from '../targeting/campaign-store';
 import type { Match, NoBidReason } from '../targeting/types';
+import { PacingGate } from '../tracking/pacing.gate';
 import { PayloadCodec } from '../tracking/payload';
+import { SpendService } from '../tracking/spend.service';
 import { BodyError, decodeBody, parseJson } from './body';
 import { bannerAdm, nativeAdm, vastAdm, type TrackingUrls } from './markup';
 
@@ -60,6 +60,8 @@ export class BiddingService {
     private readonly store: CampaignStore,
     private readonly log: LogService,
     private readonly metrics: MetricsService,
+    private readonly gate: PacingGate,
+    private readonly spend: SpendService,
   ) {
     this.codec = new PayloadCodec(config.trackingSecret);
     this.base = config.trackingBaseUrl;
@@ -118,11 +120,12 @@ export class BiddingService {
     let reason: NoBidReason | null = null;
     for (let i = 0; i < req.imps.length; i++) {
       const imp = req.imps[i]!;
-      const m = selectForImp(index, imp, req, cur);
+      const m = selectForImp(index, imp, req, cur, this.gate);
       if (typeof m === 'string') {
         if (reason === null) reason = m;
         continue;
       }
+      this.spend.commit(m.candidate);
       (bids ??= []).push(this.buildBid(req, imp, m, cur, now));
       this.metrics.bidPrice(m.price);
     }

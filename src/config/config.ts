@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 /**
@@ -32,6 +33,18 @@ export interface Config {
   /** Per-request access log (off by default: the bid path is the hot path). */
   readonly accessLog: boolean;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** How often each worker re-reads campaign spend from Redis and renews its budget lease. */
+  readonly budgetRefreshMs: number;
+  /** Bids younger than this still count against the worker's lease (their billing may yet arrive). */
+  readonly budgetWindowMs: number;
+  /** How long a user's frequency-cap counts are served from the local cache before a re-read. */
+  readonly capCacheMs: number;
+  /** How long a billed bid id is remembered to make billing idempotent. */
+  readonly billDedupeTtlSeconds: number;
+  /** Poll CAMPAIGNS_FILE for changes this often and hot-swap it (0 = never). */
+  readonly campaignsWatchMs: number;
+  /** Enables POST /debug/explain (per-candidate filter verdicts); off by default. */
+  readonly debugEndpoints: boolean;
 }
 
 export class ConfigError extends Error {
@@ -41,7 +54,17 @@ export class ConfigError extends Error {
   }
 }
 
-export const DEFAULT_CAMPAIGNS_FILE = path.resolve(__dirname, '..', '..', 'data', 'campaigns.demo.json');
+/** The project directory: the nearest folder above this file holding package.json (dist/, the test build, a Docker image). */
+function projectRoot(): string {
+  for (let dir = __dirname; ; ) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    const up = path.dirname(dir);
+    if (up === dir) return process.cwd();
+    dir = up;
+  }
+}
+
+export const DEFAULT_CAMPAIGNS_FILE = path.join(projectRoot(), 'data', 'campaigns.demo.json');
 
 type Env = Record<string, string | undefined>;
 
@@ -128,6 +151,12 @@ export function loadConfig(env: Env = process.env): Config {
     workerId: r.str('WORKER_ID', env.NODE_APP_INSTANCE ?? env.pm_id ?? String(process.pid)),
     accessLog: r.bool('ACCESS_LOG', false),
     logLevel: r.oneOf('LOG_LEVEL', 'info', LEVELS),
+    budgetRefreshMs: r.int('BUDGET_REFRESH_MS', 250, 20, 60_000),
+    budgetWindowMs: r.int('BUDGET_WINDOW_MS', 10_000, 0, 3_600_000),
+    capCacheMs: r.int('FREQ_CAP_CACHE_MS', 1_000, 10, 3_600_000),
+    billDedupeTtlSeconds: r.int('BILL_DEDUPE_TTL_S', 7 * 24 * 3600, 60, 90 * 24 * 3600),
+    campaignsWatchMs: r.int('CAMPAIGNS_WATCH_MS', 1_000, 0, 3_600_000),
+    debugEndpoints: r.bool('DEBUG_ENDPOINTS', false),
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return Object.freeze(cfg);

@@ -137,6 +137,9 @@ function currency(o: Obj, key: string, path: string): string {
   return c === '' ? 'USD' : c;
 }
 
+/** Matches no candidate: the imp named a size, but not one we can read (a w without an h, say). */
+const NO_SIZE: Size = Object.freeze({ w: 0, h: 0 });
+
 function parseBanner(b: Obj, path: string): BannerImp {
   const sizes: Size[] = [];
   const format = arr(b, 'format', path);
@@ -151,6 +154,8 @@ function parseBanner(b: Obj, path: string): BannerImp {
     const w = nonNeg(b, 'w', path, 0);
     const h = nonNeg(b, 'h', path, 0);
     if (w > 0 && h > 0) sizes.push({ w, h });
+    // Size information that is there but incomplete must not turn into "any size".
+    else if (w > 0 || h > 0 || format.length > 0) sizes.push(NO_SIZE);
   }
   return { sizes, battr: intList(b, 'battr', path) };
 }
@@ -205,6 +210,7 @@ function parseNative(n: Obj, path: string): NativeImp | null {
     const a: unknown = rawAssets[i];
     const ap = `${pPath}.assets[${i}]`;
     if (!isObj(a)) return null;
+    // Native 1.2 requires an id; some senders omit it: the asset's position stands in for it.
     const id = num(a, 'id', ap, i);
     const required = flag(a, 'required', ap);
     let kind: NativeAssetKind;

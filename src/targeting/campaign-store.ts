@@ -1,7 +1,6 @@
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { Inject, Injectable } from '@nestjs/common';
-import { CONFIG, DEFAULT_CAMPAIGNS_FILE, type Config } from '../config/config';
+import { CONFIG, type Config } from '../config/config';
 import { CandidateIndex } from './candidate-index';
 import { CampaignFileError, loadCampaigns } from './loader';
 
@@ -33,23 +32,6 @@ export function loadCampaignFile(file: string): CandidateIndex {
 }
 
 /**
- * The file to load for `config.campaignsFile`. The default (the bundled demo set) is computed
- * from the compiled config module's directory, which is right for dist/ but not for a build
- * elsewhere (tests compile to .test-build/src/): when the default is missing there, the nearest
- * data/campaigns.demo.json above this module is used. An explicit CAMPAIGNS_FILE is never changed.
- */
-export function resolveCampaignsFile(file: string): string {
-  if (file !== DEFAULT_CAMPAIGNS_FILE || fs.existsSync(file)) return file;
-  for (let dir = __dirname; ; ) {
-    const candidate = path.join(dir, 'data', 'campaigns.demo.json');
-    if (fs.existsSync(candidate)) return candidate;
-    const up = path.dirname(dir);
-    if (up === dir) return file;
-    dir = up;
-  }
-}
-
-/**
  * Holds the current candidate index. Loaded at construction, so a bad CAMPAIGNS_FILE stops the
  * start-up with the loader's message. `swap` replaces the index as one reference (hot reload:
  * build the new index off the bid path, then swap; requests in flight keep the one they read).
@@ -59,7 +41,7 @@ export class CampaignStore {
   private idx: CandidateIndex;
 
   constructor(@Inject(CONFIG) config: Config) {
-    this.idx = loadCampaignFile(resolveCampaignsFile(config.campaignsFile));
+    this.idx = loadCampaignFile(config.campaignsFile);
   }
 
   current(): CandidateIndex {

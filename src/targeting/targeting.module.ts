@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { CampaignStore } from './campaign-store';
+import { CampaignWatcher } from './campaign-watcher';
 
-@Module({ providers: [CampaignStore], exports: [CampaignStore] })
+@Module({ providers: [CampaignStore, CampaignWatcher], exports: [CampaignStore, CampaignWatcher] })
 export class TargetingModule {}

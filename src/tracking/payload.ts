@@ -77,6 +77,9 @@ export class PayloadCodec {
   /** Verifies and decodes; throws PayloadError. `packed` and `sig` are the `p` and `s` query values. */
   decode(packed: string | undefined, sig: string | undefined): TrackingPayload {
     if (!packed || !sig) throw new PayloadError('missing');
+    // Query parsers (Fastify's, URLSearchParams) decode '+' as a space; lz-string's URI alphabet
+    // has '+' and never a space, so this undoes it exactly.
+    if (packed.includes(' ')) packed = packed.replace(/ /g, '+');
     const expected = Buffer.from(this.sign(packed), 'utf8');
     const given = Buffer.from(sig, 'utf8');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new PayloadError('bad_signature');

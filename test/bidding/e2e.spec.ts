@@ -90,9 +90,10 @@ function rng(seed: number): () => number {
 const WEIRD: unknown[] = [null, 0, -1, 1e308, -0.5, '', 'x', '1', 'NaN', true, false, [], [null], {}, { a: 1 }, [1, 'a', {}], '\u0000', 'é漢字', 9007199254740993];
 
 function mutate(value: unknown, rand: () => number): unknown {
-  const copy = JSON.parse(JSON.stringify(value)) as unknown;
+  let copy = JSON.parse(JSON.stringify(value)) as unknown;
   const n = 1 + Math.floor(rand() * 4);
   for (let k = 0; k < n; k++) {
+    copy = JSON.parse(JSON.stringify(copy)) as unknown; // a plain tree again: no shared nodes between steps
     // Walk to a random node.
     let parent: Record<string, unknown> | unknown[] | null = null;
     let key: string | number | null = null;

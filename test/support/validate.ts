@@ -58,7 +58,10 @@ export function validateBidResponse(reqIn: Obj, res: Obj, opts: ValidateOptions)
   const p: string[] = [];
   const req = reqIn;
   if (res.id !== String(req.id)) p.push(`id ${JSON.stringify(res.id)} does not echo ${JSON.stringify(req.id)}`);
-  const allowedCur = list(req.cur).map((c) => String(c).toUpperCase());
+  // Empty and null entries say nothing (the bidder ignores them; none left means USD).
+  const allowedCur = list(req.cur)
+    .filter((c) => c !== null && c !== '')
+    .map((c) => String(c).toUpperCase());
   const cur = typeof res.cur === 'string' ? res.cur : 'USD';
   if (allowedCur.length > 0 && !allowedCur.includes(cur)) p.push(`cur ${cur} not in request cur ${allowedCur.join(',')}`);
   const imps = new Map<string, Obj>();
@@ -82,8 +85,9 @@ export function validateBidResponse(reqIn: Obj, res: Obj, opts: ValidateOptions)
       if (seen.has(String(bid.impid))) p.push(`${where}: second bid for imp ${bid.impid}`);
       seen.add(String(bid.impid));
       if (!(typeof bid.price === 'number' && bid.price > 0)) p.push(`${where}: price ${bid.price} is not > 0`);
-      const floor = num(imp.bidfloor);
-      const floorCur = String(imp.bidfloorcur ?? 'USD').toUpperCase() || 'USD';
+      // A deal bid answers to the deal's floor, which replaces the imp floor (checked below).
+      const floor = bid.dealid === undefined ? num(imp.bidfloor) : 0;
+      const floorCur = String(imp.bidfloorcur || 'USD').toUpperCase();
       const floorIn = floor > 0 ? convert(floor, floorCur, cur) : 0;
       if (floorIn === null) p.push(`${where}: bid on an imp whose floor currency ${floorCur} is unknown`);
       else if (bid.price < floorIn - 1e-9) p.push(`${where}: price ${bid.price} ${cur} below floor ${floorIn}`);
@@ -110,7 +114,8 @@ export function validateBidResponse(reqIn: Obj, res: Obj, opts: ValidateOptions)
         const deal = (list(imp.pmp?.deals) as Obj[]).find((d) => String(d.id) === String(bid.dealid));
         if (!deal) p.push(`${where}: dealid ${bid.dealid} not offered`);
         else {
-          const df = convert(num(deal.bidfloor), String(deal.bidfloorcur ?? 'USD').toUpperCase(), cur);
+          const dfRaw = num(deal.bidfloor);
+          const df = dfRaw > 0 ? convert(dfRaw, String(deal.bidfloorcur || 'USD').toUpperCase(), cur) : 0;
           if (df === null || bid.price < df - 1e-9) p.push(`${where}: price below deal floor`);
         }
       }
@@ -160,7 +165,8 @@ function validateNative(where: string, imp: Obj, adm: string): string[] {
   if (r.native && !r.assets) r = r.native as Obj;
   if (typeof r.link?.url !== 'string' || r.link.url === '') p.push(`${where}: native without link.url`);
   const reqAssets = new Map<number, Obj>();
-  for (const a of list(np.assets) as Obj[]) reqAssets.set(num(a.id), a);
+  // An asset without an id (Native 1.2 requires one) is known by its position, as the bidder does.
+  (list(np.assets) as Obj[]).forEach((a, i) => reqAssets.set(num(a.id, i), a));
   const got = new Set<number>();
   for (const a of list(r.assets) as Obj[]) {
     const ra = reqAssets.get(num(a.id, -1));

@@ -1,0 +1,81 @@
+/**
+ * Reading a notice or tracker call: the signed payload (shared by every URL of a bid) plus the
+ * exchange's substituted macros (OpenRTB 2.6 §4.4). A macro the exchange left unsubstituted
+ * (`${AUCTION_PRICE}` arrives literally, or empty) is "unknown", not an error. Pure: no I/O.
+ */
+import { convert } from '../targeting/currency';
+import { PayloadError, type PayloadCodec, type TrackingPayload } from './payload';
+
+export const NOTICE_EVENTS = ['win', 'bill', 'loss', 'imp', 'click'] as const;
+export type NoticeEvent = (typeof NOTICE_EVENTS)[number];
+
+export function isNoticeEvent(s: string): s is NoticeEvent {
+  return (NOTICE_EVENTS as readonly string[]).includes(s);
+}
+
+export class NoticeError extends Error {
+  constructor(
+    readonly status: 400 | 403,
+    readonly reason: string,
+  ) {
+    super(reason);
+    this.name = 'NoticeError';
+  }
+}
+
+export interface Notice {
+  readonly event: NoticeEvent;
+  readonly payload: TrackingPayload;
+  /** Clearing price (CPM) in the bid's currency; null when the exchange did not substitute it. */
+  readonly price: number | null;
+  /** OpenRTB loss reason code (lurl), null when absent or unsubstituted. */
+  readonly loss: number | null;
+}
+
+type Query = Record<string, string | string[] | undefined>;
+
+function one(q: Query, key: string): string | undefined {
+  const v = q[key];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** True when the value is missing, empty, or still an unsubstituted `${MACRO}`. */
+function unsubstituted(v: string | undefined): boolean {
+  return v === undefined || v === '' || (v.startsWith('${') && v.endsWith('}'));
+}
+
+/** Prices may exceed the bid by float noise only. */
+const PRICE_EPSILON = 1e-6;
+
+export function readNotice(event: NoticeEvent, q: Query, codec: PayloadCodec): Notice {
+  let payload: TrackingPayload;
+  try {
+    payload = codec.decode(one(q, 'p'), one(q, 's'));
+  } catch (e) {
+    if (e instanceof PayloadError) throw new NoticeError(e.reason === 'missing' ? 400 : 403, `payload ${e.reason}`);
+    throw e;
+  }
+  let price: number | null = null;
+  const rawPrice = one(q, 'price');
+  if (!unsubstituted(rawPrice)) {
+    const n = Number(rawPrice);
+    if (!Number.isFinite(n)) throw new NoticeError(400, 'price is not a number');
+    if (n < 0) throw new NoticeError(400, 'price is negative');
+    const rawCur = one(q, 'cur');
+    let inBidCur: number | null = n;
+    if (!unsubstituted(rawCur) && rawCur!.toUpperCase() !== payload.cur) {
+      inBidCur = convert(n, rawCur!.toUpperCase(), payload.cur);
+      if (inBidCur === null) throw new NoticeError(400, 'price currency unknown');
+    }
+    // A second-price or first-price clearing price never exceeds what we bid.
+    if (inBidCur > payload.price * (1 + PRICE_EPSILON) + PRICE_EPSILON) throw new NoticeError(400, 'price above the bid');
+    price = inBidCur;
+  }
+  let loss: number | null = null;
+  const rawLoss = one(q, 'loss');
+  if (!unsubstituted(rawLoss)) {
+    const n = Number(rawLoss);
+    if (Number.isInteger(n) && n >= 0) loss = n;
+  }
+  return { event, payload, price, loss };
+}

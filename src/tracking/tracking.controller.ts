@@ -1,0 +1,122 @@
+import { Controller, Get, Inject, Param, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { CONFIG, type Config } from '../config/config';
+import { LogService } from '../log/log.service';
+import { CampaignStore, type CandidateIndex } from '../targeting/campaign-store';
+import type { Candidate } from '../targeting/types';
+import { CapsService } from './caps.service';
+import { isNoticeEvent, NoticeError, readNotice, type Notice } from './notice';
+import { PayloadCodec } from './payload';
+import { SpendService } from './spend.service';
+
+/** The smallest transparent GIF, the impression pixel's answer. */
+const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
+
+/** Creative id → candidate, built once per candidate index (clicks are rare next to bids). */
+const byCrid = new WeakMap<CandidateIndex, Map<string, Candidate>>();
+function findCreative(index: CandidateIndex, crid: string): Candidate | undefined {
+  let m = byCrid.get(index);
+  if (m === undefined) {
+    m = new Map();
+    for (const c of index.candidates) m.set(c.id, c);
+    byCrid.set(index, m);
+  }
+  return m.get(crid);
+}
+
+/**
+ * Notice and tracker endpoints, the targets of every bid's nurl/burl/lurl, impression tracker and
+ * click URL: `GET /t/{win,bill,loss,imp,click}?p=<payload>&s=<signature>&<macros>`.
+ * Each logs one record of its type through the log pipeline. Forged or tampered payloads: 403.
+ */
+@Controller('t')
+export class TrackingController {
+  private readonly codec: PayloadCodec;
+  readonly stats = { rejected: 0, notices: 0, billErrors: 0, capErrors: 0 };
+
+  constructor(
+    @Inject(CONFIG) config: Config,
+    private readonly log: LogService,
+    private readonly store: CampaignStore,
+    private readonly spend: SpendService,
+    private readonly caps: CapsService,
+  ) {
+    this.codec = new PayloadCodec(config.trackingSecret);
+  }
+
+  @Get(':event')
+  async notice(@Param('event') event: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (!isNoticeEvent(event)) {
+      void reply.code(404).send({ error: 'unknown notice type' });
+      return;
+    }
+    let n: Notice;
+    try {
+      n = readNotice(event, req.query as Record<string, string | string[] | undefined>, this.codec);
+    } catch (e) {
+      if (!(e instanceof NoticeError)) throw e;
+      this.stats.rejected++;
+      void reply.code(e.status).send({ error: e.reason });
+      return;
+    }
+    this.stats.notices++;
+    const p = n.payload;
+    const record = {
+      type: n.event,
+      id: p.requestId,
+      name: p.publisher,
+      bid: p.bidId,
+      imp: p.impId,
+      crid: p.crid,
+      cid: p.cid,
+      price: n.price,
+      bidPrice: p.price,
+      cur: p.cur,
+      deal: p.dealId === '' ? null : p.dealId,
+      bidTs: p.ts,
+    };
+    switch (n.event) {
+      case 'win':
+        this.log.log(record);
+        void reply.code(204).send();
+        return;
+      case 'loss':
+        this.log.log({ ...record, loss: n.loss });
+        void reply.code(204).send();
+        return;
+      case 'bill': {
+        let counted: boolean | null;
+        try {
+          counted = (await this.spend.bill(p, n.price)) === 'counted';
+        } catch {
+          // Spend could not be recorded: ask the exchange to retry (billing is idempotent).
+          this.stats.billErrors++;
+          this.log.log({ ...record, counted: null });
+          void reply.code(503).header('retry-after', '1').send({ error: 'billing store unavailable, retry' });
+          return;
+        }
+        this.log.log({ ...record, counted });
+        void reply.code(204).send();
+        return;
+      }
+      case 'imp':
+        this.log.log({ ...record, user: p.userId === '' ? null : p.userId });
+        this.caps.recordImpression(p.userId, p.cid).catch(() => {
+          this.stats.capErrors++;
+        });
+        void reply.code(200).header('content-type', 'image/gif').header('cache-control', 'no-store').send(PIXEL);
+        return;
+      case 'click': {
+        const c = findCreative(this.store.current(), p.crid);
+        this.log.log({ ...record, landing: c?.landingUrl ?? null });
+        // Only ever redirect to the landing page of the creative named by the signed payload.
+        if (c === undefined) {
+          void reply.code(404).send({ error: 'creative no longer exists' });
+          return;
+        }
+        void reply.code(302).header('location', c.landingUrl).header('cache-control', 'no-store').send();
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { NoticeError, readNotice } from '../../src/tracking/notice';
+import { PayloadCodec, type TrackingPayload } from '../../src/tracking/payload';
+
+const codec = new PayloadCodec('notice-secret');
+const payload: TrackingPayload = {
+  requestId: 'r1', bidId: 'b1', impId: '1', crid: 'cr', cid: 'c', price: 2, cur: 'USD', ts: 1, dealId: '', publisher: 'p', userId: 'u',
+};
+
+function query(extra: Record<string, string>): Record<string, string> {
+  const q = new URLSearchParams(codec.encode(payload));
+  return { p: q.get('p')!, s: q.get('s')!, ...extra };
+}
+
+describe('readNotice: macros', () => {
+  const ok: Array<{ name: string; q: Record<string, string>; price: number | null; loss?: number | null }> = [
+    { name: 'substituted price', q: { price: '1.5' }, price: 1.5 },
+    { name: 'price equal to the bid', q: { price: '2' }, price: 2 },
+    { name: 'unsubstituted price macro', q: { price: '${AUCTION_PRICE}' }, price: null },
+    { name: 'empty price', q: { price: '' }, price: null },
+    { name: 'no price at all', q: {}, price: null },
+    { name: 'price in another currency, converted', q: { price: '1.0', cur: 'EUR' }, price: 1 / 0.97 },
+    { name: 'unsubstituted currency macro', q: { price: '1', cur: '${AUCTION_CURRENCY}' }, price: 1 },
+    { name: 'loss code', q: { price: '${AUCTION_PRICE}', loss: '102' }, price: null, loss: 102 },
+    { name: 'unsubstituted loss code', q: { loss: '${AUCTION_LOSS}' }, price: null, loss: null },
+  ];
+  for (const c of ok) {
+    it(c.name, () => {
+      const n = readNotice('win', query(c.q), codec);
+      if (c.price === null) assert.equal(n.price, null);
+      else assert.ok(Math.abs(n.price! - c.price) < 1e-9, `price ${n.price}`);
+      if (c.loss !== undefined) assert.equal(n.loss, c.loss);
+      assert.deepEqual(n.payload, payload);
+    });
+  }
+  const bad: Array<{ name: string; q: Record<string, string>; status: number; reason: RegExp }> = [
+    { name: 'negative price', q: { price: '-1' }, status: 400, reason: /negative/ },
+    { name: 'price above our bid', q: { price: '2.5' }, status: 400, reason: /above the bid/ },
+    { name: 'price not a number', q: { price: 'abc' }, status: 400, reason: /not a number/ },
+    { name: 'unknown price currency', q: { price: '1', cur: 'XQZ' }, status: 400, reason: /currency/ },
+    { name: 'tampered signature', q: { s: 'AAAAAAAAAAAAAAAAAAAAAA' }, status: 403, reason: /bad_signature/ },
+    { name: 'missing payload', q: { p: '' }, status: 400, reason: /missing/ },
+  ];
+  for (const c of bad) {
+    it(`rejects ${c.name}`, () => {
+      assert.throws(() => readNotice('win', query(c.q), codec), (e: unknown) => e instanceof NoticeError && e.status === c.status && c.reason.test(e.reason));
+    });
+  }
+});
