@@ -6,17 +6,28 @@ import pino from 'pino';
 import { AppModule } from './app.module';
 import type { Config } from './config/config';
 import { Lifecycle } from './health/lifecycle';
+import { ClusterMetrics } from './metrics/cluster-metrics';
+import { MetricsService } from './metrics/metrics.service';
+
+const BID_ROUTE = '/openrtb2/bid';
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
-let stdout: pino.DestinationStream & { flushSync(): void } | null = null;
+let stdout: pino.DestinationStream | null = null;
 
 /**
- * One stdout destination per process. Synchronous while only application events are logged (a few
- * lines, none lost on a crash); buffered when the access log is on, flushed on exit.
+ * One stdout destination per process. Under PM2 (cluster mode) it must be process.stdout: PM2
+ * hooks its write() to carry each line to the app's log file; a write to fd 1 would bypass that
+ * and land in the daemon's own log. Elsewhere pino's sonic-boom on fd 1: synchronous while only
+ * application events are logged (a few lines, none lost on a crash), buffered when the access log
+ * is on, flushed on exit.
  */
-function stdoutDestination(buffered: boolean): pino.DestinationStream & { flushSync(): void } {
+function stdoutDestination(buffered: boolean): pino.DestinationStream {
   if (stdout) return stdout;
+  if (process.env.pm_id !== undefined) {
+    stdout = process.stdout;
+    return stdout;
+  }
   const dest = pino.destination({ dest: 1, sync: !buffered, minLength: buffered ? 4096 : 0 });
   if (buffered) {
     process.once('exit', () => {
@@ -128,6 +139,18 @@ export async function createApp(config: Config): Promise<NestFastifyApplication>
   fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: config.bodyLimitBytes }, (_req, body, done) => {
     done(null, body);
   });
+  // A body over the limit (413) or with a bad Content-Length (400) is refused by Fastify before the
+  // bid handler runs; count it with the bid outcomes all the same. onError hooks cost nothing on
+  // requests that succeed.
+  const metrics = app.get(MetricsService);
+  fastify.addHook('onError', (req, reply, err: Error & { statusCode?: number }, done) => {
+    if (req.routeOptions.url === BID_ROUTE) {
+      const seconds = reply.elapsedTime / 1000;
+      if (err.statusCode === 413) metrics.bidRequest('too_large', null, seconds);
+      else if (err.statusCode === 400) metrics.bidRequest('bad_request', null, seconds);
+    }
+    done();
+  });
   // useProcessExit: exit 0 after the hooks (log flush) instead of re-raising the signal.
   app.enableShutdownHooks(['SIGINT', 'SIGTERM'], { useProcessExit: true });
   return app;
@@ -137,5 +160,7 @@ export async function createApp(config: Config): Promise<NestFastifyApplication>
 export async function listen(app: NestFastifyApplication, config: Config): Promise<string> {
   await app.listen(config.port, config.host);
   app.get(Lifecycle).started = true;
+  // Show this worker as ready in the machine view now rather than at the next period.
+  app.get(ClusterMetrics).publishInBackground();
   return app.getUrl();
 }

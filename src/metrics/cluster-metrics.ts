@@ -89,14 +89,15 @@ export class ClusterMetrics implements OnApplicationBootstrap, OnApplicationShut
     const redis = this.redis;
     this.redis = null;
     if (!redis) return;
-    try {
-      await this.inFlight;
+    // Bounded: a stop never waits on metrics. Whatever is not removed goes stale after STALE_MS.
+    const removeOwn = async () => {
+      await this.inFlight?.catch(() => undefined);
       if (redis.status === 'ready') await redis.hdel(this.key(), this.field);
-    } catch {
-      // The snapshot goes stale and is dropped by readers after STALE_MS.
-    } finally {
-      redis.disconnect();
-    }
+    };
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([removeOwn().catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, 1_000)))]);
+    clearTimeout(timer);
+    redis.disconnect();
   }
 
   /** The Redis key of this machine's bidder (by the port all workers share). */
@@ -153,7 +154,8 @@ export class ClusterMetrics implements OnApplicationBootstrap, OnApplicationShut
     this.failing = false;
   }
 
-  private publishInBackground(): void {
+  /** Publishes without waiting; a failure is logged once per outage. */
+  publishInBackground(): void {
     this.publish().catch((e: unknown) => this.fail(e));
   }
 

@@ -1,0 +1,278 @@
+// The bidder under PM2 as operators run it: `node scripts/start.js start` with 2 workers under a
+// test PM2_HOME, scale to 3, reload and scale down under a steady stream of requests, metrics per
+// worker and for the machine, then `pm2 stop` and the bid log in Redis checked record by record.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { incomplete, readBidLog } from './support/bidlog';
+import { postBid, request, SteadyLoad, type LoadResult } from './support/http';
+import { parseProm, sum } from './support/prom';
+import { freePort, startTestRedis, type TestRedis } from '../support/redis';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+
+interface Pm2Process {
+  pmId: number;
+  pid: number;
+  status: string;
+  instance: number;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const pm2lib = require(path.join(ROOT, 'scripts', 'pm2.js')) as {
+  appProcesses(home: string): Pm2Process[];
+  daemonInfo(home: string): { pid: number; exe: string | null } | null;
+};
+
+interface Run {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a project script on this (the project's) Node, without blocking the event loop that drives the load. */
+function run(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const t = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(t);
+      resolve({ status: code ?? 1, stdout, stderr });
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function readyInfo(r: Run): Record<string, unknown> {
+  const line = r.stdout
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('BIDDER_READY '))
+    .pop();
+  assert.ok(line, `no BIDDER_READY line in:\n${r.stdout}\n${r.stderr}`);
+  return JSON.parse(line.slice('BIDDER_READY '.length)) as Record<string, unknown>;
+}
+
+function realpath(p: string): string {
+  return fs.realpathSync(p);
+}
+
+describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, () => {
+  let redis: TestRedis;
+  let runDir: string;
+  let pm2Home: string;
+  let env: NodeJS.ProcessEnv;
+  let url = '';
+  /** Every bid request answered 200/204; each must appear in the log exactly once as request and response. */
+  const answered: string[] = [];
+  const seenWorkerPids = new Set<number>();
+
+  const online = () => pm2lib.appProcesses(pm2Home).filter((p) => p.status === 'online');
+
+  async function waitOnline(n: number, timeoutMs = 60_000): Promise<Pm2Process[]> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const procs = online();
+      if (procs.length === n) return procs;
+      assert.ok(Date.now() < until, `expected ${n} workers online, have ${procs.length}`);
+      await sleep(250);
+    }
+  }
+
+  /** Pids that answer on fresh connections (PM2's cluster master hands them out round-robin). */
+  async function servingPids(expected: number): Promise<Set<number>> {
+    const pids = new Set<number>();
+    for (let i = 0; i < 20 * expected && pids.size < expected; i++) {
+      const a = await request(`${url}/health/ready`);
+      assert.equal(a.status, 200, a.body);
+      pids.add((JSON.parse(a.body) as { pid: number }).pid);
+    }
+    return pids;
+  }
+
+  async function underLoad(prefix: string, action: () => Promise<Run>): Promise<{ run: Run; load: LoadResult }> {
+    const load = new SteadyLoad(url, { connections: 8, pauseMs: 2, prefix });
+    load.start();
+    await sleep(500);
+    const r = await action();
+    await sleep(500);
+    const result = await load.stop();
+    answered.push(...result.okIds);
+    return { run: r, load: result };
+  }
+
+  before(async () => {
+    redis = await startTestRedis();
+    runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-ops-'));
+    pm2Home = path.join(runDir, 'pm2');
+    const port = await freePort();
+    env = { ...process.env };
+    for (const k of Object.keys(env)) if (k.startsWith('NODE_TEST') || k === 'PM2_HOME' || k.startsWith('pm_') || k === 'NODE_APP_INSTANCE') delete env[k];
+    Object.assign(env, {
+      BIDDER_RUN_DIR: runDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      WORKERS: '2',
+      REDIS_URL: redis.url,
+      LOG_FLUSH_INTERVAL_MS: '1000',
+      LOG_LEVEL: 'info',
+    });
+  });
+
+  after(async () => {
+    const procs = pm2lib.appProcesses(pm2Home);
+    await run([path.join('scripts', 'start.js'), 'stop'], env).catch(() => undefined);
+    // If the stop failed, end what this test started, by PID.
+    const daemon = pm2lib.daemonInfo(pm2Home);
+    for (const pid of [...procs.map((p) => p.pid), ...(daemon ? [daemon.pid] : [])]) {
+      // A stopped PM2 process reports pid 0: kill(0) would signal this whole process group.
+      if (!(pid > 0) || pid === process.pid) continue;
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await redis.stop();
+    fs.rmSync(runDir, { recursive: true, force: true });
+  });
+
+  it('npm start brings up 2 workers on the project\'s Node 24, ready, and says so again when run twice', async () => {
+    const r = await run([path.join('scripts', 'start.js'), 'start'], env);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    const info = readyInfo(r);
+    assert.equal(info.startedPm2, true);
+    assert.equal(info.startedRedis, false, 'REDIS_URL answered, so no private Redis');
+    assert.equal(info.redisUrl, redis.url);
+    assert.equal(info.workers, 2);
+    url = String(info.url);
+    const procs = await waitOnline(2);
+    for (const p of procs) assert.equal(realpath(`/proc/${p.pid}/exe`), realpath(process.execPath), `worker ${p.pid} runs on the project's Node`);
+    const daemon = pm2lib.daemonInfo(pm2Home);
+    assert.ok(daemon && daemon.exe && realpath(daemon.exe) === realpath(process.execPath), 'the PM2 daemon runs on the project\'s Node');
+
+    const again = await run([path.join('scripts', 'start.js'), 'start'], env);
+    assert.equal(again.status, 0, again.stdout + again.stderr);
+    assert.match(again.stdout, /already running/);
+    const info2 = readyInfo(again);
+    assert.equal(info2.startedPm2, false);
+    assert.equal(info2.url, url);
+  });
+
+  it('both workers serve', async () => {
+    const procs = online();
+    const pids = await servingPids(2);
+    assert.deepEqual([...pids].sort(), procs.map((p) => p.pid).sort());
+    for (let i = 0; i < 10; i++) {
+      const a = await postBid(url, `both-${i}`);
+      assert.ok(a.status === 200 || a.status === 204, `status ${a.status}`);
+      answered.push(`both-${i}`);
+    }
+  });
+
+  it('pm2 scale bidder 3 gives 3 workers, all serving', async () => {
+    const r = await run([path.join('scripts', 'pm2.js'), 'scale', 'bidder', '3'], env);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    const procs = await waitOnline(3);
+    const pids = await servingPids(3);
+    assert.deepEqual([...pids].sort(), procs.map((p) => p.pid).sort());
+  });
+
+  it('pm2 reload bidder under a steady stream of requests fails none and replaces every worker', async () => {
+    const before = online().map((p) => p.pid);
+    for (const p of before) seenWorkerPids.add(p);
+    const { run: r, load } = await underLoad('reload', () => run([path.join('scripts', 'pm2.js'), 'reload', 'bidder'], env));
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.ok(load.okIds.length > 200, `only ${load.okIds.length} requests answered`);
+    assert.equal(load.failed, 0, `failed: ${JSON.stringify(load.failures)}`);
+    const afterPids = (await waitOnline(3)).map((p) => p.pid);
+    for (const p of afterPids) assert.ok(!before.includes(p), `worker ${p} was not replaced`);
+  });
+
+  it('pm2 scale bidder 2 under a steady stream of requests fails none', async () => {
+    const { run: r, load } = await underLoad('scaledown', () => run([path.join('scripts', 'pm2.js'), 'scale', 'bidder', '2'], env));
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.ok(load.okIds.length > 100, `only ${load.okIds.length} requests answered`);
+    assert.equal(load.failed, 0, `failed: ${JSON.stringify(load.failures)}`);
+    await waitOnline(2);
+  });
+
+  it('GET /metrics: each worker its own figures with a worker label; /metrics/cluster: the machine', async () => {
+    // One keep-alive connection stays with one worker.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const scrape = async (p: string, a?: http.Agent) => {
+      const res = await request(`${url}${p}`, { agent: a });
+      assert.equal(res.status, 200, res.body);
+      return parseProm(res.body);
+    };
+    const w0 = await scrape('/metrics', agent);
+    const worker = w0.get('bidder_bid_requests_total')?.samples[0]?.labels.worker;
+    assert.ok(worker !== undefined, 'samples carry a worker label');
+    // A worker that just left (scale down) is in the view until its graceful stop removes it.
+    let m0 = await scrape('/metrics/cluster');
+    for (let i = 0; i < 60 && sum(m0, 'bidder_cluster_workers') !== 2; i++) {
+      await sleep(250);
+      m0 = await scrape('/metrics/cluster');
+    }
+    assert.equal(sum(m0, 'bidder_cluster_workers'), 2);
+    assert.equal(sum(m0, 'bidder_ready'), 2);
+
+    for (let i = 0; i < 20; i++) {
+      const a = await postBid(url, `metrics-ka-${i}`, agent);
+      assert.ok(a.status === 200 || a.status === 204);
+      answered.push(`metrics-ka-${i}`);
+    }
+    const w1 = await scrape('/metrics', agent);
+    assert.equal(w1.get('bidder_bid_requests_total')?.samples[0]?.labels.worker, worker, 'same connection, same worker');
+    assert.equal(sum(w1, 'bidder_bid_requests_total') - sum(w0, 'bidder_bid_requests_total'), 20);
+    agent.destroy();
+
+    for (let i = 0; i < 30; i++) {
+      const a = await postBid(url, `metrics-${i}`);
+      assert.ok(a.status === 200 || a.status === 204);
+      answered.push(`metrics-${i}`);
+    }
+    // Every worker publishes its snapshot at least every 5 s (WINDOW_MS).
+    await sleep(5_500);
+    const m1 = await scrape('/metrics/cluster');
+    assert.equal(sum(m1, 'bidder_cluster_workers'), 2);
+    assert.ok(sum(m1, 'bidder_bid_requests_total') - sum(m0, 'bidder_bid_requests_total') >= 50, 'the machine view counts every worker\'s requests');
+    for (const fam of m1.values()) for (const s of fam.samples) assert.equal(s.labels.worker, undefined);
+  });
+
+  it('after pm2 stop, the bid log in Redis holds one request and one response record for every answered request', async () => {
+    const r = await run([path.join('scripts', 'pm2.js'), 'stop', 'bidder'], env);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.equal(online().length, 0);
+    const log = await readBidLog(redis.url, 'bidlog');
+    assert.equal(log.malformed, 0);
+    const missing = incomplete(log, answered);
+    assert.equal(
+      missing.length,
+      0,
+      `${missing.length} of ${answered.length} answered requests lack exactly one request+response record, e.g. ${missing.slice(0, 5).join(', ')}`,
+    );
+  });
+
+  it('application logs are JSON lines, one per event, with no per-request lines', () => {
+    const file = path.join(runDir, 'logs', 'bidder.out.log');
+    const lines = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
+    assert.ok(lines.length > 0, 'workers logged their start');
+    for (const l of lines) {
+      const r = JSON.parse(l) as Record<string, unknown>;
+      for (const k of ['level', 'time', 'pid', 'worker', 'msg']) assert.ok(k in r, `${k} missing in ${l}`);
+    }
+    assert.ok(lines.some((l) => l.includes('"msg":"listening"')));
+    assert.ok(lines.length < answered.length / 10, `${lines.length} log lines for ${answered.length} requests`);
+  });
+});

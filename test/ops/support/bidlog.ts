@@ -1,0 +1,40 @@
+// Reads the bid log from Redis as INTERFACE.md defines it: a list of zstd frames, each NDJSON.
+import * as zlib from 'node:zlib';
+import Redis from 'ioredis';
+
+export interface BidLogCounts {
+  frames: number;
+  records: number;
+  /** Per request id: how many `request` and `response` records carry it. */
+  requests: Map<string, number>;
+  responses: Map<string, number>;
+  /** Records without a numeric `ts` or a string `type`. */
+  malformed: number;
+}
+
+export async function readBidLog(redisUrl: string, key: string): Promise<BidLogCounts> {
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  try {
+    const frames = await redis.lrangeBuffer(key, 0, -1);
+    const out: BidLogCounts = { frames: frames.length, records: 0, requests: new Map(), responses: new Map(), malformed: 0 };
+    for (const frame of frames) {
+      for (const line of zlib.zstdDecompressSync(frame).toString('utf8').split('\n')) {
+        if (line === '') continue;
+        out.records++;
+        const r = JSON.parse(line) as { ts?: unknown; type?: unknown; id?: unknown };
+        if (typeof r.ts !== 'number' || typeof r.type !== 'string') out.malformed++;
+        const m = r.type === 'request' ? out.requests : r.type === 'response' ? out.responses : null;
+        if (m && typeof r.id === 'string') m.set(r.id, (m.get(r.id) ?? 0) + 1);
+      }
+    }
+    return out;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Ids among `ids` that do not have exactly one request and one response record. */
+export function incomplete(log: BidLogCounts, ids: readonly string[]): string[] {
+  return ids.filter((id) => log.requests.get(id) !== 1 || log.responses.get(id) !== 1);
+}
