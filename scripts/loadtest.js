@@ -201,7 +201,7 @@ async function redisCpu(conn) {
  * daemon and workers; `server.redisUrl` (bidder only) adds Redis's CPU.
  */
 async function runLoad({ name, k6, url, strict, server, env, outDir, runId, interrupted }) {
-  const procs = (await pm2Processes(server.pm2Home)).filter((p) => p.status === 'online');
+  const procs = (await pm2Processes(server.pm2Home)).filter((p) => p.status === 'online' && p.name === server.app);
   const daemon = pm2DaemonPid(server.pm2Home);
   if (!procs.length || !daemon) log(`loadtest: ${name}: no PM2 processes found under ${server.pm2Home}: server CPU will not be measured`);
   const pids = procs.map((p) => p.pid);
@@ -291,7 +291,7 @@ async function runLoad({ name, k6, url, strict, server, env, outDir, runId, inte
   const started = Date.now();
   const progress = setInterval(() => {
     const el = Math.round((Date.now() - (t0 || started)) / 1000);
-    log(`loadtest: ${name}: ${el} s of ${Math.round(plan.total)} s`);
+    log(`loadtest: ${name}: ${el} s of ${plan.scenario === 'ramp' ? 'at most ' : ''}${Math.round(plan.total)} s`);
   }, 15_000);
 
   const onSigint = () => child.kill('SIGINT');
@@ -393,7 +393,8 @@ async function main() {
     log(`loadtest: ${e.message}`);
     return 2;
   }
-  const fullLength = o.duration === null && o.rate === null && o.warmup === null && o.warmupRate === null;
+  const fullLength =
+    o.duration === null && o.rate === null && o.warmup === null && o.warmupRate === null && o.rampStart === null && o.rampStep === null && o.rampMax === null;
   const writeResultsMd = o.resultsMd === null ? fullLength && o.target === 'both' : o.resultsMd;
   const startedAt = new Date();
   const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
@@ -422,7 +423,7 @@ async function main() {
     fs.rmSync(runDir, { recursive: true, force: true });
   };
 
-  const ctx = { runId, outDir, options: o, argv: process.argv.slice(2), plan, planLib, startedAt, k6: null, git: gitInfo(), machine: machine(), node: process.version, gogc: GOGC, targets: {} };
+  const ctx = { runId, outDir, options: o, argv: process.argv.slice(2), plan, planLib, fullLength, startedAt, k6: null, git: gitInfo(), machine: machine(), node: process.version, gogc: GOGC, targets: {} };
   try {
     if (o.target !== 'baseline') ensureBuilt(o.build);
     ctx.k6 = await findK6({ log });
@@ -458,7 +459,13 @@ async function main() {
         log(`loadtest: waiting up to ${o.logWait} s for the bid log to be flushed`);
       }
       run.logs = { sent, ...(await countLogs({ bidder, runId, from, expected: sent, graceful })) };
-      run.logs.complete = run.logs.requestRecords === sent && run.logs.responseRecords === sent;
+      // Every request k6 counted must have both records. A ramp that k6 stops cancels the requests
+      // in flight: those reached the bidder (and its log) without being counted, so more records
+      // than requests is not a loss; in the reference scenario nothing is cancelled.
+      const found = Math.min(run.logs.requestRecords, run.logs.responseRecords);
+      run.logs.lost = Math.max(0, sent - found);
+      run.logs.extra = Math.max(0, found - sent);
+      run.logs.complete = run.logs.lost === 0 && run.logs.requestRecords === run.logs.responseRecords && (o.scenario === 'ramp' || run.logs.extra === 0);
       log(`loadtest: bid log: ${sent} requests sent, ${run.logs.requestRecords} request and ${run.logs.responseRecords} response records in ${bidder.logKey}`);
       if (bidder.logKey.startsWith('loadtest:') && !o.keepLogs) {
         const Redis = require(path.join(ROOT, 'node_modules', 'ioredis'));

@@ -172,6 +172,9 @@ export function makePlan(s) {
     observe('checks', 'rate>=0');
     observe('dropped_iterations', 'count>=0');
   }
+  // Bids (200) among all answers, without a custom metric sample per request.
+  thresholds['http_reqs{status:200}'] = ['count>=0'];
+  thresholds['http_reqs{status:204}'] = ['count>=0'];
   const bucket = s.bucket > 0 ? s.bucket : total <= 40 ? 1 : total <= 200 ? 5 : 10;
   const nBuckets = Math.ceil(total / bucket) + 2; // + room for graceful stops
   for (let b = 0; b < nBuckets; b++) {

@@ -81,6 +81,7 @@ async function startBidder({ workers, port, redisUrl, logKey, log }) {
       `PM2_HOME ${pm2Home}, log key ${key}`,
   );
   return {
+    app: 'bidder',
     url: base,
     redisUrl: ready.redisUrl || redisUrl,
     logKey: key,
@@ -108,7 +109,7 @@ async function startBaseline({ workers, port, home, log }) {
     const url = `http://127.0.0.1:${port}`;
     await waitHttp(`${url}/health/ready`, 20_000, `the baseline on port ${port}`);
     log(`loadtest: baseline (bare Fastify, ${workers} workers) at ${url}, PM2_HOME ${home}`);
-    return { url, pm2Home: home, stop };
+    return { app: 'baseline', url, pm2Home: home, stop };
   } catch (e) {
     await stop();
     throw e;

@@ -54,8 +54,8 @@ function target(run, lib) {
   t.checkFails = checks ? checks.fails : 0;
   const dropped = values(data, 'dropped_iterations');
   t.dropped = dropped ? dropped.count : 0;
-  const bid = values(data, 'bid_rate');
-  t.bidRate = bid ? bid.rate : null;
+  const bids = values(data, 'http_reqs{status:200}');
+  t.bidRate = bids && t.requests ? bids.count / t.requests : null;
   for (const p of plan.phases) {
     const st = lib.phaseStats(data, p);
     const c = run.cpu && run.cpu[p.name];
@@ -81,7 +81,13 @@ function target(run, lib) {
   }
   t.buckets = lib.buckets(data, plan);
   if (plan.scenario === 'reference') t.main = t.phases.find((p) => p.name === `r${plan.settings.rate}`) || null;
-  else t.ramp = lib.rampResult(data, plan);
+  else {
+    t.ramp = lib.rampResult(data, plan);
+    for (const st of t.ramp.steps) {
+      const ph = t.phases.find((p) => p.name === st.name);
+      st.cpu = ph ? ph.cpu : null;
+    }
+  }
   return t;
 }
 
@@ -111,6 +117,7 @@ function build(ctx) {
       generatorOnSameMachine: true,
     },
     settings: ctx.plan.settings,
+    fullLength: ctx.fullLength,
     plan: { phases: ctx.plan.phases, bucket: ctx.plan.bucket },
     targets: {},
     comparison: {},
@@ -153,7 +160,7 @@ function build(ctx) {
       );
     }
   }
-  if (b && b.logs) v('lost bid-log records', '0', b.logs.sent - Math.min(b.logs.requestRecords, b.logs.responseRecords), b.logs.complete);
+  if (b && b.logs) v('lost bid-log records', '0', b.logs.lost, b.logs.complete);
   if (rep.scenario === 'reference' && rep.comparison.cpuPerRequestRatio !== null) {
     v('server CPU per bid, bidder / baseline', `≤ ${TARGETS.cpuRatio}`, rep.comparison.cpuPerRequestRatio, rep.comparison.cpuPerRequestRatio <= TARGETS.cpuRatio);
   }
@@ -198,6 +205,7 @@ function header(rep) {
   );
   lines.push(`Machine: ${m.cpuModel}, ${m.cpus} CPUs, ${m.memoryGB} GB, ${m.kernel}.`);
   lines.push(`Command: \`${rep.command}\``);
+  if (!rep.fullLength) lines.push('', '*A shortened run (options changed the load): fine for checking the tool, not for quoting.*');
   return lines;
 }
 
@@ -293,7 +301,8 @@ function logSection(rep, lines, h) {
     '',
     `${int(l.sent)} requests sent; ${int(l.requestRecords)} \`request\` and ${int(l.responseRecords)} \`response\` records of this run found in Redis list \`${l.key}\` ` +
       `(${int(l.frames)} zstd frames, ${f(l.compressedMB, 1)} MB compressed, ${f(l.rawMB, 1)} MB of NDJSON; ${int(l.duplicates)} duplicates, ${int(l.badFrames)} unreadable frames). ` +
-      `${l.complete ? '**Complete.**' : '**Records are missing.**'}`,
+      `${l.complete ? '**Complete.**' : '**Records are missing.**'}` +
+      (l.extra > 0 ? ` ${int(l.extra)} more requests reached the bidder than k6 counted: requests in flight when k6 stopped the ramp, cancelled on its side.` : ''),
   );
 }
 
