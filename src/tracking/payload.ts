@@ -3,10 +3,11 @@
  * once, shared by nurl, burl, lurl, the impression tracker and the click URL; each URL adds only
  * its event (in the path) and the exchange's macros (in the query). Compressing a compact array
  * once instead of three whole URLs is what keeps this cheap (REFERENCE.md: one lz-string
- * compression of a 233-char URL costs ~39 µs; see bench/RESULTS.md for this payload's cost).
+ * compression of a 233-char URL costs ~39 µs; see bench/RESULTS-bid.md for this payload's cost).
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import * as lz from 'lz-string';
+import { compressToEncodedURIComponent } from './lz';
 
 export const PAYLOAD_VERSION = 1;
 
@@ -44,10 +45,11 @@ export class PayloadError extends Error {
 const SIG_BYTES = 16;
 
 export class PayloadCodec {
-  private readonly key: Buffer;
+  // A KeyObject made once: createHmac with a raw Buffer key re-imports it on every call (~7x slower).
+  private readonly key: KeyObject;
 
   constructor(secret: string) {
-    this.key = Buffer.from(secret, 'utf8');
+    this.key = createSecretKey(Buffer.from(secret, 'utf8'));
   }
 
   /** Returns `p=<lz payload>&s=<signature>`: URL-safe, ready to append after `?`. */
@@ -66,7 +68,8 @@ export class PayloadCodec {
       p.publisher,
       p.userId,
     ]);
-    const packed = lz.compressToEncodedURIComponent(json);
+    // lz-string's URI format, from our byte-identical encoder (src/tracking/lz.ts; lz-string decodes it).
+    const packed = compressToEncodedURIComponent(json);
     return `p=${packed}&s=${this.sign(packed)}`;
   }
 

@@ -36,9 +36,18 @@ if redis.call('SET', KEYS[1], '1', 'NX', 'EX', tonumber(ARGV[2])) then
 end
 return 0`;
 
-/** UTC day as yyyymmdd, the unit of daily budgets and frequency caps. */
+let dayCache = '';
+let dayCacheFrom = 0;
+let dayCacheUntil = -1;
+
+/** UTC day as yyyymmdd, the unit of daily budgets and frequency caps. Cached: it is asked on the bid path. */
 export function utcDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10).replace(/-/g, '');
+  if (ms >= dayCacheFrom && ms < dayCacheUntil) return dayCache;
+  const start = ms - (((ms % 86_400_000) + 86_400_000) % 86_400_000);
+  dayCache = new Date(start).toISOString().slice(0, 10).replace(/-/g, '');
+  dayCacheFrom = start;
+  dayCacheUntil = start + 86_400_000;
+  return dayCache;
 }
 
 class CampaignBudget {
@@ -62,7 +71,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   private readonly budgets = new Map<string, CampaignBudget>();
   private readonly windowTicks: number;
   private timer: NodeJS.Timeout | null = null;
-  private refreshing = false;
+  private refreshing: Promise<void> | null = null;
   private lastRefreshOk = 0;
   readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0 };
 
@@ -121,10 +130,15 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     b.current += cost;
   }
 
-  /** Reads spend for every budgeted campaign and renews the leases. Never throws. */
-  async refresh(now = Date.now()): Promise<void> {
-    if (this.refreshing) return;
-    this.refreshing = true;
+  /** Reads spend for every budgeted campaign and renews the leases; one at a time (a caller during one gets that one). Never throws. */
+  refresh(now = Date.now()): Promise<void> {
+    this.refreshing ??= this.doRefresh(now).finally(() => {
+      this.refreshing = null;
+    });
+    return this.refreshing;
+  }
+
+  private async doRefresh(now: number): Promise<void> {
     try {
       const campaigns = new Map<string, { total: number; daily: number }>();
       for (const c of this.store.current().candidates) if (c.budget) campaigns.set(c.campaignId, c.budget);
@@ -176,8 +190,6 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     } catch (e) {
       this.stats.refreshErrors++;
       if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`budget refresh failed: ${(e as Error).message}`);
-    } finally {
-      this.refreshing = false;
     }
   }
 
