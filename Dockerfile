@@ -1,0 +1,46 @@
+# syntax=docker/dockerfile:1
+# The bidder as a container: PM2 in cluster mode (pm2-runtime, ecosystem.config.js), one worker per
+# core unless WORKERS says otherwise. Redis is outside the image: set REDIS_URL.
+#
+#   docker build -t openrtb-bidder .
+#   docker run -p 8080:8080 -e REDIS_URL=redis://redis-host:6379 --stop-timeout 20 openrtb-bidder
+#
+# See docs/operations.md. test/ops/dockerfile.spec.ts checks this file's shape.
+
+# ---- build: all dependencies, compile TypeScript, then drop the dev dependencies ----------------
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY . .
+# The npm `node` package brings the project its Node 24 on machines that lack it; the runtime image
+# has Node 24 already, so it is dropped with the dev dependencies.
+RUN npm run build \
+ && npm prune --omit=dev --no-audit --no-fund \
+ && rm -rf node_modules/node node_modules/.bin/node
+
+# ---- runtime: slim Node 24, production dependencies and dist/ only, not root -------------------
+FROM node:24-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    PORT=8080 \
+    BIDDER_RUN_DIR=/app/.run \
+    PM2_HOME=/app/.run/pm2 \
+    LOG_SPILL_DIR=/app/.run/spill \
+    BIDDER_OUT_FILE=/dev/null \
+    BIDDER_ERR_FILE=/dev/null
+WORKDIR /app
+COPY --from=build --chown=node:node /app/package.json /app/ecosystem.config.js ./
+COPY --from=build --chown=node:node /app/node_modules ./node_modules
+COPY --from=build --chown=node:node /app/dist ./dist
+COPY --from=build --chown=node:node /app/data ./data
+# PM2's home and the log spill directory (mount a volume on /app/.run/spill to keep spilled bid
+# log batches across container restarts).
+RUN mkdir -p /app/.run/spill && chown -R node:node /app/.run
+USER node
+EXPOSE 8080
+# Liveness only (a wedged process does not answer); /health/ready is for load balancers.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health/live').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# pm2-runtime stays in the foreground, streams the workers' JSON log lines to stdout and stops them
+# gracefully on SIGTERM/SIGINT (drain, final bid log flush): give `docker stop` 20 s, not 10.
+CMD ["/app/node_modules/.bin/pm2-runtime", "ecosystem.config.js"]

@@ -1,0 +1,108 @@
+// ecosystem.config.js as PM2 reads it, under different environments.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { loadConfig } from '../../src/config/config';
+import { DRAIN_MAX_MS } from '../../src/health/lifecycle';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+const FILE = path.join(ROOT, 'ecosystem.config.js');
+
+interface App {
+  name: string;
+  script: string;
+  exec_mode: string;
+  instances: number;
+  env: Record<string, string>;
+  wait_ready: boolean;
+  listen_timeout: number;
+  kill_timeout: number;
+  max_memory_restart: string;
+  merge_logs: boolean;
+  time: boolean;
+  out_file: string;
+  error_file: string;
+}
+
+/** Evaluates the file as the PM2 CLI does, with `env` as the CLI's environment. */
+function load(env: Record<string, string | undefined>): App {
+  const saved = { ...process.env };
+  for (const k of ['WORKERS', 'PORT', 'HOST', 'REDIS_URL', 'SHUTDOWN_TIMEOUT_MS', 'CAMPAIGNS_FILE', 'TRACKING_BASE_URL', 'BIDDER_RUN_DIR', 'LOG_SPILL_DIR']) delete process.env[k];
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) process.env[k] = v;
+  try {
+    delete require.cache[require.resolve(FILE)];
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const cfg = require(FILE) as { apps: App[] };
+    assert.equal(cfg.apps.length, 1);
+    return cfg.apps[0];
+  } finally {
+    for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+    Object.assign(process.env, saved);
+  }
+}
+
+describe('ecosystem.config.js', () => {
+  it('runs the app "bidder" in cluster mode, one worker per core by default, WORKERS to override', () => {
+    const app = load({});
+    assert.equal(app.name, 'bidder');
+    assert.equal(app.exec_mode, 'cluster');
+    assert.equal(app.instances, os.availableParallelism());
+    assert.equal(load({ WORKERS: '3' }).instances, 3);
+    assert.equal(app.script, path.join(ROOT, 'dist', 'main.js'));
+    assert.ok(fs.existsSync(app.script), 'npm test builds dist/ first');
+  });
+
+  it('sends traffic to a worker only once it is ready, and gives a stopping worker time to flush its log', () => {
+    for (const shutdown of [undefined, '8000', '20000']) {
+      const app = load({ SHUTDOWN_TIMEOUT_MS: shutdown });
+      assert.equal(app.wait_ready, true);
+      assert.ok(app.listen_timeout >= 10_000);
+      const flushDeadline = Number(shutdown ?? 8000);
+      // drain, then the final flush (bounded by SHUTDOWN_TIMEOUT_MS), then the worker's own watchdog.
+      assert.ok(app.kill_timeout > DRAIN_MAX_MS + flushDeadline + 1_000, `kill_timeout ${app.kill_timeout} for SHUTDOWN_TIMEOUT_MS ${flushDeadline}`);
+      assert.equal(app.env.SHUTDOWN_TIMEOUT_MS, String(flushDeadline));
+    }
+  });
+
+  it('restarts on memory, keeps JSON log lines unprefixed in one file per stream', () => {
+    const app = load({ BIDDER_RUN_DIR: '/tmp/x' });
+    assert.match(app.max_memory_restart, /^\d+[KMG]$/);
+    assert.equal(app.merge_logs, true);
+    assert.equal(app.time, false);
+    assert.equal(app.out_file, '/tmp/x/logs/bidder.out.log');
+    assert.equal(app.error_file, '/tmp/x/logs/bidder.err.log');
+  });
+
+  it('passes INTERFACE.md\'s variables with their documented defaults, and the bidder accepts them', () => {
+    const app = load({});
+    assert.deepEqual(
+      { ...app.env, LOG_SPILL_DIR: undefined, NODE_ENV: undefined },
+      {
+        PORT: '8080',
+        HOST: '0.0.0.0',
+        REDIS_URL: 'redis://127.0.0.1:6379',
+        LOG_REDIS_KEY: 'bidlog',
+        LOG_FLUSH_INTERVAL_MS: '10000',
+        TRACKING_BASE_URL: 'http://127.0.0.1:8080',
+        SHUTDOWN_TIMEOUT_MS: '8000',
+        LOG_SPILL_DIR: undefined,
+        NODE_ENV: undefined,
+      },
+    );
+    const config = loadConfig(app.env);
+    assert.equal(config.port, 8080);
+    assert.equal(config.logFlushIntervalMs, 10_000);
+
+    const custom = load({ PORT: '9000', REDIS_URL: 'redis://10.0.0.5:6380', CAMPAIGNS_FILE: 'data/campaigns.demo.json' });
+    assert.equal(custom.env.PORT, '9000');
+    assert.equal(custom.env.REDIS_URL, 'redis://10.0.0.5:6380');
+    assert.equal(custom.env.TRACKING_BASE_URL, 'http://127.0.0.1:9000');
+    assert.ok(path.isAbsolute(custom.env.CAMPAIGNS_FILE));
+  });
+
+  it('refuses a WORKERS that is not a whole number', () => {
+    assert.throws(() => load({ WORKERS: 'many' }), /WORKERS/);
+  });
+});
