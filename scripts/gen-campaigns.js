@@ -123,10 +123,6 @@ const TARGETS = [
   { countries: ['FRA', 'BEL'] },
 ];
 
-function slug(s) {
-  return s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
-}
-
 function targeting(t) {
   return {
     inventory: t.inventory ?? null,

@@ -119,7 +119,7 @@ export class BiddingService {
     let bids: ResponseBid[] | null = null;
     let reason: NoBidReason | null = null;
     for (let i = 0; i < req.imps.length; i++) {
-      const imp = req.imps[i]!;
+      const imp = req.imps[i];
       const m = selectForImp(index, imp, req, cur, this.gate);
       if (typeof m === 'string') {
         if (reason === null) reason = m;
@@ -193,7 +193,7 @@ export class BiddingService {
 /** The first of the candidate's mimes the imp accepts (any, when the imp lists none). */
 function videoMime(candidate: readonly string[], allowed: readonly string[]): string {
   for (let i = 0; i < candidate.length; i++) {
-    if (allowed.length === 0 || allowed.includes(candidate[i]!)) return candidate[i]!;
+    if (allowed.length === 0 || allowed.includes(candidate[i])) return candidate[i];
   }
   return candidate[0] ?? 'video/mp4';
 }

@@ -71,7 +71,7 @@ function allowsImgImpression(n: NativeImp): boolean {
   const ets = n.eventtrackers;
   if (ets === null) return true;
   for (let i = 0; i < ets.length; i++) {
-    const e = ets[i]!;
+    const e = ets[i];
     if (e.event === EVENT_IMPRESSION && e.methods.includes(METHOD_IMG)) return true;
   }
   return false;
@@ -88,7 +88,7 @@ function allowsImgImpression(n: NativeImp): boolean {
 export function nativeAdm(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls): string {
   const assets: object[] = [];
   for (let i = 0; i < fills.length; i++) {
-    const f = fills[i]!;
+    const f = fills[i];
     switch (f.kind) {
       case NativeAssetKind.Title:
         assets.push({ id: f.assetId, title: { text: f.text } });

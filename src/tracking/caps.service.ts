@@ -92,7 +92,7 @@ export class CapsService {
     const res = await this.redis.client.multi().hincrby(key, campaignId, 1).expire(key, DAY_TTL_SECONDS).exec();
     if (res === null) throw new Error('frequency cap update aborted');
     this.stats.impressions++;
-    const n = Number(res[0]![1]);
+    const n = Number(res[0][1]);
     // This worker knows at once; the others within one cache period.
     const entry = this.cache.get(userId);
     if (entry !== undefined && entry.day === day) entry.counts.set(campaignId, n);

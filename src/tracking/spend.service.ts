@@ -158,12 +158,12 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       const res = await pipe.exec();
       if (res === null) throw new Error('pipeline aborted');
       for (const [err] of res) if (err) throw err;
-      const workers = Math.max(1, Number(res[2]![1]));
-      const totals = ids.length > 0 ? (res[4]![1] as Array<string | null>) : [];
-      const dailies = ids.length > 0 ? (res[5]![1] as Array<string | null>) : [];
+      const workers = Math.max(1, Number(res[2][1]));
+      const totals = ids.length > 0 ? (res[4][1] as Array<string | null>) : [];
+      const dailies = ids.length > 0 ? (res[5][1] as Array<string | null>) : [];
       const seen = new Set<string>();
       for (let i = 0; i < ids.length; i++) {
-        const id = ids[i]!;
+        const id = ids[i];
         const cfg = campaigns.get(id)!;
         seen.add(id);
         let b = this.budgets.get(id);
@@ -181,7 +181,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         b.ticks.push(b.current);
         b.current = 0;
         let inflight = 0;
-        for (let t = 0; t < b.ticks.length; t++) inflight += b.ticks[t]!;
+        for (let t = 0; t < b.ticks.length; t++) inflight += b.ticks[t];
         b.lease = Math.max(0, remaining / workers - inflight);
       }
       for (const id of [...this.budgets.keys()]) if (!seen.has(id)) this.budgets.delete(id);

@@ -25,7 +25,7 @@ function nativeImp(over: Partial<NativeImp>): NativeImp {
 }
 
 describe('native assembly', () => {
-  const cases: Array<{ name: string; imp: NativeImp; check: (o: Record<string, any>) => void }> = [ // eslint-disable-line @typescript-eslint/no-explicit-any
+  const cases: Array<{ name: string; imp: NativeImp; check: (o: Record<string, any>) => void }> = [  
     { name: 'assets echo the request ids, link is the click URL', imp: nativeImp({}), check: (o) => {
       assert.equal(o.ver, '1.2');
       assert.deepEqual(o.assets.map((a: { id: number }) => a.id), [123, 128, 126]);

@@ -10,40 +10,40 @@ describe('parseBidRequest: lenient reading', () => {
   const cases: Array<{ name: string; body: unknown; check: (r: ReturnType<typeof parseBidRequest>) => void }> = [
     { name: 'minimal banner with defaults', body: base(), check: (r) => {
       assert.equal(r.id, 'r1');
-      assert.deepEqual(r.imps[0]!.banner!.sizes, [{ w: 300, h: 250 }]);
-      assert.equal(r.imps[0]!.bidfloor, 0);
-      assert.equal(r.imps[0]!.bidfloorcur, 'USD');
+      assert.deepEqual(r.imps[0].banner!.sizes, [{ w: 300, h: 250 }]);
+      assert.equal(r.imps[0].bidfloor, 0);
+      assert.equal(r.imps[0].bidfloorcur, 'USD');
       assert.equal(r.inventory, 'site');
       assert.deepEqual(r.cur, []);
     } },
     { name: 'numbers as strings', body: { id: 'r', imp: [{ id: 1, bidfloor: '0.75', secure: '1', banner: { w: '728', h: '90' } }], tmax: '120' }, check: (r) => {
-      assert.equal(r.imps[0]!.id, '1');
-      assert.equal(r.imps[0]!.bidfloor, 0.75);
-      assert.equal(r.imps[0]!.secure, true);
-      assert.deepEqual(r.imps[0]!.banner!.sizes, [{ w: 728, h: 90 }]);
+      assert.equal(r.imps[0].id, '1');
+      assert.equal(r.imps[0].bidfloor, 0.75);
+      assert.equal(r.imps[0].secure, true);
+      assert.deepEqual(r.imps[0].banner!.sizes, [{ w: 728, h: 90 }]);
       assert.equal(r.tmax, 120);
     } },
     { name: 'numeric request id', body: { id: 12345, imp: [{ id: '1', banner: {} }] }, check: (r) => assert.equal(r.id, '12345') },
     { name: 'format[] wins over w/h', body: { id: 'r', imp: [{ id: '1', banner: { w: 1, h: 1, format: [{ w: 300, h: 250 }, { w: 320, h: 50 }] } }] }, check: (r) => {
-      assert.deepEqual(r.imps[0]!.banner!.sizes, [{ w: 300, h: 250 }, { w: 320, h: 50 }]);
+      assert.deepEqual(r.imps[0].banner!.sizes, [{ w: 300, h: 250 }, { w: 320, h: 50 }]);
     } },
     { name: 'native request as a string', body: { id: 'r', imp: [{ id: '1', native: { request: JSON.stringify(nativeReq) } }] }, check: (r) => {
-      const n = r.imps[0]!.native!;
+      const n = r.imps[0].native!;
       assert.equal(n.assets.length, 2);
-      assert.equal(n.assets[0]!.kind, NativeAssetKind.Title);
-      assert.equal(n.assets[0]!.len, 25);
-      assert.equal(n.assets[1]!.wmin, 300);
+      assert.equal(n.assets[0].kind, NativeAssetKind.Title);
+      assert.equal(n.assets[0].len, 25);
+      assert.equal(n.assets[1].wmin, 300);
       assert.equal(n.eventtrackers, null);
     } },
     { name: 'native request as an object', body: { id: 'r', imp: [{ id: '1', native: { request: nativeReq } }] }, check: (r) => {
-      assert.equal(r.imps[0]!.native!.assets.length, 2);
+      assert.equal(r.imps[0].native!.assets.length, 2);
     } },
     { name: 'native 1.0 wrapper', body: { id: 'r', imp: [{ id: '1', native: { request: JSON.stringify({ native: { ver: '1.0', assets: nativeReq.assets } }) } }] }, check: (r) => {
-      assert.equal(r.imps[0]!.native!.ver, '1.0');
-      assert.equal(r.imps[0]!.native!.assets[0]!.id, 7);
+      assert.equal(r.imps[0].native!.ver, '1.0');
+      assert.equal(r.imps[0].native!.assets[0].id, 7);
     } },
     { name: 'unparseable native string: no native, no error', body: { id: 'r', imp: [{ id: '1', native: { request: '...' } }] }, check: (r) => {
-      assert.equal(r.imps[0]!.native, null);
+      assert.equal(r.imps[0].native, null);
     } },
     { name: 'cur as a lone string, upper-cased', body: { ...base(), cur: 'eur' }, check: (r) => assert.deepEqual(r.cur, ['EUR']) },
     { name: 'badv lower-cased', body: { ...base(), badv: ['Example.COM'] }, check: (r) => assert.deepEqual(r.badv, ['example.com']) },
@@ -57,12 +57,12 @@ describe('parseBidRequest: lenient reading', () => {
       assert.equal(r.userId, 'ifa-1');
     } },
     { name: 'deal floor currency does not inherit the imp currency', body: { id: 'r', imp: [{ id: '1', bidfloorcur: 'EUR', banner: {}, pmp: { private_auction: true, deals: [{ id: 'd1', bidfloor: 2 }] } }] }, check: (r) => {
-      const pmp = r.imps[0]!.pmp!;
+      const pmp = r.imps[0].pmp!;
       assert.equal(pmp.privateAuction, true);
       assert.deepEqual(pmp.deals, [{ id: 'd1', bidfloor: 2, bidfloorcur: 'USD' }]);
     } },
     { name: 'video with legacy protocol', body: { id: 'r', imp: [{ id: '1', video: { mimes: ['video/MP4'], protocol: 2, protocols: [3], maxduration: '30' } }] }, check: (r) => {
-      const v = r.imps[0]!.video!;
+      const v = r.imps[0].video!;
       assert.deepEqual(v.mimes, ['video/mp4']);
       assert.deepEqual(v.protocols, [3, 2]);
       assert.equal(v.maxduration, 30);

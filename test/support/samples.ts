@@ -6,7 +6,7 @@ export const SAMPLES_DIR = path.resolve(__dirname, '..', '..', '..', 'test', 'fi
 
 export interface Sample {
   name: string;
-  request: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  request: Record<string, any>;  
 }
 
 /** Every bid request among the samples; Prebid test files carry theirs in `mockBidRequest`. */
@@ -17,7 +17,7 @@ export function sampleRequests(): Sample[] {
     if (!fs.statSync(d).isDirectory()) continue;
     for (const f of fs.readdirSync(d).sort()) {
       if (!f.endsWith('.json')) continue;
-      const j = JSON.parse(fs.readFileSync(path.join(d, f), 'utf8')) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const j = JSON.parse(fs.readFileSync(path.join(d, f), 'utf8')) as Record<string, any>;  
       const req = j.mockBidRequest ?? j;
       if (typeof req === 'object' && req !== null && Array.isArray(req.imp) && req.id !== undefined) {
         out.push({ name: `${dir}/${f}`, request: req });

@@ -14,7 +14,7 @@ function plan(cands: Candidate[], assets: NativeAssetReq[]): Match | NoBidReason
   return selectForImp(new CandidateIndex(cands), imp({ native: nativeImp(assets) }), bidRequest(), 'USD');
 }
 function fills(r: Match | NoBidReason): string[] {
-  assert.ok(typeof r === 'object', `expected a match, got ${String(r)}`);
+  assert.ok(typeof r === 'object', `expected a match, got ${JSON.stringify(r)}`);
   assert.equal(r.mtype, 4);
   assert.ok(r.native);
   return r.native.map((f) => `${f.assetId}:${f.kind === NativeAssetKind.Img ? `img ${f.img?.w}x${f.img?.h}` : f.text}`);

@@ -123,16 +123,16 @@ describe('openrtb-samples against the demo campaigns', { skip: !fs.existsSync(SA
       const bidCur = chooseBidCurrency(req.cur);
       assert.equal(bidCur, 'USD');
       req.imps.forEach((imp, i) => {
-        const r = selectForImp(index, imp, req, bidCur as string);
+        const r = selectForImp(index, imp, req, bidCur);
         const e = expected[i];
         if (!e.bid) {
           assert.equal(r, e.reason, `imp ${imp.id}`);
           return;
         }
-        assert.ok(typeof r === 'object', `imp ${imp.id}: expected a bid, got ${String(r)}`);
+        assert.ok(typeof r === 'object', `imp ${imp.id}: expected a bid, got ${JSON.stringify(r)}`);
         assert.equal(r.mtype, e.mtype, `imp ${imp.id} mtype`);
         if (e.dealId !== undefined) assert.equal(r.dealId, e.dealId, `imp ${imp.id} deal`);
-        checkMatch(req, i, r, bidCur as string);
+        checkMatch(req, i, r, bidCur);
       });
     });
   }

@@ -109,7 +109,7 @@ describe('selectForImp: video filter', () => {
     it(`${c.name} → ${c.ok ? 'bid' : 'video'}`, () => {
       const r = run([c.c], imp({ video: videoImp(c.vi) }));
       if (c.ok) {
-        assert.ok(isMatch(r), String(r));
+        assert.ok(isMatch(r), JSON.stringify(r));
         assert.equal(r.mtype, 2);
         assert.equal(r.size, null);
         assert.equal(r.native, null);

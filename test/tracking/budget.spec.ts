@@ -75,7 +75,7 @@ async function bid(worker: number, imp: object, user = ''): Promise<Bid | null> 
   const r = await request(`${urls[worker]}/openrtb2/bid`, { body: JSON.stringify(body) });
   if (r.status === 204) return null;
   assert.equal(r.status, 200, r.body.toString());
-  return (JSON.parse(r.body.toString()) as { seatbid: Array<{ bid: Bid[] }> }).seatbid[0]!.bid[0]!;
+  return (JSON.parse(r.body.toString()) as { seatbid: Array<{ bid: Bid[] }> }).seatbid[0].bid[0];
 }
 
 /** Fires a tracking URL of a bid at the given worker, with the clearing price substituted. */
@@ -142,7 +142,7 @@ describe('frequency caps', () => {
     for (let i = 0; i < 2; i++) {
       const b = await bid(i % 2, { banner: { w: 728, h: 90 } }, user);
       assert.ok(b !== null, `bid ${i} for a user under the cap`);
-      const impUrl = /<img src="([^"]+\/t\/imp\?[^"]+)"/.exec(b.adm)![1]!.replace(/&amp;/g, '&');
+      const impUrl = /<img src="([^"]+\/t\/imp\?[^"]+)"/.exec(b.adm)![1].replace(/&amp;/g, '&');
       assert.equal(await fire(1 - (i % 2), impUrl, 0), 200);
     }
     await sleep(300); // one cache period

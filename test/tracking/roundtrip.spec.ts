@@ -43,7 +43,7 @@ async function getBid(id: string, imp: object): Promise<Bid> {
   const body = { id, imp: [imp], site: { domain: 'news.example', publisher: { name: 'RT Pub' } }, user: { id: 'user-rt' } };
   const r = await request(`${t.url}/openrtb2/bid`, { body: JSON.stringify(body) });
   assert.equal(r.status, 200, r.body.toString());
-  return (JSON.parse(r.body.toString()) as { seatbid: Array<{ bid: Bid[] }> }).seatbid[0]!.bid[0]!;
+  return (JSON.parse(r.body.toString()) as { seatbid: Array<{ bid: Bid[] }> }).seatbid[0].bid[0];
 }
 
 const get = (url: string) => request(url, { method: 'GET' });
@@ -64,13 +64,13 @@ describe('notice round trips', () => {
     const loss = await get(local(bid.lurl, { AUCTION_PRICE: clearing, AUCTION_LOSS: '102' }));
     assert.equal(loss.status, 204);
 
-    const impUrl = /<img src="([^"]+\/t\/imp\?[^"]+)"/.exec(bid.adm)![1]!.replace(/&amp;/g, '&');
+    const impUrl = /<img src="([^"]+\/t\/imp\?[^"]+)"/.exec(bid.adm)![1].replace(/&amp;/g, '&');
     const imp = await get(local(impUrl, {}));
     assert.equal(imp.status, 200);
     assert.equal(imp.headers['content-type'], 'image/gif');
     assert.equal(imp.body.subarray(0, 3).toString(), 'GIF');
 
-    const clickUrl = /<a href="([^"]+\/t\/click\?[^"]+)"/.exec(bid.adm)![1]!.replace(/&amp;/g, '&');
+    const clickUrl = /<a href="([^"]+\/t\/click\?[^"]+)"/.exec(bid.adm)![1].replace(/&amp;/g, '&');
     const click = await get(local(clickUrl, {}));
     assert.equal(click.status, 302);
     assert.match(String(click.headers.location), /^https:\/\//);
@@ -111,10 +111,10 @@ describe('notice round trips', () => {
     assert.equal(of('bill', 'rt-1').length, 2, 'both billing calls are logged');
     assert.deepEqual(of('bill', 'rt-1').map((r) => r.counted).sort(), [false, true]);
     assert.equal(of('loss', 'rt-1').length, 1);
-    assert.equal(of('loss', 'rt-1')[0]!.loss, 102);
+    assert.equal(of('loss', 'rt-1')[0].loss, 102);
     assert.equal(of('imp', 'rt-1').length, 1);
     assert.equal(of('click', 'rt-1').length, 1);
     assert.equal(of('win', 'rt-2').length, 1);
-    assert.equal(of('win', 'rt-2')[0]!.price, null);
+    assert.equal(of('win', 'rt-2')[0].price, null);
   });
 });
