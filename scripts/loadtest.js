@@ -20,6 +20,8 @@ const ROOT = path.resolve(__dirname, '..');
 const K6_SCRIPT = path.join(ROOT, 'k6', 'bid.js');
 const GOGC = '400';
 const IDLE_SAMPLE_MS = 2000;
+// Stop k6, then clean up what the run started, on any of these.
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 const HELP = `usage: npm run loadtest -- [options]
 
@@ -230,7 +232,9 @@ async function runLoad({ name, k6, url, strict, server, env, outDir, runId, inte
   const idleB = pids.map(cpuSeconds);
   const idleCores = idleA.reduce((acc, v, i) => acc + (idleB[i] ?? NaN) - (v ?? NaN), 0) / ((Date.now() - idleT) / 1000);
 
-  const child = spawn(k6.bin, args, { cwd: ROOT, env: k6Env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // k6 runs in its own process group: a Ctrl-C reaches it once, forwarded from here (a second one
+  // would make k6 quit without its summary).
+  const child = spawn(k6.bin, args, { cwd: ROOT, env: k6Env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const stdoutFile = fs.createWriteStream(path.join(outDir, `k6-${name}.stdout.txt`));
   const stderrFile = fs.createWriteStream(path.join(outDir, `k6-${name}.stderr.txt`));
   let stdout = '';
@@ -282,7 +286,10 @@ async function runLoad({ name, k6, url, strict, server, env, outDir, runId, inte
 
   // Peak memory per worker (VmRSS sampled each second; VmHWM read at the end).
   const maxRss = {};
+  let k6Last = null; // k6's CPU seconds, sampled each second: it cannot be read once k6 exits
   const rssTimer = setInterval(() => {
+    const c = cpuSeconds(child.pid);
+    if (c !== null) k6Last = { t: Date.now(), cpu: c };
     for (const p of procs) {
       const m = memory(p.pid);
       if (m && m.rssMB !== null) maxRss[p.pid] = Math.max(maxRss[p.pid] || 0, m.rssMB);
@@ -294,10 +301,10 @@ async function runLoad({ name, k6, url, strict, server, env, outDir, runId, inte
     log(`loadtest: ${name}: ${el} s of ${plan.scenario === 'ramp' ? 'at most ' : ''}${Math.round(plan.total)} s`);
   }, 15_000);
 
-  const onSigint = () => child.kill('SIGINT');
-  process.on('SIGINT', onSigint);
+  const stopK6 = () => child.kill('SIGINT');
+  for (const sig of SIGNALS) process.on(sig, stopK6);
   const exitCode = await new Promise((resolve) => child.once('exit', (code) => resolve(code === null ? -1 : code)));
-  process.removeListener('SIGINT', onSigint);
+  for (const sig of SIGNALS) process.removeListener(sig, stopK6);
   clearInterval(rssTimer);
   clearInterval(progress);
   for (const t of timers) clearTimeout(t);
@@ -327,6 +334,7 @@ async function runLoad({ name, k6, url, strict, server, env, outDir, runId, inte
   return {
     name, url, exitCode, data, plan, t0, snaps, final, pids, workers: procs, daemonPid: daemon, memoryByWorker, restarts,
     idleCores: Number.isFinite(idleCores) ? idleCores : null,
+    k6Last,
   };
 }
 
@@ -334,16 +342,18 @@ async function runLoad({ name, k6, url, strict, server, env, outDir, runId, inte
 function phaseCpu(run) {
   const out = {};
   const measured = run.plan.phases;
-  const last = measured[measured.length - 1];
-  const lastK6 = [...run.snaps.values()].reduce((a, s) => (s.k6 !== null && (!a || s.t > a.t) ? s : a), null);
+  // k6's own CPU at the end of the last phase: the latest reading taken while it still ran.
+  const lastK6 = [...run.snaps.values()].reduce((a, s) => (s.k6 !== null && (!a || s.t > a.t) ? { t: s.t, k6: s.k6 } : a), null);
+  const k6Final = run.k6Last && (!lastK6 || run.k6Last.t >= lastK6.t) ? run.k6Last.cpu : lastK6 ? lastK6.k6 : null;
   for (const p of measured) {
     const a = run.snaps.get(p.start);
-    let b = p === last ? run.final : run.snaps.get(p.start + p.duration) || run.final;
+    // The phase's end, or k6's exit when it stopped earlier (a ramp's failed step, Ctrl-C).
+    const b = run.snaps.get(p.start + p.duration) || run.final;
     if (!a || !b) continue;
     const sum = (s) => run.pids.reduce((acc, pid) => acc + (s.cpu[pid] === null || s.cpu[pid] === undefined ? NaN : s.cpu[pid]), 0);
     const server = sum(b) - sum(a);
     const delta = (pid) => (a.cpu[pid] === null || b.cpu[pid] === null ? null : b.cpu[pid] - a.cpu[pid]);
-    const k6End = b.k6 !== null ? b.k6 : lastK6 ? lastK6.k6 : null;
+    const k6End = b.k6 !== null ? b.k6 : k6Final;
     const seconds = (b.t - a.t) / 1000;
     out[p.name] = {
       seconds,
@@ -408,7 +418,7 @@ async function main() {
     interrupted = true;
     log('loadtest: interrupted: finishing the current k6 run and cleaning up');
   };
-  process.on('SIGINT', onSigint);
+  for (const sig of SIGNALS) process.on(sig, onSigint);
 
   const cleanups = [];
   const cleanup = async () => {
@@ -444,6 +454,7 @@ async function main() {
         // The cluster was already running with its own Redis: ours is not needed.
         await redis.stop();
       }
+      if (interrupted) throw new Error('interrupted');
       const from = await LogCounter.listLength(bidder.redisUrl, bidder.logKey);
       const run = await runLoad({ name: 'bidder', k6: ctx.k6, url: bidder.url, strict: true, server: bidder, env, outDir, runId, interrupted: () => interrupted });
       run.cpu = phaseCpu(run);
@@ -459,13 +470,14 @@ async function main() {
         log(`loadtest: waiting up to ${o.logWait} s for the bid log to be flushed`);
       }
       run.logs = { sent, ...(await countLogs({ bidder, runId, from, expected: sent, graceful })) };
-      // Every request k6 counted must have both records. A ramp that k6 stops cancels the requests
-      // in flight: those reached the bidder (and its log) without being counted, so more records
+      // Every request k6 counted must have both records. When k6 stops early (the ramp's end, or
+      // Ctrl-C) it cancels the requests in flight: those reached the bidder (and its log) without being counted, so more records
       // than requests is not a loss; in the reference scenario nothing is cancelled.
       const found = Math.min(run.logs.requestRecords, run.logs.responseRecords);
       run.logs.lost = Math.max(0, sent - found);
       run.logs.extra = Math.max(0, found - sent);
-      run.logs.complete = run.logs.lost === 0 && run.logs.requestRecords === run.logs.responseRecords && (o.scenario === 'ramp' || run.logs.extra === 0);
+      const stoppedEarly = o.scenario === 'ramp' || interrupted;
+      run.logs.complete = run.logs.lost === 0 && run.logs.requestRecords === run.logs.responseRecords && (stoppedEarly || run.logs.extra === 0);
       log(`loadtest: bid log: ${sent} requests sent, ${run.logs.requestRecords} request and ${run.logs.responseRecords} response records in ${bidder.logKey}`);
       if (bidder.logKey.startsWith('loadtest:') && !o.keepLogs) {
         const Redis = require(path.join(ROOT, 'node_modules', 'ioredis'));
@@ -486,6 +498,7 @@ async function main() {
       const port = await freePort();
       const baseline = await cluster.startBaseline({ workers, port, home: path.join(runDir, 'pm2-baseline'), log });
       cleanups.push(() => baseline.stop());
+      if (interrupted) throw new Error('interrupted');
       const run = await runLoad({ name: 'baseline', k6: ctx.k6, url: baseline.url, strict: false, server: baseline, env, outDir, runId: `${runId}b`, interrupted: () => interrupted });
       run.cpu = phaseCpu(run);
       run.server = { startedPm2: true, pm2Home: baseline.pm2Home, workers: run.workers.length };
@@ -498,7 +511,7 @@ async function main() {
     await cleanup();
     return 2;
   } finally {
-    process.removeListener('SIGINT', onSigint);
+    for (const sig of SIGNALS) process.removeListener(sig, onSigint);
   }
   await cleanup();
 
@@ -511,7 +524,7 @@ async function main() {
   }
   process.stdout.write(`\n${report.markdown(rep, { brief: true })}\n`);
   log(`loadtest: report: ${path.relative(ROOT, outDir)}/report.md, index.html, summary.json`);
-  return rep.exitCode;
+  return interrupted ? 130 : rep.exitCode;
 }
 
 main().then(

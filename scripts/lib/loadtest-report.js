@@ -302,7 +302,7 @@ function logSection(rep, lines, h) {
     `${int(l.sent)} requests sent; ${int(l.requestRecords)} \`request\` and ${int(l.responseRecords)} \`response\` records of this run found in Redis list \`${l.key}\` ` +
       `(${int(l.frames)} zstd frames, ${f(l.compressedMB, 1)} MB compressed, ${f(l.rawMB, 1)} MB of NDJSON; ${int(l.duplicates)} duplicates, ${int(l.badFrames)} unreadable frames). ` +
       `${l.complete ? '**Complete.**' : '**Records are missing.**'}` +
-      (l.extra > 0 ? ` ${int(l.extra)} more requests reached the bidder than k6 counted: requests in flight when k6 stopped the ramp, cancelled on its side.` : ''),
+      (l.extra > 0 ? ` ${int(l.extra)} more requests reached the bidder than k6 counted: requests in flight when k6 was stopped, cancelled on its side.` : ''),
   );
 }
 
@@ -402,6 +402,9 @@ function plots(rep) {
       cs.push({ name: `${name} server`, color: c[0], dash, markers: true, points: r.steps.map((x) => [x.offered, x.cpu && x.cpu.serverUsPerReq]) });
       cs.push({ name: `${name} k6`, color: c[2], dash, markers: true, points: r.steps.map((x) => [x.offered, x.cpu && x.cpu.k6UsPerReq]) });
     }
+    const sustained = names
+      .filter((n) => rep.targets[n].ramp)
+      .map((n) => ({ x: rep.targets[n].ramp.sustained, label: `${n}: ${int(rep.targets[n].ramp.sustained)}/s` }));
     out['latency-vs-rate.svg'] = lineChart({
       title: 'Latency vs offered rate (each ramp step)',
       note,
@@ -410,6 +413,7 @@ function plots(rep) {
       yLog: true,
       series: rs,
       hLines: [{ ...limit, color: '#d62728' }],
+      vLines: sustained,
     });
     out['cpu-vs-rate.svg'] = lineChart({
       title: 'CPU per request vs offered rate',
@@ -417,6 +421,7 @@ function plots(rep) {
       xLabel: 'offered rate (requests per second)',
       yLabel: 'CPU µs per request',
       series: cs,
+      vLines: sustained,
     });
   }
   return out;

@@ -107,12 +107,12 @@ function lineChart(o) {
   parts.push(`<text x="${m.left + pw / 2}" y="${m.top + ph + 36}" text-anchor="middle">${esc(o.xLabel)}</text>`);
   parts.push(`<text transform="translate(16 ${m.top + ph / 2}) rotate(-90)" text-anchor="middle">${esc(o.yLabel)}${o.yLog ? ' (log scale)' : ''}</text>`);
 
-  for (const v of o.vLines || []) {
-    if (v.x < xa.lo || v.x > xa.hi) continue;
+  (o.vLines || []).forEach((v, i) => {
+    if (v.x < xa.lo || v.x > xa.hi) return;
     const x = X(v.x).toFixed(1);
     parts.push(`<line x1="${x}" x2="${x}" y1="${m.top}" y2="${m.top + ph}" stroke="#bbb" stroke-dasharray="2 3"/>`);
-    parts.push(`<text x="${Number(x) + 3}" y="${m.top + 12}" fill="#777" font-size="11">${esc(v.label)}</text>`);
-  }
+    parts.push(`<text x="${Number(x) + 3}" y="${m.top + 12 + 14 * (i % 4)}" fill="#777" font-size="11">${esc(v.label)}</text>`);
+  });
   for (const h of o.hLines || []) {
     const y = Y(h.y).toFixed(1);
     parts.push(`<line x1="${m.left}" x2="${m.left + pw}" y1="${y}" y2="${y}" stroke="${h.color || '#888'}" stroke-dasharray="6 4"/>`);
