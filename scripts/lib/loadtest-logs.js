@@ -5,7 +5,6 @@
 const zlib = require('node:zlib');
 const path = require('node:path');
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const Redis = require(path.resolve(__dirname, '..', '..', 'node_modules', 'ioredis'));
 
 class LogCounter {

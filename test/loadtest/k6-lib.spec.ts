@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
-type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Obj = Record<string, any>;
 
 interface Meta {
   imps: { id: string; mt: number[]; floor: number; fcur: string }[];
