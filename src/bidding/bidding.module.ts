@@ -4,6 +4,7 @@ import { TargetingModule } from '../targeting/targeting.module';
 import { TrackingModule } from '../tracking/tracking.module';
 import { BiddingController } from './bidding.controller';
 import { BiddingService } from './bidding.service';
+import { DebugController } from './debug.controller';
 
-@Module({ imports: [LogModule, TargetingModule, TrackingModule], controllers: [BiddingController], providers: [BiddingService] })
+@Module({ imports: [LogModule, TargetingModule, TrackingModule], controllers: [BiddingController, DebugController], providers: [BiddingService] })
 export class BiddingModule {}

@@ -150,3 +150,25 @@ describe('fuzz: 10 000 randomly mutated sample requests', () => {
     assert.ok((counts[200] ?? 0) > 0 && (counts[400] ?? 0) > 0, `statuses: ${JSON.stringify(counts)}`);
   });
 });
+
+describe('debug explain endpoint', () => {
+  it('is off by default', async () => {
+    const r = await request(`${t.url}/debug/explain`, { body: JSON.stringify(banner) });
+    assert.equal(r.status, 404);
+  });
+  it('when on, names the filter that rejected each candidate', async () => {
+    const d = await startTestApp({ DEBUG_ENDPOINTS: 'true' });
+    try {
+      const req = { ...banner, bcat: ['IAB1'], imp: [{ id: '1', bidfloor: 4, banner: { w: 300, h: 250 } }] };
+      const r = await request(`${d.url}/debug/explain`, { body: JSON.stringify(req) });
+      assert.equal(r.status, 200, r.body.toString());
+      const out = JSON.parse(r.body.toString()) as { imps: Array<{ impid: string; candidates: Array<{ crid: string; reason: string | null }> }> };
+      assert.equal(out.imps[0]!.impid, '1');
+      const reasons = new Set(out.imps[0]!.candidates.map((c) => c.reason));
+      assert.ok(out.imps[0]!.candidates.length > 10);
+      assert.ok(reasons.has('size') && reasons.has('floor'), `reasons: ${[...reasons].join(',')}`);
+    } finally {
+      await d.close();
+    }
+  });
+});

@@ -3,12 +3,11 @@
  * of the bidder's own parsing (it reads the raw request JSON). Returns a list of problems; empty
  * means valid. Rules: OPENRTB-NOTES.md (OpenRTB 2.6 §4.2, Native 1.2).
  */
+import { validate as isUuid } from 'uuid';
 import { PayloadCodec } from '../../src/tracking/payload';
 import { convert } from '../../src/targeting/currency';
 
 type Obj = Record<string, any>;  
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
 function num(v: unknown, def = 0): number {
   if (v === undefined || v === null || v === '') return def;
@@ -76,7 +75,7 @@ export function validateBidResponse(reqIn: Obj, res: Obj, opts: ValidateOptions)
     for (const bid of list(sb.bid) as Obj[]) {
       bidCount++;
       const where = `bid ${bid.id}`;
-      if (typeof bid.id !== 'string' || !UUID.test(bid.id)) p.push(`${where}: id is not a UUID`);
+      if (typeof bid.id !== 'string' || !isUuid(bid.id)) p.push(`${where}: id is not a UUID`);
       const imp = imps.get(String(bid.impid));
       if (!imp) {
         p.push(`${where}: impid ${bid.impid} matches no imp`);
