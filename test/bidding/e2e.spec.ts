@@ -163,9 +163,9 @@ describe('debug explain endpoint', () => {
       const r = await request(`${d.url}/debug/explain`, { body: JSON.stringify(req) });
       assert.equal(r.status, 200, r.body.toString());
       const out = JSON.parse(r.body.toString()) as { imps: Array<{ impid: string; candidates: Array<{ crid: string; reason: string | null }> }> };
-      assert.equal(out.imps[0]!.impid, '1');
-      const reasons = new Set(out.imps[0]!.candidates.map((c) => c.reason));
-      assert.ok(out.imps[0]!.candidates.length > 10);
+      assert.equal(out.imps[0].impid, '1');
+      const reasons = new Set(out.imps[0].candidates.map((c) => c.reason));
+      assert.ok(out.imps[0].candidates.length > 10);
       assert.ok(reasons.has('size') && reasons.has('floor'), `reasons: ${[...reasons].join(',')}`);
     } finally {
       await d.close();
