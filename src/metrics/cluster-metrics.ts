@@ -35,10 +35,12 @@ export function withoutWorkerLabel(families: MetricFamily[]): MetricFamily[] {
 
 /**
  * Aggregates worker snapshots as prom-client's cluster mode does (counters and histograms summed,
- * gauges by each family's aggregator) and adds `bidder_cluster_workers`.
+ * gauges by each family's aggregator) and adds `bidder_cluster_workers`. `byWorker` keeps the
+ * `worker` label: every worker's series side by side (an old and a new worker of the same PM2
+ * instance during a reload add up), for Prometheus to aggregate with `sum without (worker)`.
  */
-export async function aggregate(snapshots: MetricFamily[][]): Promise<string> {
-  const registry = AggregatorRegistry.aggregate(snapshots.map(withoutWorkerLabel));
+export async function aggregate(snapshots: MetricFamily[][], byWorker = false): Promise<string> {
+  const registry = AggregatorRegistry.aggregate(byWorker ? snapshots : snapshots.map(withoutWorkerLabel));
   const workers = new ComputedGauge('bidder_cluster_workers', 'Workers whose snapshot is in this aggregated view.', 'sum', () => [
     { value: snapshots.length, labels: {} },
   ]);
@@ -60,6 +62,7 @@ export class ClusterMetrics implements OnApplicationBootstrap, OnApplicationShut
   private redis: Redis | null = null;
   private timer: NodeJS.Timeout | null = null;
   private inFlight: Promise<void> | null = null;
+  private next: Promise<void> | null = null;
   private failing = false;
 
   constructor(
@@ -110,18 +113,28 @@ export class ClusterMetrics implements OnApplicationBootstrap, OnApplicationShut
     return machineKey(port);
   }
 
-  /** Writes this worker's snapshot now. */
+  /**
+   * Writes this worker's snapshot now; while a write is under way, one more follows it (so that a
+   * change, such as becoming ready, is never hidden behind a snapshot taken before it).
+   */
   publish(): Promise<void> {
     if (!this.inFlight) {
       this.inFlight = this.write().finally(() => {
         this.inFlight = null;
       });
+      return this.inFlight;
     }
-    return this.inFlight;
+    this.next ??= this.inFlight
+      .catch(() => undefined)
+      .then(() => {
+        this.next = null;
+        return this.publish();
+      });
+    return this.next;
   }
 
-  /** The aggregated Prometheus text of every live worker of this machine's bidder. */
-  async machine(): Promise<string> {
+  /** The Prometheus text of every live worker of this machine's bidder, summed or by worker. */
+  async machine(byWorker = false): Promise<string> {
     const redis = this.redis;
     if (!redis) throw new Error('not started');
     await this.publish();
@@ -141,7 +154,7 @@ export class ClusterMetrics implements OnApplicationBootstrap, OnApplicationShut
       else snapshots.push(s.metrics);
     }
     if (stale.length > 0) redis.hdel(this.key(), ...stale).catch(() => undefined);
-    return aggregate(snapshots);
+    return aggregate(snapshots, byWorker);
   }
 
   private async write(): Promise<void> {

@@ -1,4 +1,4 @@
-import { Controller, Get, Res } from '@nestjs/common';
+import { Controller, Get, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Registry } from 'prom-client';
 import { ClusterMetrics } from './cluster-metrics';
@@ -18,12 +18,16 @@ export class MetricsController {
     void reply.code(200).header('content-type', Registry.PROMETHEUS_CONTENT_TYPE).send(text);
   }
 
-  /** The whole machine: every live worker's figures added up (see ClusterMetrics). */
+  /**
+   * The whole machine (see ClusterMetrics): every live worker's figures added up, or with
+   * `?by=worker` each worker's series with its `worker` label (what Prometheus should scrape:
+   * a worker's restart then resets only its own series).
+   */
   @Get('cluster')
-  async machine(@Res() reply: FastifyReply): Promise<void> {
+  async machine(@Query('by') by: string | undefined, @Res() reply: FastifyReply): Promise<void> {
     let text: string;
     try {
-      text = await this.cluster.machine();
+      text = await this.cluster.machine(by === 'worker');
     } catch (e) {
       void reply
         .code(503)

@@ -248,6 +248,9 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
     assert.equal(sum(m1, 'bidder_cluster_workers'), 2);
     assert.ok(sum(m1, 'bidder_bid_requests_total') - sum(m0, 'bidder_bid_requests_total') >= 50, 'the machine view counts every worker\'s requests');
     for (const fam of m1.values()) for (const s of fam.samples) assert.equal(s.labels.worker, undefined);
+    const byWorker = await scrape('/metrics/cluster?by=worker');
+    const workers = new Set(byWorker.get('bidder_bid_requests_total')?.samples.map((s) => s.labels.worker));
+    assert.equal(workers.size, 2, `series of workers ${[...workers].join(', ')}`);
   });
 
   it('after pm2 stop, the bid log in Redis holds one request and one response record for every answered request', async () => {

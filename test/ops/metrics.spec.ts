@@ -105,6 +105,14 @@ describe('machine view aggregation', () => {
     assert.equal(sum(f, 'bidder_cluster_workers'), 2);
     for (const fam of f.values()) for (const s of fam.samples) assert.equal(s.labels.worker, undefined);
   });
+
+  it('by worker keeps each worker\'s series, adding up an old and a new worker of one instance', async () => {
+    const f = parseProm(await aggregate([snap('0', 5, 0.002), snap('1', 7, 0.009), snap('1', 2, 0.001)], true));
+    assert.equal(sum(f, 'bidder_bid_requests_total', { outcome: 'bid', worker: '0' }), 5);
+    assert.equal(sum(f, 'bidder_bid_requests_total', { outcome: 'bid', worker: '1' }), 9);
+    assert.equal(sum(f, 'bidder_event_loop_delay_seconds', { worker: '1' }), 0.009);
+    assert.equal(sum(f, 'bidder_cluster_workers'), 3);
+  });
 });
 
 describe('the app: /metrics, /metrics/cluster, /health', () => {
@@ -217,6 +225,8 @@ describe('the app: /metrics, /metrics/cluster, /health', () => {
     assert.equal(sum(f, 'bidder_cluster_workers'), 1);
     assert.equal(sum(f, 'bidder_bid_requests_total'), sum(mine, 'bidder_bid_requests_total'));
     for (const fam of f.values()) for (const s of fam.samples) assert.equal(s.labels.worker, undefined);
+    const byWorker = await scrape('/metrics/cluster?by=worker');
+    assert.equal(sum(byWorker, 'bidder_bid_requests_total', { worker: 'w-test' }), sum(mine, 'bidder_bid_requests_total'));
   });
 
   it('/health/live answers; /health/ready fails once shutting down, and open connections are told to close', async () => {
