@@ -123,7 +123,7 @@ async function ensureRedis() {
   const wanted = Number(u.port || 6379);
   const port = (await portFree(wanted)) ? wanted : await redisLib.freePort();
   const dir = path.join(runDir(), 'redis');
-  say(`bidder: no Redis answers at ${url}; starting a private redis-server on 127.0.0.1:${port} (files in ${path.relative(ROOT, dir) || dir})`);
+  say(`bidder: no Redis answers at ${url}; starting a private redis-server on 127.0.0.1:${port} (files in ${dir.startsWith(ROOT + path.sep) ? path.relative(ROOT, dir) : dir})`);
   const r = await redisLib.startRedis({ port, dir, daemonize: true, log: (m) => say(`bidder: ${m}`) });
   return { url: r.url, started: true, pid: r.pid, dir: r.dir };
 }

@@ -279,3 +279,63 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
     assert.ok(lines.length < answered.length / 10, `${lines.length} log lines for ${answered.length} requests`);
   });
 });
+
+describe('npm start on a machine without a Redis, then npm stop', { timeout: 120_000 }, () => {
+  it('starts a private redis-server with the cluster, and stops both (the Redis by its PID, its data saved)', async () => {
+    const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-ops-fresh-'));
+    const pm2Home = path.join(runDir, 'pm2');
+    const redisPort = await freePort();
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const k of Object.keys(env)) if (k.startsWith('NODE_TEST') || k === 'PM2_HOME' || k.startsWith('pm_') || k === 'NODE_APP_INSTANCE') delete env[k];
+    Object.assign(env, {
+      BIDDER_RUN_DIR: runDir,
+      PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      WORKERS: '1',
+      // Nothing answers there: start.js must start its own Redis on that port.
+      REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+      LOG_LEVEL: 'warn',
+    });
+    let redisPid = 0;
+    try {
+      const r = await run([path.join('scripts', 'start.js'), 'start'], env);
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+      const info = readyInfo(r);
+      assert.equal(info.startedRedis, true);
+      assert.equal(info.startedPm2, true);
+      assert.equal(info.redisUrl, `redis://127.0.0.1:${redisPort}`);
+      const state = JSON.parse(fs.readFileSync(path.join(runDir, 'state.json'), 'utf8')) as { redis: { pid: number } };
+      redisPid = state.redis.pid;
+      assert.match(fs.readFileSync(`/proc/${redisPid}/cmdline`, 'utf8'), /redis-server/);
+      const ok = await postBid(String(info.url), 'fresh-1');
+      assert.ok(ok.status === 200 || ok.status === 204);
+
+      const status = await run([path.join('scripts', 'start.js'), 'status'], env);
+      assert.equal(status.status, 0, status.stdout);
+      assert.match(status.stdout, /bidder\[0\].*online/);
+
+      const stop = await run([path.join('scripts', 'start.js'), 'stop'], env);
+      assert.equal(stop.status, 0, stop.stdout + stop.stderr);
+      assert.equal(pm2lib.daemonInfo(pm2Home), null, 'the PM2 daemon is gone');
+      assert.throws(() => process.kill(redisPid, 0), 'the private redis-server is gone');
+      assert.ok(fs.existsSync(path.join(runDir, 'redis', 'dump.rdb')), 'its data was saved');
+      const after = await run([path.join('scripts', 'start.js'), 'status'], env);
+      assert.equal(after.status, 3);
+      const again = await run([path.join('scripts', 'start.js'), 'stop'], env);
+      assert.equal(again.status, 0);
+      assert.match(again.stdout, /not running/);
+    } finally {
+      const daemon = pm2lib.daemonInfo(pm2Home);
+      for (const pid of [daemon?.pid ?? 0, redisPid]) {
+        if (pid > 0) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+      }
+      fs.rmSync(runDir, { recursive: true, force: true });
+    }
+  });
+});
