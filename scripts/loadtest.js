@@ -1,8 +1,8 @@
 'use strict';
 // `npm run loadtest`: the one-command benchmark (docs/loadtest.md).
 //
-// Builds the bidder if needed, finds (or builds) k6, brings up Redis and the bidder's PM2 cluster
-// when they are not running, runs a k6 scenario (k6/bid.js) against it while sampling the server's
+// Finds (or builds) k6, brings up Redis and the bidder's PM2 cluster when they are not running
+// (scripts/start.js, which also builds dist/ when src/ is newer), runs a k6 scenario (k6/bid.js) against it while sampling the server's
 // CPU and memory from /proc, checks that every request left its records in the bid log, then runs
 // the same load against a bare Fastify baseline (bench/baseline/) with as many workers, stops what
 // it started, and writes a report (JSON, Markdown, SVG plots, HTML) to k6/results/<timestamp>/.
@@ -42,7 +42,6 @@ const HELP = `usage: npm run loadtest -- [options]
                               update bench/RESULTS.md (default: only for full-length runs)
   --keep-logs                 keep the run's log list in Redis (a list the load test created)
   --log-wait <s>              how long to wait for log records from a cluster it did not start (default 40)
-  --no-build                  do not rebuild dist/ when src/ is newer
 
 Environment passed on: PORT (bidder port when it starts the cluster), PM2_HOME, REDIS_URL
 (else a private Redis is started), LOG_REDIS_KEY, K6 (path of a k6 binary).
@@ -68,7 +67,6 @@ function parseArgs(argv) {
     resultsMd: null,
     keepLogs: false,
     logWait: 40,
-    build: true,
   };
   const valued = {
     '--scenario': 'scenario',
@@ -101,7 +99,6 @@ function parseArgs(argv) {
     } else if (a === '--results-md') o.resultsMd = true;
     else if (a === '--no-results-md') o.resultsMd = false;
     else if (a === '--keep-logs') o.keepLogs = true;
-    else if (a === '--no-build') o.build = false;
     else if (valued[a]) {
       if (v === undefined) v = argv[++i];
       if (v === undefined) throw new Error(`${a} needs a value`);
@@ -143,34 +140,15 @@ function log(msg) {
   process.stderr.write(`${msg}\n`);
 }
 
-/** Newest modification time under a directory (ms). */
-function newest(dir) {
+/** Newest modification time of the bidder's sources (ms). */
+function newestSource(dir) {
   let t = 0;
   for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, e.name);
-    if (e.isDirectory()) t = Math.max(t, newest(p));
-    else t = Math.max(t, fs.statSync(p).mtimeMs);
+    if (e.isDirectory()) t = Math.max(t, newestSource(p));
+    else if (e.name.endsWith('.ts') && !e.name.endsWith('.spec.ts')) t = Math.max(t, fs.statSync(p).mtimeMs);
   }
   return t;
-}
-
-function ensureBuilt(allowed) {
-  const main = path.join(ROOT, 'dist', 'main.js');
-  const stale = !fs.existsSync(main) || newest(path.join(ROOT, 'src')) > fs.statSync(main).mtimeMs;
-  if (!stale) return false;
-  if (!allowed) {
-    log('loadtest: dist/ is older than src/ (--no-build given: using it anyway)');
-    return false;
-  }
-  log('loadtest: building dist/ (src/ is newer)');
-  execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: ROOT,
-    stdio: 'inherit',
-  });
-  // tsc leaves an unchanged main.js untouched: mark the build as done.
-  const now = new Date();
-  fs.utimesSync(main, now, now);
-  return true;
 }
 
 function gitInfo() {
@@ -435,7 +413,6 @@ async function main() {
 
   const ctx = { runId, outDir, options: o, argv: process.argv.slice(2), plan, planLib, fullLength, startedAt, k6: null, git: gitInfo(), machine: machine(), node: process.version, gogc: GOGC, targets: {} };
   try {
-    if (o.target !== 'baseline') ensureBuilt(o.build);
     ctx.k6 = await findK6({ log });
     log(`loadtest: run ${runId}, ${o.scenario}, report in ${path.relative(ROOT, outDir) || outDir}`);
 
@@ -446,6 +423,15 @@ async function main() {
       const port = process.env.PORT ? Number(process.env.PORT) : await freePort();
       const bidder = await cluster.startBidder({ workers: o.workers, port, redisUrl: redis.url, logKey, log });
       bidder.logWait = o.logWait;
+      if (!bidder.startedPm2) {
+        let built = 0;
+        try {
+          built = fs.statSync(path.join(ROOT, 'dist', '.tsbuildinfo')).mtimeMs;
+        } catch {
+          /* never built */
+        }
+        if (newestSource(path.join(ROOT, 'src')) > built) log('loadtest: note: src/ changed since the last build; the running bidder may run older code (npm stop, then run again)');
+      }
       let bidderStopped = !bidder.startedPm2;
       if (bidder.startedPm2) cleanups.push(async () => {
         if (!bidderStopped) await bidder.stop();
