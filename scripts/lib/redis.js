@@ -37,27 +37,40 @@ function findRedisServer() {
   return found || null;
 }
 
+/** Can this process install packages: root, or password-less sudo? Returns the command prefix or null. */
+function installPrefix() {
+  if (typeof process.getuid === 'function' && process.getuid() === 0) return [];
+  const r = spawnSync('sudo', ['-n', 'true'], { stdio: 'ignore' });
+  return r.status === 0 ? ['sudo', '-n'] : null;
+}
+
 /** Returns the path of redis-server, installing Debian's package when allowed. */
 function ensureRedisBinary({ log = console.error } = {}) {
   let bin = findRedisServer();
   if (bin) return bin;
   const allowed = process.env.REDIS_AUTO_INSTALL !== '0';
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  if (allowed && isRoot && fs.existsSync('/usr/bin/apt-get')) {
+  const prefix = allowed && fs.existsSync('/usr/bin/apt-get') ? installPrefix() : null;
+  if (prefix) {
     log('redis-server not found: installing Debian package redis-server (set REDIS_AUTO_INSTALL=0 to forbid)');
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    execFileSync('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
-    execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'redis-server'], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env,
-    });
-    // Debian's package starts a system service on 6379; we never rely on it, we start our own.
+    const run = (args) => {
+      const [cmd, ...rest] = [...prefix, 'env', 'DEBIAN_FRONTEND=noninteractive', ...args];
+      execFileSync(cmd, rest, { stdio: ['ignore', 'ignore', 'inherit'] });
+    };
+    try {
+      run(['apt-get', 'install', '-y', '-qq', '--no-install-recommends', 'redis-server']);
+    } catch {
+      // A fresh machine often has no package lists yet.
+      run(['apt-get', 'update', '-qq']);
+      run(['apt-get', 'install', '-y', '-qq', '--no-install-recommends', 'redis-server']);
+    }
+    // Debian's package may start a system service on 6379; we never rely on it, we start our own.
     bin = findRedisServer();
   }
   if (!bin) {
     throw new Error(
-      'redis-server is not installed and could not be installed automatically. ' +
-        'Install it (Debian: apt-get install redis-server) or set REDIS_URL to a running Redis.',
+      'redis-server is not installed and could not be installed automatically ' +
+        '(that needs apt-get and root or password-less sudo, and REDIS_AUTO_INSTALL not 0). ' +
+        'Install it (Debian/Ubuntu: apt-get install redis-server) or set REDIS_URL to a running Redis.',
     );
   }
   return bin;
@@ -92,7 +105,12 @@ async function waitFor(fn, timeoutMs, what) {
 async function startRedis({ port, dir, daemonize = false, log = console.error } = {}) {
   const bin = ensureRedisBinary({ log });
   port = port || (await freePort());
+  // A directory made here is removed again by stop() (and when the start fails).
+  const ownDir = !dir;
   dir = dir || fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'bidder-redis-'));
+  const removeDir = () => {
+    if (ownDir) fs.rmSync(dir, { recursive: true, force: true });
+  };
   fs.mkdirSync(dir, { recursive: true });
   const pidfile = path.join(dir, `redis-${port}.pid`);
   const args = [
@@ -101,25 +119,56 @@ async function startRedis({ port, dir, daemonize = false, log = console.error } 
     '--pidfile', pidfile, '--logfile', path.join(dir, `redis-${port}.log`),
     '--daemonize', daemonize ? 'yes' : 'no',
   ];
+  const logfile = path.join(dir, `redis-${port}.log`);
+  if (await ping(`redis://127.0.0.1:${port}`, 300)) {
+    removeDir();
+    throw new Error(`port ${port} is already served by a Redis: not starting another one there`);
+  }
+  const tail = () => {
+    try {
+      return fs.readFileSync(logfile, 'utf8').trim().split('\n').slice(-5).join('\n');
+    } catch {
+      return '(no log)';
+    }
+  };
   let child = null;
+  let exited = null;
   if (daemonize) {
     execFileSync(bin, args, { stdio: 'inherit' });
   } else {
     child = spawn(bin, args, { stdio: 'ignore' });
+    child.once('exit', (code, signal) => (exited = signal || `exit code ${code}`));
+    child.once('error', (e) => (exited = e.message));
   }
   const url = `redis://127.0.0.1:${port}`;
-  await waitFor(() => ping(url), 10_000, `redis-server on port ${port}`);
+  try {
+    // Fails fast when the server exits (port taken, bad directory) instead of waiting it out.
+    await waitFor(
+      async () => {
+        if (exited) throw new Error(`redis-server on port ${port} exited (${exited})`);
+        return ping(url);
+      },
+      10_000,
+      `redis-server on port ${port}`,
+    );
+  } catch (e) {
+    if (child && !exited) child.kill('SIGKILL');
+    const log = tail();
+    removeDir();
+    throw new Error(`${e.message}; its log (${logfile}):\n${log}`);
+  }
   const pid = child ? child.pid : Number(fs.readFileSync(pidfile, 'utf8').trim());
   return {
     url,
     port,
     pid,
     dir,
-    /** Stops this server (by its own PID) and waits until the port is closed. */
+    /** Stops this server (by its own PID), waits until the port is closed, removes a directory it made. */
     async stop() {
       try {
         process.kill(pid, 'SIGTERM');
       } catch {
+        removeDir();
         return;
       }
       await waitFor(async () => !(await ping(url, 200)), 10_000, `redis-server ${port} to stop`).catch(() => {
@@ -129,6 +178,7 @@ async function startRedis({ port, dir, daemonize = false, log = console.error } 
           /* already gone */
         }
       });
+      removeDir();
     },
   };
 }

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import * as zlib from 'node:zlib';
 import type { LineChunk } from './log-buffer';
 
@@ -13,7 +14,7 @@ const OUT_CHUNK = 256 * 1024;
  * thread pool, one chunk at a time (stream back-pressure), so the loop only moves buffers around.
  * The frame header carries the content size (pledged), which some decoders require.
  */
-export function compressFrame(chunks: readonly LineChunk[], bytes: number): Promise<Buffer> {
+export function compressFrame(chunks: readonly LineChunk[], bytes: number, step: (ms: number, what: string) => void = noop): Promise<Buffer> {
   const options: zlib.ZstdOptions = {
     chunkSize: OUT_CHUNK,
     pledgedSrcSize: bytes,
@@ -31,19 +32,29 @@ export function compressFrame(chunks: readonly LineChunk[], bytes: number): Prom
     let i = 0;
     z.on('data', (d: Buffer) => out.push(d));
     z.once('error', reject);
-    z.once('end', () => resolve(out.length === 1 ? out[0] : Buffer.concat(out)));
+    z.once('end', () => {
+      const t0 = performance.now();
+      const frame = out.length === 1 ? out[0] : Buffer.concat(out);
+      step(performance.now() - t0, 'join output');
+      resolve(frame);
+    });
     const pump = (): void => {
+      const t0 = performance.now();
       while (i < chunks.length) {
         if (!z.write(chunks[i++].data)) {
           z.once('drain', pump);
+          step(performance.now() - t0, 'feed compressor');
           return;
         }
       }
       z.end();
+      step(performance.now() - t0, 'feed compressor');
     };
     pump();
   });
 }
+
+function noop(): void {}
 
 /** Decompresses one list element (or spill file) into its NDJSON text. */
 export function decompressFrame(frame: Buffer): Buffer {

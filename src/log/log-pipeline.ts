@@ -32,6 +32,7 @@ interface Frame {
 }
 
 const COMPRESS_PARALLEL = 4;
+const COMPRESS_GROUP_BYTES = 1 << 20;
 // Leaves thread-pool threads (4 by default) for compression while files are written.
 const SPILL_PARALLEL = 2;
 const FIRST_RETRY_MS = 100;
@@ -43,6 +44,9 @@ const DROP_UNHEALTHY_MS = 10_000;
 const ZSTD_MAGIC = 0xfd2fb528;
 
 type State = 'new' | 'running' | 'closing' | 'closed';
+
+/** Sees every synchronous step of every pipeline (the benchmark's hook; null otherwise). */
+export const stepObserver: { fn: ((ms: number, what: string) => void) | null } = { fn: null };
 
 /**
  * The bid log pipeline of one worker: queue → zstd frames → Redis, with disk as the overflow.
@@ -106,6 +110,13 @@ export class LogPipeline {
   private recordsDrained = 0;
   private recordsDropped = 0;
 
+  /** Longest synchronous step the flusher itself took on the event loop (ms). */
+  private longestStepMs = 0;
+  private readonly onStep = (ms: number, what: string): void => {
+    if (ms > this.longestStepMs) this.longestStepMs = ms;
+    if (stepObserver.fn !== null) stepObserver.fn(ms, what);
+  };
+
   private readonly kickFromImmediate = (): void => {
     this.kickQueued = false;
     this.kickCompress();
@@ -131,7 +142,8 @@ export class LogPipeline {
     this.threshold = Math.max(1024, Math.min(opts.flushBytes, Math.floor(opts.maxMemoryBytes / 4)));
     // Chunks of up to 1 MiB: a small batch is one buffer (one compression job), a large one is
     // streamed to the compressor chunk by chunk.
-    this.buffer = new LogBuffer(Math.min(1 << 20, this.threshold));
+    const chunk = Math.min(1 << 20, this.threshold);
+    this.buffer = new LogBuffer(chunk, Math.max(4, Math.ceil((2 * this.threshold) / chunk)));
   }
 
   /** Appends one encoded line (`head + tail + "}\n"`). O(1) in the queue length, no I/O. */
@@ -215,6 +227,7 @@ export class LogPipeline {
       recordsDrained: this.recordsDrained,
       recordsDropped: this.recordsDropped,
       redisUp: this.sink.ready() ? 1 : 0,
+      longestStepMs: this.longestStepMs,
     };
   }
 
@@ -296,11 +309,20 @@ export class LogPipeline {
       if (b.records > 0 && (this.due || b.bytes >= this.threshold || this.state === 'closing')) {
         this.due = false;
         const takenAt = Date.now();
+        const t0 = performance.now();
         const batches = b.take(this.threshold);
+        this.onStep(performance.now() - t0, 'take queue');
         for (const batch of batches) this.compressingBytes += batch.bytes;
-        // Several at a time (the thread pool has 4 threads by default), kept in order.
-        for (let i = 0; i < batches.length; i += COMPRESS_PARALLEL) {
-          const group = batches.slice(i, i + COMPRESS_PARALLEL);
+        // Small batches a few at a time (each costs a few loop turns whatever its size), large
+        // ones one at a time: a compression thread per core would take CPU from the event loop
+        // (and from the other workers) on a small machine. Frames stay in order.
+        for (let i = 0; i < batches.length; ) {
+          const group: Batch[] = [];
+          let groupBytes = 0;
+          while (i < batches.length && group.length < COMPRESS_PARALLEL && groupBytes < COMPRESS_GROUP_BYTES) {
+            groupBytes += batches[i].bytes;
+            group.push(batches[i++]);
+          }
           const frames = await Promise.all(group.map((batch) => this.compressBatch(batch, takenAt)));
           for (const f of frames) if (f !== null) this.addPending(f);
         }
@@ -347,12 +369,13 @@ export class LogPipeline {
     const t0 = performance.now();
     let data: Buffer;
     try {
-      data = await compressFrame(batch.chunks, batch.bytes);
+      data = await compressFrame(batch.chunks, batch.bytes, this.onStep);
     } catch (e) {
       this.compressingBytes -= batch.bytes;
       this.drop(batch.records, `compression failed: ${errorText(e)}`);
       return null;
     }
+    this.buffer.release(batch.chunks);
     const compressMs = performance.now() - t0;
     this.compressingBytes -= batch.bytes;
     this.compressedRaw += batch.bytes;
@@ -423,7 +446,9 @@ export class LogPipeline {
     f.inFlight = true;
     const t0 = performance.now();
     try {
-      await this.sink.push(f.id, f.data);
+      const pushed = this.sink.push(f.id, f.data);
+      this.onStep(performance.now() - t0, 'send push'); // builds and writes the command (a copy of the frame)
+      await pushed;
     } catch (e) {
       f.inFlight = false;
       this.fail(errorText(e));

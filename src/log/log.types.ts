@@ -63,4 +63,10 @@ export interface LogStats {
   readonly recordsDropped: number;
   /** gauge: 1 while the Redis connection is up. */
   readonly redisUp: number;
+  /**
+   * gauge: the longest synchronous step the flusher itself took on the event loop since start, ms
+   * (taking the queue, feeding the compressor, joining its output, sending a push). GC and the
+   * zlib/ioredis callbacks are not in it; bench/RESULTS-log.md measures the whole loop.
+   */
+  readonly longestStepMs: number;
 }

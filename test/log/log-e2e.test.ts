@@ -118,6 +118,7 @@ describe('bid log end to end (in-process app, real Redis)', () => {
 
     // The same port and directory: the data saved at shutdown comes back.
     redis = await startTestRedis({ port: redis.port, dir: redis.dir });
+    tmp.push(redis.dir); // given, not made, by this start: stop() leaves it
     const afterIds = await sendBids(r.url, 300, 8, 'c');
     await until('the drain', () => {
       const s = r.log.stats();
