@@ -5,6 +5,12 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { lineChart } = require('./loadtest-svg');
 
+// REFERENCE.md: k6 latencies at 1300/s of the bidders this project must beat (avg, p70, p80, p95, p99).
+const PUBLISHED = [
+  ['reference Node/Nest, with the async zstd→Redis log', [2.88, 1.99, 2.45, 7.44, 19.63]],
+  ['reference Go/Gin, with the async log', [2.17, 2.0, 2.14, 3.41, 11.4]],
+];
+
 // Targets of issue 5 (2 cores, generator on the same machine, PM2 with 2 workers).
 const TARGETS = { p99: 3, avg: 1.2, cpuRatio: 1.4, rampShare: 0.5 };
 
@@ -230,6 +236,10 @@ function referenceTables(rep, lines, h) {
     lines.push(
       `| ${label(name, rep)} | ${f(l.avg)} | ${f(l.p70)} | ${f(l.p80)} | ${f(l.p95)} | ${f(l.p99)} | ${f(l.p999)} | ${f(l.max, 1)} | ${m ? `${f(m.rps, 0)} req/s` : '–'} | ${int(errs)} | ${m ? int(m.dropped) : '–'} |`,
     );
+  }
+  if (s.rate === 1300) {
+    // The published comparison this project started from (REFERENCE.md; its machine, not this one).
+    for (const [name, v] of PUBLISHED) lines.push(`| *${name} (published)* | ${v.map((x) => f(x)).join(' | ')} | – | – | – | – | – |`);
   }
   lines.push('', `${h} Server cost at ${s.rate}/s`, '');
   lines.push('| server | CPU per request (workers + PM2 daemon) | cores busy (at rest before) | peak RSS per worker | Redis CPU per request | k6 CPU per request |');
