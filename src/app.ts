@@ -128,7 +128,7 @@ export async function createApp(config: Config): Promise<NestFastifyApplication>
     forceCloseConnections: 'idle',
     // No per-request logger on the hot path unless the access log is asked for (ACCESS_LOG):
     // Fastify then logs one line per request and one per response through the same pino.
-    ...(config.accessLog ? { loggerInstance: logger, disableRequestLogging: false } : { logger: false }),
+    ...(config.accessLog ? { loggerInstance: logger } : { logger: false }),
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
     bodyParser: false,
