@@ -139,7 +139,7 @@ describe('the app: /metrics, /metrics/cluster, /health', () => {
     // Not listening yet: not ready.
     const early = await app.getHttpAdapter().getInstance().inject({ method: 'GET', url: '/health/ready' });
     assert.equal(early.statusCode, 503);
-    assert.deepEqual((early.json() as { problems: string[] }).problems, ['starting']);
+    assert.deepEqual(early.json<{ problems: string[] }>().problems, ['starting']);
     url = (await listen(app, config)).replace('[::1]', '127.0.0.1');
   });
 
