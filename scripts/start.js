@@ -24,6 +24,12 @@ const { ROOT, ECOSYSTEM, APP, runDir, pm2Home, assertNode, alive, daemonInfo, pm
 
 const READY_TIMEOUT_MS = 90_000;
 
+// `node scripts/start.js status | head` must not end in an EPIPE stack trace.
+process.stdout.on('error', (e) => {
+  if (e.code === 'EPIPE') process.exit(process.exitCode || 0);
+  throw e;
+});
+
 function say(msg) {
   process.stdout.write(`${msg}\n`);
 }
