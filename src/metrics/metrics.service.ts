@@ -5,7 +5,7 @@ import { Lifecycle } from '../health/lifecycle';
 import { LogService } from '../log/log.service';
 import { CampaignStore } from '../targeting/campaign-store';
 import { EventLoopDelay } from './event-loop';
-import { ComputedGauge, CounterFamily, HistogramFamily, type MetricFamily, type MetricSample } from './fast-metrics';
+import { ComputedCounter, ComputedGauge, CounterFamily, HistogramFamily, type MetricFamily, type MetricSample } from './fast-metrics';
 import { LogStatsMetrics } from './log-stats';
 
 export type BidOutcome = 'bid' | 'nobid' | 'bad_request' | 'too_large';
@@ -175,6 +175,11 @@ export class MetricsService implements OnApplicationShutdown {
       { value: w.p99, labels: { quantile: '0.99' } },
       { value: w.max, labels: { quantile: '1' } },
     ];
+  }
+
+  /** Adds a family computed at scrape time (other modules' counters, e.g. tracking's). */
+  addComputed(m: ComputedGauge | ComputedCounter): void {
+    this.register(m);
   }
 
   private register(m: { name: string; get(): MetricFamily; reset(): void }): void {

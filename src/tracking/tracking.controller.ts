@@ -6,6 +6,7 @@ import { CampaignStore, type CandidateIndex } from '../targeting/campaign-store'
 import type { Candidate } from '../targeting/types';
 import { CapsService } from './caps.service';
 import { isNoticeEvent, NoticeError, readNotice, type Notice } from './notice';
+import { NoticeStats } from './notice-stats';
 import { PayloadCodec } from './payload';
 import { SpendService } from './spend.service';
 
@@ -32,7 +33,6 @@ function findCreative(index: CandidateIndex, crid: string): Candidate | undefine
 @Controller('t')
 export class TrackingController {
   private readonly codec: PayloadCodec;
-  readonly stats = { rejected: 0, notices: 0, billErrors: 0, capErrors: 0 };
 
   constructor(
     @Inject(CONFIG) config: Config,
@@ -40,6 +40,7 @@ export class TrackingController {
     private readonly store: CampaignStore,
     private readonly spend: SpendService,
     private readonly caps: CapsService,
+    private readonly stats: NoticeStats,
   ) {
     this.codec = new PayloadCodec(config.trackingSecret);
   }
@@ -55,11 +56,10 @@ export class TrackingController {
       n = readNotice(event, req.query as Record<string, string | string[] | undefined>, this.codec);
     } catch (e) {
       if (!(e instanceof NoticeError)) throw e;
-      this.stats.rejected++;
+      this.stats.count(event, 'rejected');
       void reply.code(e.status).send({ error: e.reason });
       return;
     }
-    this.stats.notices++;
     const p = n.payload;
     const record = {
       type: n.event,
@@ -77,10 +77,12 @@ export class TrackingController {
     };
     switch (n.event) {
       case 'win':
+        this.stats.count('win', 'ok');
         this.log.log(record);
         void reply.code(204).send();
         return;
       case 'loss':
+        this.stats.count('loss', 'ok');
         this.log.log({ ...record, loss: n.loss });
         void reply.code(204).send();
         return;
@@ -90,24 +92,27 @@ export class TrackingController {
           counted = (await this.spend.bill(p, n.price)) === 'counted';
         } catch {
           // Spend could not be recorded: ask the exchange to retry (billing is idempotent).
-          this.stats.billErrors++;
+          this.stats.count('bill', 'error');
           this.log.log({ ...record, counted: null });
           void reply.code(503).header('retry-after', '1').send({ error: 'billing store unavailable, retry' });
           return;
         }
+        this.stats.count('bill', counted ? 'ok' : 'duplicate');
         this.log.log({ ...record, counted });
         void reply.code(204).send();
         return;
       }
       case 'imp':
+        this.stats.count('imp', 'ok');
         this.log.log({ ...record, user: p.userId === '' ? null : p.userId });
         this.caps.recordImpression(p.userId, p.cid).catch(() => {
-          this.stats.capErrors++;
+          this.stats.count('imp', 'cap_error');
         });
         void reply.code(200).header('content-type', 'image/gif').header('cache-control', 'no-store').send(PIXEL);
         return;
       case 'click': {
         const c = findCreative(this.store.current(), p.crid);
+        this.stats.count('click', c === undefined ? 'unknown_creative' : 'ok');
         this.log.log({ ...record, landing: c?.landingUrl ?? null });
         // Only ever redirect to the landing page of the creative named by the signed payload.
         if (c === undefined) {

@@ -3,6 +3,8 @@ import { LogModule } from '../log/log.module';
 import { RedisModule } from '../redis/redis.module';
 import { TargetingModule } from '../targeting/targeting.module';
 import { CapsService } from './caps.service';
+import { NoticeStats } from './notice-stats';
+import { TrackingMetrics } from './tracking.metrics';
 import { PacingGate } from './pacing.gate';
 import { SpendService } from './spend.service';
 import { TrackingController } from './tracking.controller';
@@ -10,7 +12,7 @@ import { TrackingController } from './tracking.controller';
 @Module({
   imports: [LogModule, RedisModule, TargetingModule],
   controllers: [TrackingController],
-  providers: [SpendService, CapsService, PacingGate],
-  exports: [SpendService, CapsService, PacingGate],
+  providers: [SpendService, CapsService, PacingGate, NoticeStats, TrackingMetrics],
+  exports: [SpendService, CapsService, PacingGate, NoticeStats],
 })
 export class TrackingModule {}

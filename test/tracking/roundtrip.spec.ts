@@ -103,6 +103,18 @@ describe('notice round trips', () => {
     assert.equal((await get(unknownEvent.toString())).status, 404);
   });
 
+  it('counts notices by type and outcome in /metrics', async () => {
+    const text = (await get(`${t.url}/metrics`)).body.toString();
+    const value = (labels: string) => {
+      const m = new RegExp(`^bidder_notices_total\\{[^}]*${labels}[^}]*\\} (\\d+)`, 'm').exec(text);
+      return m ? Number(m[1]) : 0;
+    };
+    assert.equal(value('type="bill",outcome="duplicate"'), 1);
+    assert.ok(value('type="bill",outcome="ok"') >= 1);
+    assert.ok(value('type="bill",outcome="rejected"') >= 3, 'forged, tampered, unsigned and too-high bills');
+    assert.equal(value('type="click",outcome="ok"'), 1);
+  });
+
   it('logs one record per notice type, with the bid request id', async () => {
     await t.app.close(); // graceful stop flushes the log
     const recs = await readBidLog(t.redis.url);
