@@ -25,7 +25,7 @@ export class TrackingMetrics implements OnModuleInit {
         const out: MetricSample[] = [];
         for (const [k, v] of this.notices.counts) {
           const [type, outcome] = k.split('\u0000');
-          out.push({ value: v, labels: { type: type!, outcome: outcome! } });
+          out.push({ value: v, labels: { type: type, outcome: outcome } });
         }
         return out;
       }),
