@@ -5,8 +5,15 @@ import type { LineChunk } from './log-buffer';
 /** zstd's default level: ~8× on bid records at several hundred MB/s per core (bench/RESULTS-log.md). */
 export const ZSTD_LEVEL = 3;
 
-/** Output buffer of the streaming compressor: fewer, larger thread-pool jobs (bench/RESULTS-log.md). */
+/** Output buffer of the streaming compressor. */
 const OUT_CHUNK = 256 * 1024;
+/**
+ * Input per thread-pool job: ~1.3 ms of zstd at ~400 MiB/s. Short jobs matter on a machine without
+ * an idle core, where the woken compression thread can take the event loop's core for a whole job;
+ * shorter still costs more main-thread CPU per MiB (each job is a round of stream callbacks:
+ * 256 KiB took twice the main-thread time of 1 MiB, bench/RESULTS-log.md).
+ */
+const FEED_BYTES = 512 * 1024;
 
 /**
  * Compresses lines into ONE zstd frame (one Redis list element, INTERFACE.md) off the event loop:
@@ -20,8 +27,8 @@ export function compressFrame(chunks: readonly LineChunk[], bytes: number, step:
     pledgedSrcSize: bytes,
     params: { [zlib.constants.ZSTD_c_compressionLevel]: ZSTD_LEVEL, [zlib.constants.ZSTD_c_checksumFlag]: 1 },
   };
-  if (chunks.length === 1) {
-    // One buffer: a single thread-pool job, one callback.
+  if (chunks.length === 1 && bytes <= FEED_BYTES) {
+    // One small buffer: a single thread-pool job, one callback.
     return new Promise<Buffer>((resolve, reject) => {
       zlib.zstdCompress(chunks[0].data, options, (err, out) => (err ? reject(err) : resolve(out)));
     });
@@ -30,6 +37,7 @@ export function compressFrame(chunks: readonly LineChunk[], bytes: number, step:
     const z = zlib.createZstdCompress(options);
     const out: Buffer[] = [];
     let i = 0;
+    let off = 0;
     z.on('data', (d: Buffer) => out.push(d));
     z.once('error', reject);
     z.once('end', () => {
@@ -41,7 +49,16 @@ export function compressFrame(chunks: readonly LineChunk[], bytes: number, step:
     const pump = (): void => {
       const t0 = performance.now();
       while (i < chunks.length) {
-        if (!z.write(chunks[i++].data)) {
+        const data = chunks[i].data;
+        const end = Math.min(off + FEED_BYTES, data.length);
+        const piece = off === 0 && end === data.length ? data : data.subarray(off, end);
+        if (end === data.length) {
+          i++;
+          off = 0;
+        } else {
+          off = end;
+        }
+        if (!z.write(piece)) {
           z.once('drain', pump);
           step(performance.now() - t0, 'feed compressor');
           return;
