@@ -32,6 +32,24 @@ const slotCode = new Int32Array(TABLE_SIZE);
 // Per input char at most one code and one literal (≤ 16 + 16 + 16 bits): 8 output chars.
 const out = new Uint8Array(MAX_INPUT * 8 + 16);
 
+// Bit writer state (lz-string packs codes least significant bit first into 6-bit chars).
+let bitVal = 0;
+let bitPos = 0;
+let outLen = 0;
+
+/** Appends the `width` low bits of `value`, least significant first. */
+function writeBits(value: number, width: number): void {
+  for (let b = 0; b < width; b++) {
+    bitVal = (bitVal << 1) | (value & 1);
+    if (bitPos === 5) {
+      out[outLen++] = ALPHA[bitVal]!;
+      bitVal = 0;
+      bitPos = 0;
+    } else bitPos++;
+    value >>= 1;
+  }
+}
+
 export function compressToEncodedURIComponent(input: string): string {
   const n = input.length;
   if (n > MAX_INPUT) return lzString.compressToEncodedURIComponent(input);
@@ -47,10 +65,9 @@ export function compressToEncodedURIComponent(input: string): string {
   let enlargeIn = 2;
   let wCode = -1; // code of the current phrase w, -1 while empty
   let wChar = -1; // its char code when w is a single char, else -1
-  // Bit writer state (lz-string packs codes least significant bit first into 6-bit chars).
-  let val = 0;
-  let pos = 0;
-  let len = 0;
+  bitVal = 0;
+  bitPos = 0;
+  outLen = 0;
 
   for (let i = 0; i <= n; i++) {
     let c = -1;
@@ -90,39 +107,17 @@ export function compressToEncodedURIComponent(input: string): string {
       }
     }
     // Emit w: as a literal the first time a single char is used, else as its dictionary code.
-    let value: number;
-    let width: number;
     if (wChar >= 0 && pendingGen[wChar] === g) {
       const wide = wChar >= 256;
-      value = wide ? 1 : 0;
-      for (let b = 0; b < numBits; b++) {
-        val = (val << 1) | (value & 1);
-        if (pos === 5) {
-          out[len++] = ALPHA[val]!;
-          val = 0;
-          pos = 0;
-        } else pos++;
-        value >>= 1;
-      }
-      value = wChar;
-      width = wide ? 16 : 8;
+      writeBits(wide ? 1 : 0, numBits);
+      writeBits(wChar, wide ? 16 : 8);
       if (--enlargeIn === 0) {
         enlargeIn = 2 ** numBits;
         numBits++;
       }
       pendingGen[wChar] = 0;
     } else {
-      value = wCode;
-      width = numBits;
-    }
-    for (let b = 0; b < width; b++) {
-      val = (val << 1) | (value & 1);
-      if (pos === 5) {
-        out[len++] = ALPHA[val]!;
-        val = 0;
-        pos = 0;
-      } else pos++;
-      value >>= 1;
+      writeBits(wCode, numBits);
     }
     if (--enlargeIn === 0) {
       enlargeIn = 2 ** numBits;
@@ -135,24 +130,15 @@ export function compressToEncodedURIComponent(input: string): string {
     wCode = cCode;
     wChar = c;
   }
-  // End of stream, then lz-string's flush (which always emits one more character).
-  let value = 2;
-  for (let b = 0; b < numBits; b++) {
-    val = (val << 1) | (value & 1);
-    if (pos === 5) {
-      out[len++] = ALPHA[val]!;
-      val = 0;
-      pos = 0;
-    } else pos++;
-    value >>= 1;
-  }
+  writeBits(2, numBits); // end of stream
+  // lz-string's flush: shift until a character is complete (it always emits one more).
   for (;;) {
-    val <<= 1;
-    if (pos === 5) {
-      out[len++] = ALPHA[val]!;
+    bitVal <<= 1;
+    if (bitPos === 5) {
+      out[outLen++] = ALPHA[bitVal]!;
       break;
     }
-    pos++;
+    bitPos++;
   }
-  return Buffer.from(out.buffer, 0, len).toString('latin1');
+  return Buffer.from(out.buffer, 0, outLen).toString('latin1');
 }
