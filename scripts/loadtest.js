@@ -34,7 +34,7 @@ const HELP = `usage: npm run loadtest -- [options]
   --workers <n>               PM2 workers for the bidder and the baseline (default 2)
   --p99 <ms> --avg <ms>       reference thresholds of the measured phase (default 3 and 1.2)
   --ramp-start <n> --ramp-step <n> --ramp-max <n> --ramp-p99 <ms>
-                              ramp settings (defaults 1000, 1000, 20000, 10 ms)
+                              ramp settings (defaults 500, 500, 20000, 10 ms)
   --target both|bidder|baseline
                               what to load (default both: the bidder, then the baseline)
   --out <dir>                 report directory (default k6/results/<timestamp>-<scenario>)

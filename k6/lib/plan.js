@@ -33,8 +33,8 @@ export const DEFAULTS = {
   avg: 1.2,
   maxErrorRate: 0,
   // Ramp: start, step and ceiling of the arrival rate; each step's length; its p99 limit.
-  rampStart: 1000,
-  rampStep: 1000,
+  rampStart: 500,
+  rampStep: 500,
   // A ceiling, not a goal: with k6 on the same 2 cores its own CPU (~80 µs per request) caps the
   // rate well below this.
   rampMax: 20000,
@@ -144,10 +144,11 @@ export function makePlan(s) {
         rate: st.rate,
         timeUnit: '1s',
         duration: `${st.duration}s`,
-        // k6 initializes the preallocated VUs of the busiest moment before the test (about 2 MB
-        // each; two steps overlap during a graceful stop); more are added while it runs, up to
-        // maxVUs (50 ms of arrivals), but it drops iterations while it adds them.
-        preAllocatedVUs: Math.max(100, Math.ceil(st.rate / 100)),
+        // k6 initializes the preallocated VUs of the busiest moment before the test (~1 MB each;
+        // two steps overlap during a graceful stop); more are added while it runs, up to maxVUs
+        // (50 ms of arrivals), but it drops iterations while adding them. A stall of a few tens of
+        // ms (GC, a descheduled VM: seen here) must not end the ramp through drops alone.
+        preAllocatedVUs: Math.max(200, Math.ceil(st.rate / 100)),
         maxVUs: Math.max(s.maxVUs, Math.ceil(st.rate / 20)),
         startTime: `${st.start}s`,
         gracefulStop: '2s',
