@@ -8,7 +8,7 @@ import { newFrameId, type SpillEntry, SpillStore } from './spill';
 export interface PipelineOptions {
   /** Compress and push what is queued at least this often. */
   readonly flushIntervalMs: number;
-  /** Flush early once this many bytes are queued; also the largest batch (one zstd frame). */
+  /** Flush early once this many bytes are queued; a frame holds at most this much (and at most 4 MiB). */
   readonly flushBytes: number;
   /** Bound of queued + compressing + unsent compressed bytes; past it batches go to disk. */
   readonly maxMemoryBytes: number;
@@ -31,6 +31,12 @@ interface Frame {
   spilling: boolean;
 }
 
+/**
+ * Largest batch (NDJSON bytes) in one frame: ~0.45 MB compressed at ~9×. Sending a push copies the
+ * frame on the event loop (ioredis builds the command in one buffer, then the socket write copies
+ * it into the kernel): ~1.2 ms median for 1 MiB here, 0.6 ms for 512 KiB (bench/RESULTS-log.md).
+ */
+const FRAME_MAX_BYTES = 4 << 20;
 const COMPRESS_PARALLEL = 4;
 const COMPRESS_GROUP_BYTES = 1 << 20;
 // Leaves thread-pool threads (4 by default) for compression while files are written.
@@ -51,11 +57,11 @@ export const stepObserver: { fn: ((ms: number, what: string) => void) | null } =
 /**
  * The bid log pipeline of one worker: queue → zstd frames → Redis, with disk as the overflow.
  *
- * Two single-flight loops, so that a slow or absent Redis never holds records as raw text:
+ * Three single-flight loops, so that neither a slow Redis nor a slow disk holds records as raw text:
  * - compress: when the interval ticks or the queue passes `flushBytes`, take the queue, compress
- *   it (thread pool) into frames of at most ~`flushBytes` raw each, append them to `pending`;
- *   while memory is over its bound, move the oldest pending frames to the spill directory (drop and
- *   count only when the directory is full or unwritable);
+ *   it (thread pool) into frames of at most min(`flushBytes`, 4 MiB) raw each, append them to `pending`;
+ * - spill: while memory is over its bound, move the oldest pending frames to the spill directory
+ *   (drop and count only when the directory is full or unwritable);
  * - deliver: push the oldest spill file, else the oldest pending frame, one at a time; on failure
  *   keep it and retry with exponential backoff (100 ms … 5 s), immediately when Redis reconnects.
  * A push is idempotent per frame id (log-sink.ts), so a retry after an ambiguous failure, or a
@@ -64,6 +70,7 @@ export const stepObserver: { fn: ((ms: number, what: string) => void) | null } =
 export class LogPipeline {
   private readonly buffer: LogBuffer;
   private readonly threshold: number;
+  private readonly frameMax: number;
   private readonly maxMemory: number;
   private pending: Frame[] = [];
   private pendingBytes = 0;
@@ -140,6 +147,7 @@ export class LogPipeline {
     this.maxMemory = opts.maxMemoryBytes;
     // A flush threshold above the memory bound would never flush early enough to respect it.
     this.threshold = Math.max(1024, Math.min(opts.flushBytes, Math.floor(opts.maxMemoryBytes / 4)));
+    this.frameMax = Math.min(this.threshold, FRAME_MAX_BYTES);
     // Chunks of up to 1 MiB: a small batch is one buffer (one compression job), a large one is
     // streamed to the compressor chunk by chunk.
     const chunk = Math.min(1 << 20, this.threshold);
@@ -310,7 +318,7 @@ export class LogPipeline {
         this.due = false;
         const takenAt = Date.now();
         const t0 = performance.now();
-        const batches = b.take(this.threshold);
+        const batches = b.take(this.frameMax);
         this.onStep(performance.now() - t0, 'take queue');
         for (const batch of batches) this.compressingBytes += batch.bytes;
         // Small batches a few at a time (each costs a few loop turns whatever its size), large

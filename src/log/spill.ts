@@ -64,7 +64,12 @@ export class SpillStore {
   private writtenDuringScan: SpillEntry[] | null = null;
   /** Bytes of spill files in the directory, as far as this process knows (gauge). */
   knownBytes = 0;
+  /** Bytes of writes under way (counted in knownBytes once done), and their file names. */
   private reserved = 0;
+  private readonly writing = new Set<string>();
+  /** Writes completed while a listing ran (see counting()). */
+  private completions: Array<{ base: string; bytes: number }> = [];
+  private activeCounts = 0;
 
   constructor(
     readonly dir: string,
@@ -115,12 +120,14 @@ export class SpillStore {
       await this.recount().catch(() => undefined);
       if (this.knownBytes + this.reserved + frame.length > this.maxBytes) return false;
     }
-    // Reserved until written, so that concurrent writes cannot pass the bound together.
-    this.reserved += frame.length;
     this.seq = (this.seq + 1) % 1_000_000;
     const base =
       `${String(createdAt).padStart(13, '0')}_${String(this.seq).padStart(6, '0')}_` +
       `${this.worker.replace(/[^A-Za-z0-9.-]/g, '-') || 'w'}_${records}_${frameId}.zst`;
+    // Reserved until written, so that concurrent writes cannot pass the bound together (and a
+    // listing meanwhile does not count the file twice).
+    this.reserved += frame.length;
+    this.writing.add(base);
     const tmp = path.join(this.dir, `.${base}.${this.pid}.tmp`);
     const final = path.join(this.dir, base);
     try {
@@ -137,8 +144,10 @@ export class SpillStore {
       return false;
     } finally {
       this.reserved -= frame.length;
+      this.writing.delete(base);
     }
     this.knownBytes += frame.length;
+    if (this.activeCounts > 0) this.completions.push({ base, bytes: frame.length });
     const e: SpillEntry = { base, path: final, frameId, records, createdAt, bytes: frame.length, claimedBy: null };
     this.entries.push(e);
     this.writtenDuringScan?.push(e);
@@ -190,14 +199,36 @@ export class SpillStore {
 
   /** Re-adds the sizes of the spill files (other workers may have drained some). */
   private async recount(): Promise<void> {
-    let total = 0;
-    for (const name of await fsp.readdir(this.dir)) {
-      if (!NAME.test(name)) continue;
-      total += await fsp.stat(path.join(this.dir, name)).then(
-        (st) => st.size,
-        () => 0,
-      );
+    await this.counting(async (seen) => {
+      let total = 0;
+      for (const name of await fsp.readdir(this.dir)) {
+        if (!NAME.test(name) || this.writing.has(name)) continue;
+        total += await fsp.stat(path.join(this.dir, name)).then(
+          (st) => (seen.add(name), st.size),
+          () => 0,
+        );
+      }
+      return total;
+    });
+  }
+
+  /**
+   * Runs a listing that sets `knownBytes` to the total it finds, plus the writes that completed
+   * meanwhile and were not in the listing (without this, a write finishing during the listing
+   * would be forgotten, and the bound passed).
+   */
+  private async counting(list: (seen: Set<string>) => Promise<number>): Promise<void> {
+    const start = this.completions.length;
+    const seen = new Set<string>();
+    this.activeCounts++;
+    let total: number;
+    try {
+      total = await list(seen);
+    } finally {
+      this.activeCounts--;
     }
+    for (const c of this.completions.slice(start)) if (!seen.has(c.base)) total += c.bytes;
+    if (this.activeCounts === 0) this.completions = [];
     this.knownBytes = total;
   }
 
@@ -205,13 +236,13 @@ export class SpillStore {
   private async scan(): Promise<void> {
     this.writtenDuringScan = [];
     try {
-      await this.scanDir();
+      await this.counting((seen) => this.scanDir(seen));
     } finally {
       this.writtenDuringScan = null;
     }
   }
 
-  private async scanDir(): Promise<void> {
+  private async scanDir(seen: Set<string>): Promise<number> {
     const names = await fsp.readdir(this.dir);
     const entries: SpillEntry[] = [];
     let total = 0;
@@ -224,7 +255,7 @@ export class SpillStore {
         continue;
       }
       const parsed = parseSpillName(name);
-      if (!parsed) continue;
+      if (!parsed || this.writing.has(name)) continue;
       let bytes: number;
       try {
         bytes = (await fsp.stat(p)).size;
@@ -232,20 +263,19 @@ export class SpillStore {
         continue; // drained by another worker meanwhile
       }
       total += bytes;
+      seen.add(name);
       if (parsed.claimedBy !== null && parsed.claimedBy !== this.pid && pidAlive(parsed.claimedBy)) continue;
       entries.push({ ...parsed, path: p, bytes });
     }
+    // Written meanwhile but missed by the listing: still to drain.
     for (const e of this.writtenDuringScan ?? []) {
-      if (!entries.some((x) => x.base === e.base)) {
-        entries.push(e);
-        total += e.bytes;
-      }
+      if (!entries.some((x) => x.base === e.base)) entries.push(e);
     }
     entries.sort((a, b) => (a.base < b.base ? -1 : a.base > b.base ? 1 : 0));
     this.entries = entries;
     this.sorted = true;
-    this.knownBytes = total;
     this.scannedAt = Date.now();
+    return total;
   }
 }
 

@@ -10,7 +10,7 @@ import { createApp, listen } from '../../src/app';
 import { loadConfig } from '../../src/config/config';
 import { LogService } from '../../src/log/log.service';
 import { startTestRedis, type TestRedis } from '../support/redis';
-import { assertExactlyOnce, readRedisLog, ROOT, runCli, sendBids, shutdownSave, until } from './support';
+import { assertExactlyOnce, readRedisLog, ROOT, runCli, sendBids, shutdownSave, until, within } from './support';
 
 interface Running {
   app: NestFastifyApplication;
@@ -29,7 +29,7 @@ describe('bid log end to end (in-process app, real Redis)', () => {
     redis = await startTestRedis();
   });
   after(async () => {
-    for (const a of apps) await a.close().catch(() => undefined);
+    for (const a of apps) await within(a.close(), 30_000, 'app.close()').catch(() => undefined);
     await redis.stop();
     for (const d of tmp) fs.rmSync(d, { recursive: true, force: true });
   });
@@ -57,7 +57,7 @@ describe('bid log end to end (in-process app, real Redis)', () => {
   }
 
   async function close(r: Running): Promise<void> {
-    await r.app.close();
+    await within(r.app.close(), 30_000, 'app.close()');
     apps.splice(apps.indexOf(r.app), 1);
   }
 

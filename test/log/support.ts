@@ -55,8 +55,26 @@ export function postBid(baseUrl: string, id: string): Promise<Answer> {
         res.on('error', reject);
       },
     );
+    r.setTimeout(10_000, () => r.destroy(new Error(`bid request ${id} got no answer in 10 s`)));
     r.on('error', reject);
     r.end(body);
+  });
+}
+
+/** Rejects when `p` takes longer than `ms` (a hung stop fails the test instead of stalling the run). */
+export function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`${what} took more than ${ms} ms`)), ms);
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(t);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
   });
 }
 
