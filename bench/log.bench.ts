@@ -9,9 +9,9 @@
  * 2. log() alone: CPU per record of the synchronous part (encode + append), records/s ceiling.
  * 3. Sustained: log() as fast as possible in 1 ms slices for a few seconds while the pipeline
  *    compresses and pushes to Redis; records/s that end up in Redis, per worker (one process).
- * 4. Compression ratio of realistic batches (8 MiB, the default LOG_FLUSH_BYTES), zstd level 3.
+ * 4. Compression ratio of realistic batches (8 MiB), zstd level 3 (and 1, 6, gzip for comparison).
  * 5. The flush of a 10 s batch at 5000 bids/s (100 000 records): queued at once, then flushed with
- *    the default settings (frames of ≤ 8 MiB). A setImmediate ticker measures the event loop's
+ *    the default settings (frames of ≤ 4 MiB). A setImmediate ticker measures the event loop's
  *    slices while the flush runs (wall gap between ticks and the main thread's CPU time in it);
  *    a second run without the ticker measures the flush's own main-thread CPU time.
  * With --write the figures go to bench/RESULTS-log.md (machine, Node version, commit).
@@ -285,7 +285,7 @@ async function idleTicker(ms: number): Promise<GapStats> {
   return gapStats(t.stop());
 }
 
-/** Queues `n` records at once, then measures their flush (frames of ≤ LOG_FLUSH_BYTES, default 8 MiB). */
+/** Queues `n` records at once, then measures their flush with the default settings (frames of ≤ 4 MiB). */
 async function flushRun(redisUrl: string, base: Entry[], n: number, withTicker: boolean): Promise<FlushRun> {
   const s = await service(benchConfig(redisUrl, 'bench:flush', { LOG_MAX_MEMORY_BYTES: String(1024 * MiB) }));
   await sleep(100);
@@ -356,7 +356,8 @@ const READING = `## How to read these figures
 - **Flush of a 10 s batch.** 10 s at 5000 bids/s queued at once (the worst case: normally
   LOG_FLUSH_BYTES starts a flush every ~0.5 s at that rate) and flushed with the default settings.
   Compression runs on the thread pool in 512 KiB jobs; the event loop only feeds the compressor, joins
-  its output (~1 MB per frame) and sends the push (ioredis copies the frame once). "The flusher's own
+  its output (~0.45 MB per 4 MiB frame) and sends the push (ioredis copies the frame once, the socket
+  write once more). "The flusher's own
   steps" time exactly those; "event-loop slices" time everything between two turns of the loop
   (GC and callbacks included) and also count time the thread was preempted, which the last line (the
   same ticker with no flush) shows for the machine at that moment. On this shared 2-core machine,
@@ -482,7 +483,7 @@ async function main(): Promise<void> {
       const r0 = runs[0];
       say(
         `flush of a 10 s batch at 5000 bids/s: ${fmt(N)} records = ${fmt(r0.queuedBytes / MiB, 1)} MiB queued at once (${fmt(r0.fillMs)} ms of log() calls), ` +
-          `flushed as ${r0.frames} frames of ≤ 8 MiB (${fmt(r0.compressedBytes / MiB, 1)} MiB in Redis, ${fmt(r0.ratio, 1)}×) in ${runs.map((r) => fmt(r.wallMs)).join(' / ')} ms wall (3 runs)`,
+          `flushed as ${r0.frames} frames of ≤ 4 MiB (${fmt(r0.compressedBytes / MiB, 1)} MiB in Redis, ${fmt(r0.ratio, 1)}×) in ${runs.map((r) => fmt(r.wallMs)).join(' / ')} ms wall (3 runs)`,
       );
       say(
         `  main-thread CPU of that flush (run without the ticker): ${fmt(cpuRun.cpuMs)} ms in total = ${fmt(cpuRun.cpuMs / (cpuRun.queuedBytes / MiB), 2)} ms per MiB; ` +
