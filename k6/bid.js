@@ -25,6 +25,8 @@ const RUN_ID = __ENV.RUN_ID || `k6${Date.now().toString(36)}`;
 const STRICT = __ENV.STRICT !== '0';
 const POOL_SIZE = Number(__ENV.POOL_SIZE || 2048);
 const SEED = Number(__ENV.SEED || 20240501);
+const RAMP = S.scenario === 'ramp';
+const SETTLE_MS = S.rampSettle * 1000;
 
 const pool = new SharedArray('bid requests', () => buildPool(POOL_SIZE, SEED));
 
@@ -79,10 +81,13 @@ export default function bid(data) {
   const n = sc.iterationInTest;
   const id = `${RUN_ID}-${CODES[sc.name]}-${n}`;
   const entry = template();
-  const tb = String(Math.floor((Date.now() - data.t0) / 1000 / PLAN.bucket));
-  const res = http.post(TARGET, bodyFor(entry, id), { headers: HEADERS, tags: { tb } });
+  const now = Date.now();
+  const tags = { tb: String(Math.floor((now - data.t0) / 1000 / PLAN.bucket)) };
+  // Ramp steps are judged once settled (k6/lib/plan.js).
+  if (RAMP) tags.step = now - sc.startTime >= SETTLE_MS ? sc.name : 'settling';
+  const res = http.post(TARGET, bodyFor(entry, id), { headers: HEADERS, tags });
   const reason = validate(res.status, res.body, id, entry.meta, STRICT);
-  check(res, { 'status 200 with a valid bid, or 204': () => reason === '' });
+  check(res, { 'status 200 with a valid bid, or 204': () => reason === '' }, RAMP ? { step: tags.step } : undefined);
   if (reason !== '' && warned < 3) {
     warned++;
     console.warn(`invalid response to ${id} (${sc.name}): ${reason}${res.error ? ` [${res.error}]` : ''}`);

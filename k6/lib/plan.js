@@ -43,6 +43,9 @@ export const DEFAULTS = {
   // Tolerances for a ramp step to count as sustained.
   rampMaxDropped: 0.001,
   rampMaxErrors: 0.001,
+  // Each step is judged after its first seconds: the change of rate (new VUs, the previous step's
+  // queue) makes a burst that says nothing about the new rate.
+  rampSettle: 2,
 };
 
 /** Settings from k6's __ENV (or process.env) with defaults applied. */
@@ -67,6 +70,7 @@ export function settings(env) {
     rampP99: num('RAMP_P99_MS', DEFAULTS.rampP99),
     rampMaxDropped: num('RAMP_MAX_DROPPED', DEFAULTS.rampMaxDropped),
     rampMaxErrors: num('RAMP_MAX_ERRORS', DEFAULTS.rampMaxErrors),
+    rampSettle: dur('RAMP_SETTLE', DEFAULTS.rampSettle),
     bucket: env.BUCKET ? seconds(env.BUCKET) : 0,
   };
   if (s.scenario !== 'reference' && s.scenario !== 'ramp') throw new Error(`SCENARIO must be reference or ramp, not ${s.scenario}`);
@@ -153,16 +157,18 @@ export function makePlan(s) {
         startTime: `${st.start}s`,
         gracefulStop: '2s',
       };
-      phases.push({ name: st.name, rate: st.rate, start: st.start, duration: st.duration, measured: true });
-      // Stop the ramp once a step is not sustained. Evaluate only after half the step has run:
-      // a step's first moments carry the previous step's queue.
-      const delay = `${Math.ceil(st.start + Math.max(2, st.duration / 2))}s`;
+      phases.push({ name: st.name, rate: st.rate, start: st.start, duration: st.duration, measured: true, settle: s.rampSettle });
+      // Stop the ramp once a step is not sustained. Requests are tagged `step` with the step's name
+      // once it has run for rampSettle seconds ('settling' before): the step is judged on those.
+      // Evaluate from the middle of the judged part on, so that a few samples do not decide.
+      const delay = `${Math.ceil(st.start + s.rampSettle + Math.max(2, (st.duration - s.rampSettle) / 2))}s`;
       const abort = (threshold) => ({ threshold, abortOnFail: true, delayAbortEval: delay });
       const scheduled = st.rate * st.duration;
-      thresholds[`http_req_duration{scenario:${st.name}}`] = [abort(`p(99)<${s.rampP99}`)];
+      thresholds[`http_req_duration{step:${st.name}}`] = [abort(`p(99)<${s.rampP99}`)];
       thresholds[`dropped_iterations{scenario:${st.name}}`] = [abort(`count<=${Math.floor(scheduled * s.rampMaxDropped)}`)];
-      thresholds[`http_req_failed{scenario:${st.name}}`] = [abort(`rate<=${s.rampMaxErrors}`)];
-      thresholds[`checks{scenario:${st.name}}`] = [abort(`rate>=${1 - s.rampMaxErrors}`)];
+      thresholds[`http_req_failed{step:${st.name}}`] = [abort(`rate<=${s.rampMaxErrors}`)];
+      thresholds[`checks{step:${st.name}}`] = [abort(`rate>=${1 - s.rampMaxErrors}`)];
+      thresholds[`http_reqs{step:${st.name}}`] = ['count>=0'];
     }
     total = steps.length ? steps[steps.length - 1].start + steps[steps.length - 1].duration : s.warmupDuration;
   }
@@ -181,7 +187,9 @@ export function makePlan(s) {
   // Bids (200) among all answers, without a custom metric sample per request.
   thresholds['http_reqs{status:200}'] = ['count>=0'];
   thresholds['http_reqs{status:204}'] = ['count>=0'];
-  const bucket = s.bucket > 0 ? s.bucket : total <= 40 ? 1 : total <= 200 ? 5 : 10;
+  // The ramp's plot follows its steps: two intervals a step.
+  const auto = s.scenario === 'ramp' ? Math.max(1, s.rampStepDuration / 2) : total <= 40 ? 1 : total <= 200 ? 5 : 10;
+  const bucket = s.bucket > 0 ? s.bucket : auto;
   const nBuckets = Math.ceil(total / bucket) + 2; // + room for graceful stops
   for (let b = 0; b < nBuckets; b++) {
     thresholds[`http_req_duration{tb:${b}}`] = ['max>=0'];
@@ -232,10 +240,16 @@ export function buckets(data, plan) {
 }
 
 /** Summary of one phase (a scenario of the plan). */
+/**
+ * Summary of one phase (a scenario of the plan). A ramp step's latency, errors and checks are
+ * those of its settled part (tag `step`); requests, throughput and drops are the whole step's.
+ */
 export function phaseStats(data, phase) {
+  const by = phase.settle ? `step:${phase.name}` : `scenario:${phase.name}`;
   const reqs = metric(data, `http_reqs{scenario:${phase.name}}`);
-  const failed = metric(data, `http_req_failed{scenario:${phase.name}}`);
-  const checks = metric(data, `checks{scenario:${phase.name}}`);
+  const judged = metric(data, `http_reqs{${by}}`);
+  const failed = metric(data, `http_req_failed{${by}}`);
+  const checks = metric(data, `checks{${by}}`);
   const dropped = metric(data, `dropped_iterations{scenario:${phase.name}}`);
   const count = reqs ? reqs.count : 0;
   return {
@@ -243,9 +257,11 @@ export function phaseStats(data, phase) {
     offered: phase.rate,
     start: phase.start,
     duration: phase.duration,
+    settle: phase.settle || 0,
     requests: count,
+    judgedRequests: judged ? judged.count : 0,
     rps: count / phase.duration,
-    latency: trend(metric(data, `http_req_duration{scenario:${phase.name}}`)),
+    latency: trend(metric(data, `http_req_duration{${by}}`)),
     errorRate: failed ? failed.rate : null,
     checkRate: checks ? checks.rate : null,
     dropped: dropped ? dropped.count : 0,
@@ -254,8 +270,9 @@ export function phaseStats(data, phase) {
 
 /**
  * The ramp's verdict per step and the highest sustained rate: a step is sustained when it ran to
- * the end (≥ 95 % of its scheduled requests were sent or dropped), p99 ≤ the limit, dropped
- * iterations and errors within tolerance. The ramp stops at the first step that is not.
+ * the end (≥ 95 % of its scheduled requests were sent or dropped), at most rampMaxDropped of them
+ * were dropped, and once settled its p99 ≤ the limit and its errors and invalid responses stayed
+ * within rampMaxErrors. The ramp stops at the first step that is not.
  */
 export function rampResult(data, plan) {
   const s = plan.settings;
@@ -265,17 +282,23 @@ export function rampResult(data, plan) {
   for (const p of plan.phases) {
     if (!p.measured) continue;
     const st = phaseStats(data, p);
+    if (st.requests === 0 && st.dropped === 0) break; // never started
     const scheduled = p.rate * p.duration;
     st.ran = st.requests + st.dropped >= 0.95 * scheduled;
     const why = [];
-    if (!st.ran) why.push('did not run to the end');
-    if (st.latency && st.latency.p99 !== null && st.latency.p99 > s.rampP99) why.push(`p99 ${st.latency.p99.toFixed(2)} ms > ${s.rampP99} ms`);
-    if (st.dropped > scheduled * s.rampMaxDropped) why.push(`${st.dropped} dropped iterations`);
-    if (st.errorRate !== null && st.errorRate > s.rampMaxErrors) why.push(`error rate ${(st.errorRate * 100).toFixed(2)} %`);
-    if (st.checkRate !== null && st.checkRate < 1 - s.rampMaxErrors) why.push(`checks ${(st.checkRate * 100).toFixed(2)} %`);
+    if (stopped) why.push('started as the ramp stopped');
+    else {
+      if (!st.ran) why.push('did not run to the end');
+      if (st.judgedRequests > 0) {
+        if (st.latency && st.latency.p99 !== null && st.latency.p99 > s.rampP99) why.push(`p99 ${st.latency.p99.toFixed(2)} ms > ${s.rampP99} ms`);
+        if (st.errorRate !== null && st.errorRate > s.rampMaxErrors) why.push(`error rate ${(st.errorRate * 100).toFixed(2)} %`);
+        if (st.checkRate !== null && st.checkRate < 1 - s.rampMaxErrors) why.push(`${((1 - st.checkRate) * 100).toFixed(2)} % invalid responses`);
+      }
+      if (st.dropped > scheduled * s.rampMaxDropped) why.push(`${st.dropped} dropped iterations`);
+    }
+    if (st.judgedRequests === 0) st.latency = null;
     st.sustained = why.length === 0;
     st.why = why.join(', ');
-    if (st.requests === 0 && st.dropped === 0) break; // never started (the ramp stopped before)
     steps.push(st);
     if (!stopped && st.sustained) sustained = p.rate;
     if (!st.sustained) stopped = true;

@@ -286,7 +286,8 @@ function rampTables(rep, lines, h) {
     `${h} Ramp`,
     '',
     `Constant arrival rate from ${s.rampStart}/s, +${s.rampStep}/s every ${s.rampStepDuration} s, until a step is not sustained ` +
-      `(p99 > ${s.rampP99} ms, more than ${s.rampMaxDropped * 100} % dropped iterations, or more than ${s.rampMaxErrors * 100} % errors).`,
+      `(p99 > ${s.rampP99} ms, more than ${s.rampMaxDropped * 100} % dropped iterations, or more than ${s.rampMaxErrors * 100} % errors). ` +
+      `Latency and errors of a step are measured after its first ${s.rampSettle} s.`,
     '',
   );
   const c = rep.comparison;

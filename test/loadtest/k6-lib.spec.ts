@@ -194,16 +194,21 @@ describe('k6 scenario plan', () => {
       [1000, 2000, 3000, 4000],
     );
     assert.equal(steps[1].start, 15);
-    const th = p.thresholds['http_req_duration{scenario:step_02}'][0] as { threshold: string; abortOnFail: boolean };
+    const th = p.thresholds['http_req_duration{step:step_02}'][0] as { threshold: string; abortOnFail: boolean; delayAbortEval: string };
     assert.equal(th.threshold, 'p(99)<10');
     assert.equal(th.abortOnFail, true);
+    // Step 2 runs from 15 s to 25 s; it is judged from 17 s (settled) and evaluated from 21 s.
+    assert.equal(th.delayAbortEval, '21s');
     // A synthetic k6 summary: steps 1-2 fine, step 3 over the p99 limit, step 4 never ran.
+    // Latency, errors and checks are read from the settled part (tag `step`), the rest per step.
     const metrics: Record<string, { values: Record<string, number> }> = {};
     const put = (name: string, rate: number, p99: number): void => {
       metrics[`http_reqs{scenario:${name}}`] = { values: { count: rate * 10 } };
-      metrics[`http_req_duration{scenario:${name}}`] = { values: { avg: 1, 'p(99)': p99, med: 0.5 } };
-      metrics[`http_req_failed{scenario:${name}}`] = { values: { rate: 0 } };
-      metrics[`checks{scenario:${name}}`] = { values: { rate: 1 } };
+      metrics[`http_reqs{step:${name}}`] = { values: { count: rate * 8 } };
+      metrics[`http_req_duration{scenario:${name}}`] = { values: { avg: 1, 'p(99)': 99, med: 0.5 } };
+      metrics[`http_req_duration{step:${name}}`] = { values: { avg: 1, 'p(99)': p99, med: 0.5 } };
+      metrics[`http_req_failed{step:${name}}`] = { values: { rate: 0 } };
+      metrics[`checks{step:${name}}`] = { values: { rate: 1 } };
       metrics[`dropped_iterations{scenario:${name}}`] = { values: { count: 0 } };
     };
     put('step_01', 1000, 2);
