@@ -217,7 +217,7 @@ export async function spawnBidder(env: Record<string, string>, port: number): Pr
   try {
     await until(
       'the bidder to listen',
-      async () => {
+      () => {
         if (proc.exitCode !== null) throw new Error(`bidder exited: ${out}`);
         return out.includes('listening');
       },

@@ -5,10 +5,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import * as zlib from 'node:zlib';
-import { lineHead } from './log-line';
-import { LogPipeline, type PipelineOptions } from './log-pipeline';
-import type { FrameSink } from './log-sink';
-import { SpillStore } from './spill';
+import { lineHead } from '../../src/log/log-line';
+import { LogPipeline, type PipelineOptions } from '../../src/log/log-pipeline';
+import type { FrameSink } from '../../src/log/log-sink';
+import { SpillStore } from '../../src/log/spill';
 
 /** An in-memory Redis list with the real sink's at-most-once-per-frame-id semantics. */
 class FakeSink implements FrameSink {

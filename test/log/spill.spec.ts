@@ -4,12 +4,12 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { newFrameId, parseSpillName, SpillStore } from './spill';
+import { newFrameId, parseSpillName, SpillStore } from '../../src/log/spill';
 
 /** A pid that is certainly not running: a child that has exited. */
 function deadPid(): number {
   const r = spawnSync(process.execPath, ['-e', '0']);
-  return r.pid as number;
+  return r.pid ?? 0;
 }
 
 describe('SpillStore', () => {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as zlib from 'node:zlib';
-import { compressFrame, decompressFrame, splitLines } from './frame';
-import { LogBuffer } from './log-buffer';
-import { lineHead, rawText } from './log-line';
+import { compressFrame, decompressFrame, splitLines } from '../../src/log/frame';
+import { LogBuffer } from '../../src/log/log-buffer';
+import { lineHead, rawText } from '../../src/log/log-line';
 
 function line(head: string, tail: string | null): string {
   return head + (tail ?? '') + '}';
