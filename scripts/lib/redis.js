@@ -88,6 +88,18 @@ function freePort() {
   });
 }
 
+/** Servers started as children of this process: stopped when it exits, even through process.exit(). */
+const children = new Set();
+function stopChildrenOnExit() {
+  for (const pid of children) {
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
 async function waitFor(fn, timeoutMs, what) {
   const until = Date.now() + timeoutMs;
   for (;;) {
@@ -158,6 +170,10 @@ async function startRedis({ port, dir, daemonize = false, log = console.error } 
     throw new Error(`${e.message}; its log (${logfile}):\n${log}`);
   }
   const pid = child ? child.pid : Number(fs.readFileSync(pidfile, 'utf8').trim());
+  if (child) {
+    if (children.size === 0) process.on('exit', stopChildrenOnExit);
+    children.add(pid);
+  }
   return {
     url,
     port,
@@ -165,6 +181,7 @@ async function startRedis({ port, dir, daemonize = false, log = console.error } 
     dir,
     /** Stops this server (by its own PID), waits until the port is closed, removes a directory it made. */
     async stop() {
+      children.delete(pid);
       try {
         process.kill(pid, 'SIGTERM');
       } catch {
