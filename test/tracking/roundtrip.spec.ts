@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Redis from 'ioredis';
 import { request, startTestApp, type TestApp } from '../support/app';
-import { readBidLog } from '../support/bidlog';
+import { readRedisLog } from '../log/support';
 
 let t: TestApp;
 let redis: Redis;
@@ -117,7 +117,7 @@ describe('notice round trips', () => {
 
   it('logs one record per notice type, with the bid request id', async () => {
     await t.app.close(); // graceful stop flushes the log
-    const recs = await readBidLog(t.redis.url);
+    const { records: recs } = await readRedisLog(t.redis.url, 'bidlog');
     const of = (type: string, id: string) => recs.filter((r) => r.type === type && r.id === id);
     assert.equal(of('win', 'rt-1').length, 1);
     assert.equal(of('bill', 'rt-1').length, 2, 'both billing calls are logged');
