@@ -32,7 +32,9 @@ const files = [];
     if (e.isDirectory()) {
       if (e.name !== 'node_modules') walk(p);
     } else if (/\.(spec|test)\.js$/.test(e.name)) {
-      files.push(p);
+      // Only compiled files whose source still exists (a removed or moved spec leaves its old output behind).
+      const source = path.join(root, path.relative(outDir, p)).replace(/\.js$/, '.ts');
+      if (fs.existsSync(source)) files.push(p);
     }
   }
 })(outDir);
