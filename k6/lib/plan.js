@@ -296,7 +296,11 @@ export function rampResult(data, plan) {
       }
       if (st.dropped > scheduled * s.rampMaxDropped) why.push(`${st.dropped} dropped iterations`);
     }
-    if (st.judgedRequests === 0) st.latency = null;
+    if (st.judgedRequests === 0) {
+      st.latency = null;
+      st.errorRate = null;
+      st.checkRate = null;
+    }
     st.sustained = why.length === 0;
     st.why = why.join(', ');
     steps.push(st);
