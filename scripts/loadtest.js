@@ -229,9 +229,8 @@ async function runLoad({ name, k6, url, strict, server, env, outDir, runId, inte
   };
   const timers = [];
   let t0 = null;
-  let plan = null;
   const { makePlan, settings } = await import(path.join(ROOT, 'k6', 'lib', 'plan.js'));
-  plan = makePlan(settings({ ...env }));
+  let plan = makePlan(settings({ ...env }));
   const boundaries = [...new Set(plan.phases.flatMap((p) => [p.start, p.start + p.duration]))].sort((a, b) => a - b);
   let warned = 0;
   let errBuf = '';
@@ -286,8 +285,7 @@ async function runLoad({ name, k6, url, strict, server, env, outDir, runId, inte
   clearInterval(rssTimer);
   clearInterval(progress);
   for (const t of timers) clearTimeout(t);
-  // The last k6 sample before it exited is the closest we get to its total; the final snapshot's
-  // k6 reading is null (gone), so the last boundary snapshot's value stands in.
+  // After k6's exit: its own CPU reads null here, phaseCpu() falls back on k6Last.
   const final = await take();
   await new Promise((r) => stdoutFile.end(r));
   await new Promise((r) => stderrFile.end(r));
