@@ -9,7 +9,9 @@
 // `reference`), WARMUP_RATE, WARMUP_DURATION, VUS, MAX_VUS, P99_MS, AVG_MS, MAX_ERROR_RATE,
 // RAMP_START, RAMP_STEP, RAMP_MAX, RAMP_STEP_DURATION, RAMP_P99_MS, RUN_ID (prefix of every
 // request id), STRICT (1: hold responses to the bidder's rules, 0: any well-formed bid),
-// POOL_SIZE, SEED, SUMMARY_JSON (where handleSummary writes the full summary).
+// POOL_SIZE, SEED, SUMMARY_JSON (where handleSummary writes the full summary), NOTICE_SHARE (share
+// of bids whose win notice and impression tracker are then called, as an exchange and a browser
+// would; bidder runs only, default 0.1).
 import http from 'k6/http';
 import exec from 'k6/execution';
 import { check } from 'k6';
@@ -27,6 +29,10 @@ const POOL_SIZE = Number(__ENV.POOL_SIZE || 2048);
 const SEED = Number(__ENV.SEED || 20240501);
 const RAMP = S.scenario === 'ramp';
 const SETTLE_MS = S.rampSettle * 1000;
+const NOTICE_SHARE = STRICT ? Number(__ENV.NOTICE_SHARE === undefined ? 0.1 : __ENV.NOTICE_SHARE) : 0;
+// Notices are requests of their own: tagged apart (scenario `notices`, kind `notice`) so that the bid
+// figures (latency, rates, CPU per bid request) count bid requests only.
+const NOTICE_TAGS = { scenario: 'notices', kind: 'notice' };
 
 const pool = new SharedArray('bid requests', () => buildPool(POOL_SIZE, SEED));
 
@@ -68,7 +74,7 @@ let warned = 0;
 
 export function setup() {
   // Fails fast with a clear message when nothing listens at TARGET_URL.
-  const res = http.post(TARGET, bodyFor(pool[0], `${RUN_ID}-probe`), { headers: HEADERS, tags: { tb: 'probe' } });
+  const res = http.post(TARGET, bodyFor(pool[0], `${RUN_ID}-probe`), { headers: HEADERS, tags: { tb: 'probe', kind: 'bid' } });
   if (res.status === 0) throw new Error(`nothing answers at ${TARGET}: ${res.error}`);
   const t0 = Date.now();
   // The scenarios start now: `npm run loadtest` aligns its CPU samples with the phases on this line.
@@ -82,7 +88,7 @@ export default function bid(data) {
   const id = `${RUN_ID}-${CODES[sc.name]}-${n}`;
   const entry = template();
   const now = Date.now();
-  const tags = { tb: String(Math.floor((now - data.t0) / 1000 / PLAN.bucket)) };
+  const tags = { tb: String(Math.floor((now - data.t0) / 1000 / PLAN.bucket)), kind: 'bid' };
   // Ramp steps are judged once settled (k6/lib/plan.js).
   if (RAMP) tags.step = now - sc.startTime >= SETTLE_MS ? sc.name : 'settling';
   const res = http.post(TARGET, bodyFor(entry, id), { headers: HEADERS, tags });
@@ -92,6 +98,26 @@ export default function bid(data) {
     warned++;
     console.warn(`invalid response to ${id} (${sc.name}): ${reason}${res.error ? ` [${res.error}]` : ''}`);
   }
+  if (res.status === 200 && reason === '' && NOTICE_SHARE > 0 && Math.random() < NOTICE_SHARE) notices(res.body);
+}
+
+/**
+ * The exchange's win notice (nurl, clearing price substituted) and the impression tracker of the
+ * first bid. Every URL of a bid carries the same signed payload, so the tracker is the nurl's
+ * payload on /t/imp. The load test talks plain HTTP to 127.0.0.1: https URLs (secure imps) are
+ * called over http.
+ */
+function notices(body) {
+  const bid = JSON.parse(body).seatbid[0].bid[0];
+  const nurl = bid.nurl.replace('https://', 'http://');
+  const win = nurl.replace('${AUCTION_PRICE}', (bid.price * 0.8).toFixed(4)).replace('${AUCTION_CURRENCY}', 'USD');
+  const imp = nurl.slice(0, nurl.indexOf('&price=')).replace('/t/win?', '/t/imp?');
+  const responses = http.batch([
+    ['GET', win, null, { tags: NOTICE_TAGS }],
+    ['GET', imp, null, { tags: NOTICE_TAGS }],
+  ]);
+  check(responses[0], { 'win notice 204': (r) => r.status === 204 }, NOTICE_TAGS);
+  check(responses[1], { 'impression tracker 200': (r) => r.status === 200 }, NOTICE_TAGS);
 }
 
 function ms(x) {

@@ -34,6 +34,7 @@ const HELP = `usage: npm run loadtest -- [options]
   --workers <n>               PM2 workers for the bidder and the baseline (default 2)
   --p99 <ms> --avg <ms>       reference thresholds of the measured phase (default 3 and 1.2)
   --ramp-start <n> --ramp-step <n> --ramp-max <n> --ramp-p99 <ms>
+  --notices <share>          share of bids whose win notice and impression tracker are then called (default 0.1)
                               ramp settings (defaults 500, 500, 20000, 10 ms)
   --target both|bidder|baseline
                               what to load (default both: the bidder, then the baseline)
@@ -62,6 +63,7 @@ function parseArgs(argv) {
     rampStep: null,
     rampMax: null,
     rampP99: null,
+    notices: null,
     target: 'both',
     out: null,
     resultsMd: null,
@@ -81,6 +83,7 @@ function parseArgs(argv) {
     '--ramp-step': 'rampStep',
     '--ramp-max': 'rampMax',
     '--ramp-p99': 'rampP99',
+    '--notices': 'notices',
     '--target': 'target',
     '--out': 'out',
     '--log-wait': 'logWait',
@@ -107,7 +110,7 @@ function parseArgs(argv) {
   }
   if (!['reference', 'ramp'].includes(o.scenario)) throw new Error(`--scenario must be reference or ramp`);
   if (!['both', 'bidder', 'baseline'].includes(o.target)) throw new Error(`--target must be both, bidder or baseline`);
-  for (const k of ['workers', 'rate', 'warmupRate', 'p99', 'avg', 'rampStart', 'rampStep', 'rampMax', 'rampP99', 'logWait']) {
+  for (const k of ['workers', 'rate', 'warmupRate', 'p99', 'avg', 'rampStart', 'rampStep', 'rampMax', 'rampP99', 'logWait', 'notices']) {
     if (o[k] === null) continue;
     const n = Number(o[k]);
     if (!(n >= 0) || (k === 'workers' && !(Number.isInteger(n) && n >= 1))) throw new Error(`bad value for --${k}: ${o[k]}`);
@@ -133,6 +136,7 @@ function k6Env(o) {
   set('RAMP_STEP', o.rampStep);
   set('RAMP_MAX', o.rampMax);
   set('RAMP_P99_MS', o.rampP99);
+  set('NOTICE_SHARE', o.notices);
   return e;
 }
 
@@ -442,7 +446,8 @@ async function main() {
       const from = await LogCounter.listLength(bidder.redisUrl, bidder.logKey);
       const run = await runLoad({ name: 'bidder', k6: ctx.k6, url: bidder.url, strict: true, server: bidder, env, outDir, runId, interrupted: () => interrupted });
       run.cpu = phaseCpu(run);
-      const sent = run.data ? run.data.metrics.http_reqs.values.count : 0;
+      const bidReqs = run.data ? run.data.metrics['http_reqs{kind:bid}'] || run.data.metrics.http_reqs : null;
+      const sent = bidReqs ? bidReqs.values.count : 0;
       // Stopping the cluster gracefully flushes every worker's log buffer (INTERFACE.md); when
       // it was already running, wait for its periodic flush instead.
       const graceful = bidder.startedPm2 && !bidder.startedRedis;

@@ -185,8 +185,13 @@ export function makePlan(s) {
     observe('dropped_iterations', 'count>=0');
   }
   // Bids (200) among all answers, without a custom metric sample per request.
-  thresholds['http_reqs{status:200}'] = ['count>=0'];
-  thresholds['http_reqs{status:204}'] = ['count>=0'];
+  thresholds['http_reqs{kind:bid}'] = ['count>=0'];
+  thresholds['http_reqs{kind:bid,status:200}'] = ['count>=0'];
+  thresholds['http_reqs{kind:bid,status:204}'] = ['count>=0'];
+  // Win notices and impression trackers fired for a share of bids (k6/bid.js): none may fail.
+  thresholds['http_reqs{kind:notice}'] = ['count>=0'];
+  thresholds['http_req_failed{kind:notice}'] = ['rate<=0'];
+  thresholds['http_req_duration{kind:notice}'] = ['max>=0'];
   // The ramp's plot follows its steps: two intervals a step.
   const auto = s.scenario === 'ramp' ? Math.max(1, s.rampStepDuration / 2) : total <= 40 ? 1 : total <= 200 ? 5 : 10;
   const bucket = s.bucket > 0 ? s.bucket : auto;

@@ -39,6 +39,7 @@ function target(run, lib) {
     completed: Boolean(data),
     failedThresholds: failedThresholds(data),
     requests: 0,
+    notices: null,
     // Responses that were not "200 with a valid bid, or 204" (transport errors and 4xx/5xx included).
     errors: 0,
     failedRequests: 0,
@@ -55,7 +56,13 @@ function target(run, lib) {
     logs: run.logs || null,
   };
   if (!data) return t;
-  t.requests = values(data, 'http_reqs').count;
+  // Bid requests only: win notices and impression trackers are reported apart (`notices`).
+  const bidReqs = values(data, 'http_reqs{kind:bid}');
+  t.requests = bidReqs ? bidReqs.count : values(data, 'http_reqs').count;
+  const notices = values(data, 'http_reqs{kind:notice}');
+  const noticeFailed = values(data, 'http_req_failed{kind:notice}');
+  const noticeLatency = values(data, 'http_req_duration{kind:notice}');
+  t.notices = notices && notices.count > 0 ? { count: notices.count, failed: noticeFailed ? noticeFailed.passes : 0, p99: noticeLatency ? noticeLatency['p(99)'] : null } : null;
   const failed = values(data, 'http_req_failed');
   t.failedRequests = failed ? failed.passes : 0;
   const checks = values(data, 'checks');
@@ -63,7 +70,7 @@ function target(run, lib) {
   t.errors = Math.max(t.checkFails, t.failedRequests);
   const dropped = values(data, 'dropped_iterations');
   t.dropped = dropped ? dropped.count : 0;
-  const bids = values(data, 'http_reqs{status:200}');
+  const bids = values(data, 'http_reqs{kind:bid,status:200}') || values(data, 'http_reqs{status:200}');
   t.bidRate = bids && t.requests ? bids.count / t.requests : null;
   for (const p of plan.phases) {
     const st = lib.phaseStats(data, p);
@@ -250,6 +257,15 @@ function referenceTables(rep, lines, h) {
       '',
       `The bidder answered ${f(bidder.bidRate * 100, 1)} % of the requests with a bid and the rest with 204 (no bid); ` +
         '"errors" counts every response that was neither a valid bid nor a 204.',
+    );
+  }
+  if (bidder && bidder.notices) {
+    const n = bidder.notices;
+    lines.push(
+      '',
+      `For a share of the bids (NOTICE_SHARE, default 10 %) k6 then called the win notice and the impression tracker, as an exchange and a browser would: ` +
+        `${int(n.count)} notice requests, ${int(n.failed)} failed, p99 ${f(n.p99)} ms. They are not counted as requests above; ` +
+        'the server CPU they cost is included in the bidder\'s CPU per request below.',
     );
   }
   lines.push('', `${h} Server cost at ${s.rate}/s`, '');
