@@ -37,8 +37,6 @@ export interface Config {
   readonly budgetRefreshMs: number;
   /** Bids younger than this still count against the worker's lease (their billing may yet arrive). */
   readonly budgetWindowMs: number;
-  /** How long a user's frequency-cap counts are served from the local cache before a re-read. */
-  readonly capCacheMs: number;
   /** How long a billed bid id is remembered to make billing idempotent. */
   readonly billDedupeTtlSeconds: number;
   /** Poll CAMPAIGNS_FILE for changes this often and hot-swap it (0 = never). */
@@ -153,7 +151,6 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: r.oneOf('LOG_LEVEL', 'info', LEVELS),
     budgetRefreshMs: r.int('BUDGET_REFRESH_MS', 250, 20, 60_000),
     budgetWindowMs: r.int('BUDGET_WINDOW_MS', 10_000, 0, 3_600_000),
-    capCacheMs: r.int('FREQ_CAP_CACHE_MS', 1_000, 10, 3_600_000),
     billDedupeTtlSeconds: r.int('BILL_DEDUPE_TTL_S', 7 * 24 * 3600, 60, 90 * 24 * 3600),
     campaignsWatchMs: r.int('CAMPAIGNS_WATCH_MS', 1_000, 0, 3_600_000),
     debugEndpoints: r.bool('DEBUG_ENDPOINTS', false),

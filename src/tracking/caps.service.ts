@@ -1,100 +1,149 @@
 /**
  * Frequency caps: impressions per user per campaign per UTC day, counted in Redis from impression
- * trackers (a hash per user and day, field = campaign id), read on the bid path from a local cache.
+ * trackers, enforced on the bid path from a local set of (campaign, user) pairs that reached their cap.
  *
- * The bid path never waits: `allows()` answers from the cache; a user not in the cache (or whose
- * entry is older than FREQ_CAP_CACHE_MS) is fetched in the background and, until it arrives, treated
- * as seen by this worker alone. So a cap can be exceeded only by impressions of bids made before the
- * worker's cache caught up (one cache period, plus one fetch round-trip for a new user).
+ * The bid path never touches Redis, and most users never cost a Redis read at all: a worker learns
+ * only of the pairs that are capped. The worker that records the impression which reaches a cap adds
+ * the pair to a per-day Redis set and PUBLISHes it; every worker adds published pairs to its local
+ * set, and loads the whole day's set when it starts and whenever its subscription (re)connects. So a
+ * cap can be exceeded only by impressions of bids made before the news arrived (pub/sub latency,
+ * milliseconds) or while a worker's subscriber was away (until it reconnects and reloads).
  */
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import type Redis from 'ioredis';
 import { CONFIG, type Config } from '../config/config';
 import { RedisService } from '../redis/redis.service';
+import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate } from '../targeting/types';
 import { utcDay } from './spend.service';
 
-/** Users held in the local cache; the oldest are evicted past this (Map keeps insertion order). */
-const MAX_USERS = 200_000;
+const CHANNEL = 'bidder:fcap:capped';
 const DAY_TTL_SECONDS = 2 * 24 * 3600;
-
-class UserCounts {
-  constructor(
-    readonly day: string,
-    readonly counts: Map<string, number>,
-    readonly fetchedAt: number,
-  ) {}
-}
+/** Capped pairs held locally; past this the oldest are forgotten (they may then bid once more). */
+const MAX_CAPPED = 1_000_000;
 
 @Injectable()
-export class CapsService {
+export class CapsService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('FreqCaps');
-  private readonly cache = new Map<string, UserCounts>();
-  private readonly inflight = new Set<string>();
-  readonly stats = { fetches: 0, fetchErrors: 0, blockedBids: 0, impressions: 0 };
+  /** `${campaignId}\u0000${userId}` of today's capped pairs. */
+  private capped = new Set<string>();
+  private day = '';
+  private sub: Redis | null = null;
+  private retry: NodeJS.Timeout | null = null;
+  readonly stats = { impressions: 0, cappedPairs: 0, reloads: 0, errors: 0, blockedBids: 0 };
 
   constructor(
     @Inject(CONFIG) private readonly config: Config,
     private readonly redis: RedisService,
+    private readonly store: CampaignStore,
   ) {}
 
-  private key(day: string, userId: string): string {
+  private countKey(day: string, userId: string): string {
     return `bidder:fcap:${day}:${userId}`;
   }
 
-  /** Bid path: may this user see one more impression of this candidate's campaign today? */
+  private cappedKey(day: string): string {
+    return `bidder:fcap:capped:${day}`;
+  }
+
+  /** Subscribes to cap news and loads today's capped pairs (start-up waits at most 2 s for it). */
+  async onApplicationBootstrap(): Promise<void> {
+    const sub = this.redis.client.duplicate({ connectionName: `bidder:${this.config.workerId}:fcap`, enableOfflineQueue: true });
+    this.sub = sub;
+    sub.on('error', () => {
+      this.stats.errors++;
+    });
+    sub.on('message', (_channel: string, message: string) => this.onNews(message));
+    // Every (re)connection re-subscribes (ioredis does) and reloads the day's set: news published
+    // while this worker was away is in it.
+    sub.on('ready', () => void this.reload());
+    await Promise.race([
+      sub.connect().then(() => sub.subscribe(CHANNEL)),
+      new Promise((resolve) => setTimeout(resolve, 2_000)),
+    ]).catch(() => undefined);
+  }
+
+  onApplicationShutdown(): void {
+    if (this.retry !== null) clearTimeout(this.retry);
+    this.sub?.disconnect();
+    this.sub = null;
+  }
+
+  private rollDay(day: string): void {
+    if (day !== this.day) {
+      this.day = day;
+      this.capped = new Set();
+    }
+  }
+
+  private remember(day: string, pair: string): void {
+    this.rollDay(day);
+    if (this.capped.size >= MAX_CAPPED) {
+      const oldest = this.capped.values().next();
+      if (!oldest.done) this.capped.delete(oldest.value);
+    }
+    this.capped.add(pair);
+    this.stats.cappedPairs = this.capped.size;
+  }
+
+  private onNews(message: string): void {
+    const bar = message.indexOf('|');
+    if (bar > 0) this.remember(message.slice(0, bar), message.slice(bar + 1));
+  }
+
+  /** Loads today's capped pairs from Redis (SSCAN, in batches). */
+  async reload(now = Date.now()): Promise<void> {
+    const day = utcDay(now);
+    try {
+      let cursor = '0';
+      do {
+        const [next, members] = await this.redis.client.sscan(this.cappedKey(day), cursor, 'COUNT', 1000);
+        for (const m of members) this.remember(day, m);
+        cursor = next;
+      } while (cursor !== '0');
+      this.stats.reloads++;
+    } catch (e) {
+      this.stats.errors++;
+      if (this.stats.errors % 100 === 1) this.logger.warn(`could not load today's capped users, retrying: ${(e as Error).message}`);
+      if (this.sub !== null && this.retry === null) {
+        this.retry = setTimeout(() => {
+          this.retry = null;
+          void this.reload();
+        }, 1_000);
+        this.retry.unref();
+      }
+    }
+  }
+
+  /** Bid path: may this user see one more impression of this candidate's campaign today? O(1), local. */
   allows(userId: string, c: Candidate, now = Date.now()): boolean {
     const cap = c.frequencyCap;
     if (cap === undefined || cap === null || userId === '') return true;
-    const day = utcDay(now);
-    const entry = this.cache.get(userId);
-    if (entry === undefined || entry.day !== day || now - entry.fetchedAt > this.config.capCacheMs) this.fetch(userId, day);
-    if (entry === undefined || entry.day !== day) return true;
-    if ((entry.counts.get(c.campaignId) ?? 0) >= cap.perDay) {
+    this.rollDay(utcDay(now));
+    if (this.capped.size !== 0 && this.capped.has(`${c.campaignId}\u0000${userId}`)) {
       this.stats.blockedBids++;
       return false;
     }
     return true;
   }
 
-  private fetch(userId: string, day: string): void {
-    if (this.inflight.has(userId) || !this.redis.isReady()) return;
-    this.inflight.add(userId);
-    this.stats.fetches++;
-    this.redis.client.hgetall(this.key(day, userId)).then(
-      (h) => {
-        this.inflight.delete(userId);
-        const counts = new Map<string, number>();
-        for (const k in h) counts.set(k, Number(h[k]));
-        this.put(userId, new UserCounts(day, counts, Date.now()));
-      },
-      (e: Error) => {
-        this.inflight.delete(userId);
-        this.stats.fetchErrors++;
-        if (this.stats.fetchErrors % 1000 === 1) this.logger.warn(`frequency cap read failed: ${e.message}`);
-      },
-    );
-  }
-
-  private put(userId: string, v: UserCounts): void {
-    this.cache.delete(userId);
-    this.cache.set(userId, v);
-    if (this.cache.size > MAX_USERS) {
-      const oldest = this.cache.keys().next();
-      if (!oldest.done) this.cache.delete(oldest.value);
-    }
-  }
-
-  /** Counts an impression (from the impression tracker). Throws when Redis cannot be reached. */
-  async recordImpression(userId: string, campaignId: string, now = Date.now()): Promise<void> {
+  /**
+   * Counts an impression (from the impression tracker); when it reaches the campaign's cap, tells every
+   * worker. Throws when Redis cannot be reached.
+   */
+  async recordImpression(userId: string, campaignId: string, crid: string, now = Date.now()): Promise<void> {
     if (userId === '') return;
     const day = utcDay(now);
-    const key = this.key(day, userId);
+    const key = this.countKey(day, userId);
     const res = await this.redis.client.multi().hincrby(key, campaignId, 1).expire(key, DAY_TTL_SECONDS).exec();
     if (res === null) throw new Error('frequency cap update aborted');
     this.stats.impressions++;
     const n = Number(res[0][1]);
-    // This worker knows at once; the others within one cache period.
-    const entry = this.cache.get(userId);
-    if (entry !== undefined && entry.day === day) entry.counts.set(campaignId, n);
+    const cap = this.store.current().get(crid)?.frequencyCap;
+    if (cap === undefined || cap === null || n < cap.perDay) return;
+    const pair = `${campaignId}\u0000${userId}`;
+    this.remember(day, pair);
+    const cappedKey = this.cappedKey(day);
+    await this.redis.client.multi().sadd(cappedKey, pair).expire(cappedKey, DAY_TTL_SECONDS).publish(CHANNEL, `${day}|${pair}`).exec();
   }
 }

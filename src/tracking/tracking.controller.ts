@@ -105,7 +105,7 @@ export class TrackingController {
       case 'imp':
         this.stats.count('imp', 'ok');
         this.log.log({ ...record, user: p.userId === '' ? null : p.userId });
-        this.caps.recordImpression(p.userId, p.cid).catch(() => {
+        this.caps.recordImpression(p.userId, p.cid, p.crid).catch(() => {
           this.stats.count('imp', 'cap_error');
         });
         void reply.code(200).header('content-type', 'image/gif').header('cache-control', 'no-store').send(PIXEL);
