@@ -44,10 +44,9 @@ if (selected.length === 0) {
   process.exit(1);
 }
 selected.sort();
-// --test-force-exit: a test file whose tests all finished may not keep CI waiting on a stray handle.
 const r = spawnSync(
   process.execPath,
-  ['--test', '--test-reporter=spec', '--test-concurrency=1', '--test-timeout=600000', '--test-force-exit', ...selected],
+  ['--test', '--test-reporter=spec', '--test-concurrency=1', '--test-timeout=600000', ...selected],
   { cwd: root, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } },
 );
 process.exit(r.status === null ? 1 : r.status);
