@@ -122,7 +122,7 @@ async function main(): Promise<void> {
   rows.push(['  parseBidRequest (lenient reader)', measure(() => parseBidRequest(parsed), iterations), '']);
   const codec = new PayloadCodec('k');
   const payload = { requestId: '80ce30c53c16e6ede735f123ef6e32361bfc7b22', bidId: 'b6a1c0a4-9d0b-4e43-8f4b-2f0c5b1f7a11', impId: '1', crid: 'cr-native-0042', cid: 'cmp-017', price: 1.37, cur: 'USD', ts: Date.now(), dealId: '', publisher: 'News Example', userId: 'u1' };
-  rows.push(['  tracking payload (lz-string + HMAC), once per bid', measure(() => codec.encode(payload), iterations), '']);
+  rows.push(['  tracking payload (packed + HMAC), once per bid', measure(() => codec.encode(payload), iterations), '']);
   await app.close();
   await redis.stop();
   fs.rmSync(spill, { recursive: true, force: true });

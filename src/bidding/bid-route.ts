@@ -20,7 +20,10 @@ export class BidRoute implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    const fastify = this.host.httpAdapter.getInstance<FastifyInstance>();
+    // An application context without HTTP (the micro-benchmark, some tests) has no adapter.
+    const adapter = this.host.httpAdapter as HttpAdapterHost['httpAdapter'] | null;
+    if (adapter === null) return;
+    const fastify = adapter.getInstance<FastifyInstance>();
     fastify.post(BID_PATH, (req, reply) => this.handle(req, reply));
   }
 

@@ -11,7 +11,8 @@ import { PacingGate } from '../tracking/pacing.gate';
 import { PayloadCodec } from '../tracking/payload';
 import { SpendService } from '../tracking/spend.service';
 import { BodyError, decodeBody, parseJson } from './body';
-import { bannerAdm, nativeAdm, vastAdm, type TrackingUrls } from './markup';
+import { bannerAdm, escapeHtml, nativeAdm, vastAdm, type TrackingUrls } from './markup';
+import { candidateJson, isJsonSafe } from './response-json';
 
 /** What the controller sends back. `body` is '' for 204. */
 export interface BidAnswer {
@@ -19,25 +20,6 @@ export interface BidAnswer {
   body: string;
   /** The no-bid or error reason (null on a bid). */
   reason: string | null;
-}
-
-export interface ResponseBid {
-  id: string;
-  impid: string;
-  price: number;
-  adm: string;
-  adomain: readonly string[];
-  crid: string;
-  cid: string;
-  cat: readonly string[];
-  attr: readonly number[];
-  mtype: MType;
-  nurl: string;
-  burl: string;
-  lurl: string;
-  w?: number;
-  h?: number;
-  dealid?: string;
 }
 
 // Exchange macros (OpenRTB 2.6 §4.4), substituted by the exchange before it calls the URL.
@@ -54,6 +36,8 @@ export class BiddingService {
   private readonly codec: PayloadCodec;
   private readonly base: string;
   private readonly secureBase: string;
+  /** The tracking base URLs need neither HTML nor JSON escaping (checked once; true for any usual URL). */
+  private readonly baseSafe: boolean;
 
   constructor(
     @Inject(CONFIG) private readonly config: Config,
@@ -67,6 +51,7 @@ export class BiddingService {
     this.base = config.trackingBaseUrl;
     // imp.secure = 1 needs https everywhere; TLS is expected to be terminated in front of the bidder.
     this.secureBase = config.trackingBaseUrl.replace(/^http:/, 'https:');
+    this.baseSafe = [this.base, this.secureBase].every((b) => isJsonSafe(b) && escapeHtml(b) === b);
   }
 
   /** Handles one POST body. Never throws for anything a client can send. */
@@ -116,7 +101,7 @@ export class BiddingService {
     if (cur === null) return { status: 204, body: '', reason: 'currency' };
     const index = this.store.current();
     const now = Date.now();
-    let bids: ResponseBid[] | null = null;
+    let bids: string | null = null;
     let reason: NoBidReason | null = null;
     for (let i = 0; i < req.imps.length; i++) {
       const imp = req.imps[i];
@@ -126,15 +111,17 @@ export class BiddingService {
         continue;
       }
       this.spend.commit(m.candidate);
-      (bids ??= []).push(this.buildBid(req, imp, m, cur, now));
+      const bid = this.buildBid(req, imp, m, cur, now);
+      bids = bids === null ? bid : `${bids},${bid}`;
       this.metrics.bidPrice(m.price);
     }
     if (bids === null) return { status: 204, body: '', reason: reason ?? 'no_candidates' };
-    const body = JSON.stringify({ id: req.id, cur, seatbid: [{ bid: bids }] });
+    const body = `{"id":${JSON.stringify(req.id)},"cur":${JSON.stringify(cur)},"seatbid":[{"bid":[${bids}]}]}`;
     return { status: 200, body, reason: null };
   }
 
-  private buildBid(req: BidRequest, imp: Imp, m: Match, cur: string, now: number): ResponseBid {
+  /** One bid's JSON text (OpenRTB 2.6 §4.3.3): id, impid, price, adm, adomain, crid, cid, cat, attr, mtype, nurl, burl, lurl, w, h, dealid. */
+  private buildBid(req: BidRequest, imp: Imp, m: Match, cur: string, now: number): string {
     const c = m.candidate;
     const bidId = randomUUID();
     const base = imp.secure ? this.secureBase : this.base;
@@ -151,43 +138,43 @@ export class BiddingService {
       publisher: req.publisher,
       userId: req.userId,
     });
-    const urls: TrackingUrls = { click: `${base}/t/click?${q}`, imp: `${base}/t/imp?${q}` };
+    // The payload query is base64url plus `&s=`: only `&` needs HTML escaping, and nothing JSON.
+    const clickBase = `${base}/t/click?`;
+    const impBase = `${base}/t/imp?`;
+    const qHtml = q.replace('&', '&amp;');
+    const urls: TrackingUrls = { click: clickBase + q, imp: impBase + q, clickHtml: clickBase + qHtml, impHtml: impBase + qHtml };
+    const cj = candidateJson(c);
     let adm: string;
+    let admSafe: boolean;
     switch (m.mtype) {
       case MType.Native:
         adm = nativeAdm(imp.native!, m.native ?? [], urls);
+        admSafe = false;
         break;
       case MType.Video:
         adm = vastAdm(c, urls, bidId, videoMime(c.video?.mimes ?? [], imp.video?.mimes ?? []));
+        admSafe = cj.vastSafe && this.baseSafe;
         break;
       default:
         adm = bannerAdm(c, urls);
+        admSafe = cj.bannerSafe && this.baseSafe;
     }
-    const bid: ResponseBid = {
-      id: bidId,
-      impid: imp.id,
-      price: m.price,
-      adm,
-      adomain: c.adomain,
-      crid: c.id,
-      cid: c.campaignId,
-      cat: c.cat,
-      attr: c.attr,
-      mtype: m.mtype,
-      nurl: `${base}/t/win?${q}${WIN_QS}`,
-      burl: `${base}/t/bill?${q}${WIN_QS}`,
-      lurl: `${base}/t/loss?${q}${LOSS_QS}`,
-    };
-    if (m.size !== null) {
-      bid.w = m.size.w;
-      bid.h = m.size.h;
-    } else if (m.mtype === MType.Video && c.video !== null) {
-      bid.w = c.video.w;
-      bid.h = c.video.h;
-    }
-    if (m.dealId !== null) bid.dealid = m.dealId;
-    return bid;
+    let bid =
+      `{"id":"${bidId}","impid":${JSON.stringify(imp.id)},"price":${JSON.stringify(m.price)},` +
+      `"adm":${quoted(adm, admSafe)}${cj.fields},"mtype":${m.mtype},` +
+      `"nurl":${quoted(`${base}/t/win?${q}${WIN_QS}`, this.baseSafe)},` +
+      `"burl":${quoted(`${base}/t/bill?${q}${WIN_QS}`, this.baseSafe)},` +
+      `"lurl":${quoted(`${base}/t/loss?${q}${LOSS_QS}`, this.baseSafe)}`;
+    if (m.size !== null) bid += `,"w":${m.size.w},"h":${m.size.h}`;
+    else if (m.mtype === MType.Video && c.video !== null) bid += `,"w":${c.video.w},"h":${c.video.h}`;
+    if (m.dealId !== null) bid += `,"dealid":${JSON.stringify(m.dealId)}`;
+    return `${bid}}`;
   }
+}
+
+/** A JSON string literal; `safe` says `s` is known to need no escaping. */
+function quoted(s: string, safe: boolean): string {
+  return safe ? `"${s}"` : JSON.stringify(s);
 }
 
 /** The first of the candidate's mimes the imp accepts (any, when the imp lists none). */

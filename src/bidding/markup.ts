@@ -5,9 +5,17 @@
 import { NativeAssetKind, type NativeImp } from '../openrtb/types';
 import type { Candidate, NativeFill } from '../targeting/types';
 
+/** The click and impression URLs of a bid, plain and HTML-escaped (attribute values). */
 export interface TrackingUrls {
   readonly click: string;
   readonly imp: string;
+  readonly clickHtml: string;
+  readonly impHtml: string;
+}
+
+/** TrackingUrls from plain URLs (the bid path builds the escaped forms without scanning). */
+export function trackingUrls(click: string, imp: string): TrackingUrls {
+  return { click, imp, clickHtml: escapeHtml(click), impHtml: escapeHtml(imp) };
 }
 
 const HTML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
@@ -17,14 +25,17 @@ export function escapeHtml(s: string): string {
   return HTML_SPECIAL.test(s) ? s.replace(HTML_SPECIAL, (c) => HTML_ESCAPES[c] ?? c) : s;
 }
 
-/** Banner: a linked image plus an impression pixel. */
+/**
+ * Banner: a linked image plus an impression pixel. Attribute values are single-quoted (escapeHtml
+ * escapes both quotes), so the markup holds no `"` and needs no escaping inside the JSON response.
+ */
 export function bannerAdm(c: Candidate, urls: TrackingUrls): string {
   const b = c.banner;
   if (b === null) throw new Error(`candidate ${c.id} has no banner`);
   return (
-    `<a href="${escapeHtml(urls.click)}" target="_blank" rel="noopener">` +
-    `<img src="${escapeHtml(b.imageUrl)}" width="${b.w}" height="${b.h}" alt="" style="border:0"></a>` +
-    `<img src="${escapeHtml(urls.imp)}" width="1" height="1" alt="" style="display:none">`
+    `<a href='${urls.clickHtml}' target='_blank' rel='noopener'>` +
+    `<img src='${escapeHtml(b.imageUrl)}' width='${b.w}' height='${b.h}' alt='' style='border:0'></a>` +
+    `<img src='${urls.impHtml}' width='1' height='1' alt='' style='display:none'>`
   );
 }
 
@@ -40,24 +51,24 @@ function vastDuration(seconds: number): string {
   return `${hh}:${mm}:${ss}.000`;
 }
 
-/** Video: VAST 4.1 InLine with impression and click tracking. `bidId` is the AdServingId. */
+/** Video: VAST 4.1 InLine with impression and click tracking. `bidId` is the AdServingId. Attributes single-quoted, as for banners. */
 export function vastAdm(c: Candidate, urls: TrackingUrls, bidId: string, mime: string): string {
   const v = c.video;
   if (v === null) throw new Error(`candidate ${c.id} has no video`);
   const id = escapeHtml(c.id);
   return (
-    `<VAST version="4.1"><Ad id="${id}"><InLine>` +
-    `<AdSystem version="1">openrtb-bidder</AdSystem>` +
+    `<VAST version='4.1'><Ad id='${id}'><InLine>` +
+    `<AdSystem version='1'>openrtb-bidder</AdSystem>` +
     `<AdServingId>${escapeHtml(bidId)}</AdServingId>` +
     `<AdTitle>${escapeHtml(c.native?.title ?? c.id)}</AdTitle>` +
     `<Advertiser>${escapeHtml(c.adomain[0] ?? '')}</Advertiser>` +
-    `<Impression id="imp">${cdata(urls.imp)}</Impression>` +
-    `<Creatives><Creative id="${id}" adId="${escapeHtml(c.campaignId)}">` +
-    `<UniversalAdId idRegistry="unknown">${id}</UniversalAdId>` +
+    `<Impression id='imp'>${cdata(urls.imp)}</Impression>` +
+    `<Creatives><Creative id='${id}' adId='${escapeHtml(c.campaignId)}'>` +
+    `<UniversalAdId idRegistry='unknown'>${id}</UniversalAdId>` +
     `<Linear><Duration>${vastDuration(v.duration)}</Duration>` +
-    `<MediaFiles><MediaFile delivery="progressive" type="${escapeHtml(mime)}" width="${v.w}" height="${v.h}" bitrate="${v.bitrate}">` +
+    `<MediaFiles><MediaFile delivery='progressive' type='${escapeHtml(mime)}' width='${v.w}' height='${v.h}' bitrate='${v.bitrate}'>` +
     `${cdata(v.mediaUrl)}</MediaFile></MediaFiles>` +
-    `<VideoClicks><ClickThrough id="click">${cdata(urls.click)}</ClickThrough></VideoClicks>` +
+    `<VideoClicks><ClickThrough id='click'>${cdata(urls.click)}</ClickThrough></VideoClicks>` +
     `</Linear></Creative></Creatives></InLine></Ad></VAST>`
   );
 }

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { bannerAdm, escapeHtml, nativeAdm, vastAdm } from '../../src/bidding/markup';
+import { bannerAdm, escapeHtml, nativeAdm, trackingUrls, vastAdm } from '../../src/bidding/markup';
 import { NativeAssetKind, type NativeImp } from '../../src/openrtb/types';
 import type { Candidate, NativeFill } from '../../src/targeting/types';
 
-const urls = { click: 'https://t.example/t/click?p=a+b$c&s=x', imp: 'https://t.example/t/imp?p=a+b$c&s=x' };
+const urls = trackingUrls('https://t.example/t/click?p=a+b$c&s=x', 'https://t.example/t/imp?p=a+b$c&s=x');
 
 const candidate: Candidate = {
   id: 'cr-1', campaignId: 'c-1', kind: 'video', adomain: ['brand.example'], cat: ['IAB1'], attr: [], price: 1,
@@ -58,18 +58,20 @@ describe('native assembly', () => {
 describe('banner and video markup', () => {
   it('banner escapes URLs in attributes and carries an impression pixel', () => {
     const adm = bannerAdm(candidate, urls);
-    assert.ok(adm.includes('href="https://t.example/t/click?p=a+b$c&amp;s=x"'));
-    assert.ok(adm.includes('src="https://cdn.example/a.png?x=1&amp;y=2"'));
-    assert.ok(adm.includes('src="https://t.example/t/imp?p=a+b$c&amp;s=x"'));
-    assert.ok(adm.includes('width="300" height="250"'));
+    assert.ok(adm.includes("href='https://t.example/t/click?p=a+b$c&amp;s=x'"));
+    assert.ok(adm.includes("src='https://cdn.example/a.png?x=1&amp;y=2'"));
+    assert.ok(adm.includes("src='https://t.example/t/imp?p=a+b$c&amp;s=x'"));
+    assert.ok(adm.includes("width='300' height='250'"));
+    // Single-quoted attributes: nothing for the JSON response to escape.
+    assert.ok(!adm.includes('"'));
   });
   it('VAST 4.1 inline with impression, click-through, media file and duration', () => {
     const adm = vastAdm(candidate, urls, 'bid-1', 'video/mp4');
-    assert.match(adm, /^<VAST version="4\.1"><Ad id="cr-1"><InLine>/);
-    assert.ok(adm.includes(`<Impression id="imp"><![CDATA[${urls.imp}]]></Impression>`));
-    assert.ok(adm.includes(`<ClickThrough id="click"><![CDATA[${urls.click}]]></ClickThrough>`));
+    assert.match(adm, /^<VAST version='4\.1'><Ad id='cr-1'><InLine>/);
+    assert.ok(adm.includes(`<Impression id='imp'><![CDATA[${urls.imp}]]></Impression>`));
+    assert.ok(adm.includes(`<ClickThrough id='click'><![CDATA[${urls.click}]]></ClickThrough>`));
     assert.ok(adm.includes('<Duration>00:00:30.000</Duration>'));
-    assert.ok(adm.includes('type="video/mp4" width="640" height="360"'));
+    assert.ok(adm.includes("type='video/mp4' width='640' height='360'"));
     assert.ok(adm.includes('<AdServingId>bid-1</AdServingId>'));
   });
   it('escapeHtml covers the five specials', () => {

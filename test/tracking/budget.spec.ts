@@ -142,7 +142,7 @@ describe('frequency caps', () => {
     for (let i = 0; i < 2; i++) {
       const b = await bid(i % 2, { banner: { w: 728, h: 90 } }, user);
       assert.ok(b !== null, `bid ${i} for a user under the cap`);
-      const impUrl = /<img src="([^"]+\/t\/imp\?[^"]+)"/.exec(b.adm)![1].replace(/&amp;/g, '&');
+      const impUrl = /<img src='([^']+\/t\/imp\?[^']+)'/.exec(b.adm)![1].replace(/&amp;/g, '&');
       assert.equal(await fire(1 - (i % 2), impUrl, 0), 200);
     }
     await sleep(100); // pub/sub news of the capped pair reaching the other worker

@@ -64,13 +64,13 @@ describe('notice round trips', () => {
     const loss = await get(local(bid.lurl, { AUCTION_PRICE: clearing, AUCTION_LOSS: '102' }));
     assert.equal(loss.status, 204);
 
-    const impUrl = /<img src="([^"]+\/t\/imp\?[^"]+)"/.exec(bid.adm)![1].replace(/&amp;/g, '&');
+    const impUrl = /<img src='([^']+\/t\/imp\?[^']+)'/.exec(bid.adm)![1].replace(/&amp;/g, '&');
     const imp = await get(local(impUrl, {}));
     assert.equal(imp.status, 200);
     assert.equal(imp.headers['content-type'], 'image/gif');
     assert.equal(imp.body.subarray(0, 3).toString(), 'GIF');
 
-    const clickUrl = /<a href="([^"]+\/t\/click\?[^"]+)"/.exec(bid.adm)![1].replace(/&amp;/g, '&');
+    const clickUrl = /<a href='([^']+\/t\/click\?[^']+)'/.exec(bid.adm)![1].replace(/&amp;/g, '&');
     const click = await get(local(clickUrl, {}));
     assert.equal(click.status, 302);
     assert.match(String(click.headers.location), /^https:\/\//);

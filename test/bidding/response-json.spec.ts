@@ -1,0 +1,110 @@
+/**
+ * The bid response is built by concatenation, skipping JSON escaping for parts known to need none
+ * (src/bidding/response-json.ts). These tests feed it the parts that do need escaping, from the
+ * campaigns and from the configuration, and check the answers are still exact JSON.
+ */
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { isJsonSafe } from '../../src/bidding/response-json';
+import { request, startTestApp, type TestApp } from '../support/app';
+
+describe('isJsonSafe', () => {
+  const cases: Array<[string, boolean]> = [
+    ['https://cdn.example/a.png?x=1&amp;y=2', true],
+    ["<a href='x'>ü ✓ 新</a>", true],
+    ['say "hi"', false],
+    ['back\\slash', false],
+    ['tab\there', false],
+    ['\u0000', false],
+    ['lone \ud800 surrogate', false],
+    ['', true],
+  ];
+  for (const [s, safe] of cases) {
+    it(`${JSON.stringify(s)} → ${safe}`, () => {
+      assert.equal(isJsonSafe(s), safe);
+      assert.equal(JSON.stringify(s) === `"${s}"`, safe);
+    });
+  }
+});
+
+const AWKWARD = 'Say "hi" \\ to\ttabs </script> \u2028 ✓';
+const campaigns = {
+  version: 1,
+  currency: 'USD',
+  campaigns: [
+    {
+      id: 'cmp-"q"',
+      name: 'awkward strings',
+      adomain: ['awkward.example'],
+      cat: ['IAB1'],
+      landingUrl: 'https://awkward.example/?q="x"',
+      budget: { total: 1000, daily: 100 },
+      targeting: { inventory: null, deviceTypes: [], os: [], countries: [] },
+      creatives: [
+        { id: 'cr-banner-"1"', type: 'banner', price: 2, attr: [], banner: { w: 300, h: 250, imageUrl: 'https://cdn.awkward.example/a\\b"c.png' } },
+        {
+          id: 'cr-video-"2"',
+          type: 'video',
+          price: 2,
+          attr: [],
+          video: { mimes: ['video/mp4'], duration: 15, protocols: [2, 3, 7], w: 640, h: 360, mediaUrl: 'https://cdn.awkward.example/v"1".mp4', bitrate: 800 },
+        },
+        {
+          id: 'cr-native-3',
+          type: 'native',
+          price: 2,
+          attr: [],
+          native: { title: AWKWARD, description: AWKWARD, sponsoredBy: 'A "sponsor"', cta: 'Go', image: { url: 'https://cdn.awkward.example/i.png', w: 1200, h: 627 } },
+        },
+      ],
+    },
+  ],
+};
+
+describe('bid responses with strings that need JSON escaping', () => {
+  let t: TestApp;
+  let dir: string;
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-json-'));
+    const file = path.join(dir, 'campaigns.json');
+    fs.writeFileSync(file, JSON.stringify(campaigns));
+    // A base URL with a quote: every tracking URL then takes the escaping path too.
+    t = await startTestApp({ CAMPAIGNS_FILE: file, TRACKING_BASE_URL: 'http://127.0.0.1:9/t"k' });
+  });
+  after(async () => {
+    await t.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function bid(imp: object): Promise<{ adm: string; crid: string; cid: string; nurl: string }> {
+    const r = await request(`${t.url}/openrtb2/bid`, { body: JSON.stringify({ id: 'j-1', imp: [{ id: '1', ...imp }], site: { domain: 'a.example' } }) });
+    assert.equal(r.status, 200, r.body.toString());
+    const text = r.body.toString();
+    const res = JSON.parse(text) as { seatbid: Array<{ bid: Array<{ adm: string; crid: string; cid: string; nurl: string }> }> };
+    // Exactly what JSON.stringify would have written.
+    assert.equal(text, JSON.stringify(res));
+    return res.seatbid[0].bid[0];
+  }
+
+  it('banner', async () => {
+    const b = await bid({ banner: { w: 300, h: 250 } });
+    assert.equal(b.crid, 'cr-banner-"1"');
+    assert.equal(b.cid, 'cmp-"q"');
+    assert.ok(b.adm.includes('a\\b&quot;c.png'), b.adm);
+    assert.ok(b.nurl.startsWith('http://127.0.0.1:9/t"k/t/win?p='));
+  });
+  it('video', async () => {
+    const b = await bid({ video: { mimes: ['video/mp4'], protocols: [2, 3], w: 640, h: 360, minduration: 5, maxduration: 30 } });
+    assert.ok(b.adm.includes(`<![CDATA[https://cdn.awkward.example/v"1".mp4]]>`), b.adm);
+    assert.ok(b.adm.includes(`<Ad id='cr-video-&quot;2&quot;'>`), b.adm);
+  });
+  it('native', async () => {
+    const request = JSON.stringify({ ver: '1.2', assets: [{ id: 1, required: 1, title: { len: 90 } }, { id: 2, required: 0, data: { type: 1 } }] });
+    const b = await bid({ native: { ver: '1.2', request } });
+    const adm = JSON.parse(b.adm) as { assets: Array<{ id: number; title?: { text: string }; data?: { value: string } }> };
+    assert.equal(adm.assets.find((a) => a.id === 1)?.title?.text.slice(0, 10), AWKWARD.slice(0, 10));
+  });
+});
