@@ -9,6 +9,8 @@
 import type { Candidate } from '../targeting/types';
 import { escapeHtml } from './markup';
 
+// Quote, backslash, control characters, surrogates (JSON.stringify escapes lone ones).
+// eslint-disable-next-line no-control-regex
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /** True when `JSON.stringify(s)` is `"` + s + `"`. */
