@@ -11,7 +11,7 @@
 // request id), STRICT (1: hold responses to the bidder's rules, 0: any well-formed bid),
 // POOL_SIZE, SEED, SUMMARY_JSON (where handleSummary writes the full summary), NOTICE_SHARE (share
 // of bids whose win notice and impression tracker are then called, as an exchange and a browser
-// would; bidder runs only, default 0.1).
+// would; default 0.1).
 import http from 'k6/http';
 import exec from 'k6/execution';
 import { check } from 'k6';
@@ -29,7 +29,8 @@ const POOL_SIZE = Number(__ENV.POOL_SIZE || 2048);
 const SEED = Number(__ENV.SEED || 20240501);
 const RAMP = S.scenario === 'ramp';
 const SETTLE_MS = S.rampSettle * 1000;
-const NOTICE_SHARE = STRICT ? Number(__ENV.NOTICE_SHARE === undefined ? 0.1 : __ENV.NOTICE_SHARE) : 0;
+// Both the bidder and the baseline get them (the baseline's notice URLs point at its own /t/* routes).
+const NOTICE_SHARE = Number(__ENV.NOTICE_SHARE === undefined ? 0.1 : __ENV.NOTICE_SHARE);
 // Notices are requests of their own: tagged apart (scenario `notices`, kind `notice`) so that the bid
 // figures (latency, rates, CPU per bid request) count bid requests only.
 const NOTICE_TAGS = { scenario: 'notices', kind: 'notice' };

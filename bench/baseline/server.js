@@ -11,7 +11,12 @@ const fastify = require('fastify');
 const port = Number(process.env.PORT || 8090);
 const host = process.env.HOST || '127.0.0.1';
 
-// A realistic response body (~0.9 KB, banner markup and notices), serialized once.
+// A realistic response body (~1.1 KB, banner markup and notices), serialized once. The notice URLs
+// point at this server's own /t/* routes, with a payload of the bidder's usual size, so that the load
+// test's win notices and impression trackers (NOTICE_SHARE) reach the baseline as they reach the
+// bidder: the same load on both.
+const BASE = `http://${host}:${port}`;
+const Q = `p=A${'x'.repeat(199)}&s=${'y'.repeat(22)}`;
 const ADM =
   '<a href="https://click.example/c?cr=cr-1&amp;u=https%3A%2F%2Fadvertiser.example%2Flanding">' +
   '<img src="https://cdn.example/creatives/cr-1/300x250.jpg" width="300" height="250" alt="Ad"></a>' +
@@ -20,9 +25,9 @@ const tail = (mtype) =>
   JSON.stringify({
     price: 1.23,
     adid: 'ad-1',
-    nurl: 'https://track.example/win?b=${AUCTION_BID_ID}&p=${AUCTION_PRICE}',
-    burl: 'https://track.example/bill?b=${AUCTION_BID_ID}&p=${AUCTION_PRICE}',
-    lurl: 'https://track.example/loss?b=${AUCTION_BID_ID}&r=${AUCTION_LOSS}',
+    nurl: `${BASE}/t/win?${Q}&price=\${AUCTION_PRICE}&cur=\${AUCTION_CURRENCY}`,
+    burl: `${BASE}/t/bill?${Q}&price=\${AUCTION_PRICE}&cur=\${AUCTION_CURRENCY}`,
+    lurl: `${BASE}/t/loss?${Q}&price=\${AUCTION_PRICE}&loss=\${AUCTION_LOSS}`,
     adm: ADM,
     adomain: ['advertiser.example'],
     cid: 'campaign-1',
@@ -32,6 +37,7 @@ const tail = (mtype) =>
     h: 250,
     mtype,
   }).slice(1) + '],"seat":"baseline"}],"cur":';
+const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 const TAILS = { 1: tail(1), 2: tail(2), 3: tail(3), 4: tail(4) };
 
 function mtypeOf(imp) {
@@ -70,6 +76,11 @@ async function main() {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, payload, done) => done(null, payload));
   app.post('/openrtb2/bid', bid);
+  // Notices and trackers: 204, or the 1x1 GIF for impressions, as the bidder answers them.
+  app.get('/t/:event', (request, reply) => {
+    if (request.params.event === 'imp') reply.header('content-type', 'image/gif').send(PIXEL);
+    else reply.code(204).send();
+  });
   app.get('/health/ready', (_req, reply) => reply.send({ ok: true }));
   await app.listen({ port, host });
   if (typeof process.send === 'function') process.send('ready');

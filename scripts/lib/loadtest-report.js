@@ -259,13 +259,17 @@ function referenceTables(rep, lines, h) {
         '"errors" counts every response that was neither a valid bid nor a 204.',
     );
   }
-  if (bidder && bidder.notices) {
-    const n = bidder.notices;
+  const withNotices = Object.keys(rep.targets).filter((name) => rep.targets[name].notices);
+  if (withNotices.length > 0) {
+    const counts = withNotices.map((name) => {
+      const n = rep.targets[name].notices;
+      return `${name}: ${int(n.count)} notice requests, ${int(n.failed)} failed, p99 ${f(n.p99)} ms`;
+    });
     lines.push(
       '',
-      `For a share of the bids (NOTICE_SHARE, default 10 %) k6 then called the win notice and the impression tracker, as an exchange and a browser would: ` +
-        `${int(n.count)} notice requests, ${int(n.failed)} failed, p99 ${f(n.p99)} ms. They are not counted as requests above; ` +
-        'the server CPU they cost is included in the bidder\'s CPU per request below.',
+      `For a share of the bids (NOTICE_SHARE, default 10 %) k6 then called the win notice and the impression tracker, as an exchange and a browser would ` +
+        `(${counts.join('; ')}). They are not counted as requests above; the server CPU they cost is included in the CPU per request below, ` +
+        'for the baseline too (its bids point at its own fixed /t/* routes). The baseline bids on every request and the bidder on fewer, so the baseline gets somewhat more of them.',
     );
   }
   lines.push('', `${h} Server cost at ${s.rate}/s`, '');
