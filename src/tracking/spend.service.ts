@@ -53,16 +53,47 @@ export function utcDay(ms: number): string {
 class CampaignBudget {
   /** USD this worker may still commit to bids until the next refresh. */
   lease = 0;
-  /** Bid cost committed per refresh tick, newest last (a ring of BUDGET_WINDOW_MS). */
-  readonly ticks: number[];
+  /** Bid cost committed per refresh tick: a ring of BUDGET_WINDOW_MS, `sum` its total. */
+  readonly ticks: Float64Array;
+  private head = 0;
+  sum = 0;
   current = 0;
   constructor(
     readonly total: number,
     readonly daily: number,
     windowTicks: number,
   ) {
-    this.ticks = new Array<number>(windowTicks).fill(0);
+    this.ticks = new Float64Array(windowTicks);
   }
+
+  /** Ends a tick: what was committed during it joins the window, the oldest tick leaves. */
+  slide(): void {
+    this.sum += this.current - this.ticks[this.head];
+    this.ticks[this.head] = this.current;
+    this.head = (this.head + 1) % this.ticks.length;
+    this.current = 0;
+    // Float drift of the running sum stays far below a micro-dollar, but never let it go negative.
+    if (this.sum < 0) this.sum = 0;
+  }
+
+  /** Carries the window over to a campaign whose budget changed (a reload). */
+  copyWindow(from: CampaignBudget): void {
+    for (let i = 0; i < this.ticks.length && i < from.ticks.length; i++) this.ticks[i] = from.ticks[(from.head + i) % from.ticks.length];
+    this.head = Math.min(from.ticks.length, this.ticks.length) % this.ticks.length;
+    this.sum = 0;
+    for (let i = 0; i < this.ticks.length; i++) this.sum += this.ticks[i];
+    this.current = from.current;
+  }
+}
+
+/** The budgeted campaigns of one candidate index and their Redis keys, built once per index (and day). */
+interface RefreshPlan {
+  readonly index: object;
+  readonly ids: string[];
+  readonly budgets: Array<{ total: number; daily: number }>;
+  readonly totalKeys: string[];
+  day: string;
+  dailyKeys: string[];
 }
 
 @Injectable()
@@ -73,6 +104,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   private timer: NodeJS.Timeout | null = null;
   private refreshing: Promise<void> | null = null;
   private lastRefreshOk = 0;
+  private plan: RefreshPlan | null = null;
   readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0 };
 
   constructor(
@@ -138,12 +170,35 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     return this.refreshing;
   }
 
+  /** Campaign ids and keys for the current index and day; rebuilt only when either changes (4 refreshes/s are cheap). */
+  private refreshPlan(day: string): RefreshPlan {
+    const index = this.store.current();
+    let plan = this.plan;
+    if (plan === null || plan.index !== index) {
+      const campaigns = new Map<string, { total: number; daily: number }>();
+      for (const c of index.candidates) if (c.budget) campaigns.set(c.campaignId, c.budget);
+      const ids = [...campaigns.keys()];
+      plan = {
+        index,
+        ids,
+        budgets: ids.map((id) => campaigns.get(id)!),
+        totalKeys: ids.map((id) => this.key('spend', id, 'total')),
+        day: '',
+        dailyKeys: [],
+      };
+      this.plan = plan;
+    }
+    if (plan.day !== day) {
+      plan.day = day;
+      plan.dailyKeys = plan.ids.map((id) => this.key('spend', id, day));
+    }
+    return plan;
+  }
+
   private async doRefresh(now: number): Promise<void> {
     try {
-      const campaigns = new Map<string, { total: number; daily: number }>();
-      for (const c of this.store.current().candidates) if (c.budget) campaigns.set(c.campaignId, c.budget);
-      const ids = [...campaigns.keys()];
-      const day = utcDay(now);
+      const plan = this.refreshPlan(utcDay(now));
+      const ids = plan.ids;
       const r = this.redis.client;
       const workersKey = this.key('workers');
       const pipe = r.pipeline();
@@ -152,8 +207,8 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       pipe.zcard(workersKey);
       pipe.pexpire(workersKey, 60_000);
       if (ids.length > 0) {
-        pipe.mget(ids.map((id) => this.key('spend', id, 'total')));
-        pipe.mget(ids.map((id) => this.key('spend', id, day)));
+        pipe.mget(plan.totalKeys);
+        pipe.mget(plan.dailyKeys);
       }
       const res = await pipe.exec();
       if (res === null) throw new Error('pipeline aborted');
@@ -161,30 +216,26 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       const workers = Math.max(1, Number(res[2][1]));
       const totals = ids.length > 0 ? (res[4][1] as Array<string | null>) : [];
       const dailies = ids.length > 0 ? (res[5][1] as Array<string | null>) : [];
-      const seen = new Set<string>();
       for (let i = 0; i < ids.length; i++) {
         const id = ids[i];
-        const cfg = campaigns.get(id)!;
-        seen.add(id);
+        const cfg = plan.budgets[i];
         let b = this.budgets.get(id);
         if (b === undefined || b.total !== cfg.total || b.daily !== cfg.daily) {
           const fresh = new CampaignBudget(cfg.total, cfg.daily, this.windowTicks);
-          if (b !== undefined) fresh.ticks.splice(0, fresh.ticks.length, ...b.ticks.slice(-fresh.ticks.length));
+          if (b !== undefined) fresh.copyWindow(b);
           b = fresh;
           this.budgets.set(id, b);
         }
         const spentTotal = Number(totals[i] ?? 0) / MICRO;
         const spentToday = Number(dailies[i] ?? 0) / MICRO;
         const remaining = Math.max(0, Math.min(b.total - spentTotal, b.daily - spentToday));
-        // Slide the window: the tick just ended joins it, the oldest leaves.
-        b.ticks.shift();
-        b.ticks.push(b.current);
-        b.current = 0;
-        let inflight = 0;
-        for (let t = 0; t < b.ticks.length; t++) inflight += b.ticks[t];
-        b.lease = Math.max(0, remaining / workers - inflight);
+        b.slide();
+        b.lease = Math.max(0, remaining / workers - b.sum);
       }
-      for (const id of [...this.budgets.keys()]) if (!seen.has(id)) this.budgets.delete(id);
+      if (this.budgets.size > ids.length) {
+        const live = new Set(ids);
+        for (const id of [...this.budgets.keys()]) if (!live.has(id)) this.budgets.delete(id);
+      }
       this.stats.refreshes++;
       this.lastRefreshOk = now;
     } catch (e) {
