@@ -7,12 +7,11 @@ import { NoticeStats } from './notice-stats';
 import { TrackingMetrics } from './tracking.metrics';
 import { PacingGate } from './pacing.gate';
 import { SpendService } from './spend.service';
-import { TrackingController } from './tracking.controller';
+import { TrackingRoutes } from './tracking.routes';
 
 @Module({
   imports: [LogModule, RedisModule, TargetingModule],
-  controllers: [TrackingController],
-  providers: [SpendService, CapsService, PacingGate, NoticeStats, TrackingMetrics],
+  providers: [TrackingRoutes, SpendService, CapsService, PacingGate, NoticeStats, TrackingMetrics],
   exports: [SpendService, CapsService, PacingGate, NoticeStats],
 })
 export class TrackingModule {}

@@ -1,5 +1,6 @@
-import { Controller, Get, Inject, Param, Req, Res } from '@nestjs/common';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CONFIG, type Config } from '../config/config';
 import { LogService } from '../log/log.service';
 import { CampaignStore, type CandidateIndex } from '../targeting/campaign-store';
@@ -29,12 +30,15 @@ function findCreative(index: CandidateIndex, crid: string): Candidate | undefine
  * Notice and tracker endpoints, the targets of every bid's nurl/burl/lurl, impression tracker and
  * click URL: `GET /t/{win,bill,loss,imp,click}?p=<payload>&s=<signature>&<macros>`.
  * Each logs one record of its type through the log pipeline. Forged or tampered payloads: 403.
+ * Registered on the Fastify instance itself, like the bid route (src/bidding/bid-route.ts): notices
+ * are hot too (one win notice and one impression per won bid) and skip Nest's router.
  */
-@Controller('t')
-export class TrackingController {
+@Injectable()
+export class TrackingRoutes implements OnModuleInit {
   private readonly codec: PayloadCodec;
 
   constructor(
+    private readonly host: HttpAdapterHost,
     @Inject(CONFIG) config: Config,
     private readonly log: LogService,
     private readonly store: CampaignStore,
@@ -45,8 +49,17 @@ export class TrackingController {
     this.codec = new PayloadCodec(config.trackingSecret);
   }
 
-  @Get(':event')
-  async notice(@Param('event') event: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  onModuleInit(): void {
+    // An application context without HTTP (the micro-benchmark, some tests) has no adapter.
+    const adapter = this.host.httpAdapter as HttpAdapterHost['httpAdapter'] | null;
+    if (adapter === null) return;
+    adapter.getInstance<FastifyInstance>().get<{ Params: { event: string } }>('/t/:event', async (req, reply) => {
+      await this.notice(req.params.event, req, reply);
+      return reply;
+    });
+  }
+
+  async notice(event: string, req: FastifyRequest, reply: FastifyReply): Promise<void> {
     if (!isNoticeEvent(event)) {
       void reply.code(404).send({ error: 'unknown notice type' });
       return;
