@@ -26,6 +26,8 @@ function prefix(key: string): string {
 export interface RawJson {
   readonly key: string;
   readonly json: string;
+  /** The caller knows the text holds no CR or LF (it serialized it, or scanned the bytes it came from). */
+  readonly singleLine?: boolean;
 }
 
 /**

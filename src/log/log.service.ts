@@ -8,7 +8,7 @@ import {
 } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import { RedisService } from '../redis/redis.service';
-import { lineHead, rawText } from './log-line';
+import { lineHead, rawText, type RawJson } from './log-line';
 import { LogPipeline } from './log-pipeline';
 import { RedisFrameSink } from './log-sink';
 import type { LogRecord, LogStats } from './log.types';
@@ -50,15 +50,16 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
   /**
    * Logs one record: O(1), synchronous, no I/O, never throws. The line starts with `ts`, `type`,
    * `worker` and `name`, then the record's other fields; `raw` embeds an already-serialized JSON
-   * text (the bid request body) under `raw.key` without parsing or re-serializing it.
+   * text (the bid request body) under `raw.key` without parsing or re-serializing it; line breaks in
+   * it become spaces unless `raw.singleLine` says there are none (the caller knows it more cheaply).
    */
-  log(record: LogRecord, raw?: { key: string; json: string }): void {
+  log(record: LogRecord, raw?: RawJson): void {
     const ts = Date.now();
     let head: string;
     let tail: string | null = null;
     try {
       head = lineHead(ts, this.workerJson, record, raw ? raw.key : null);
-      if (raw) tail = rawText(raw.json);
+      if (raw) tail = raw.singleLine === true && raw.json.length > 0 ? raw.json : rawText(raw.json);
     } catch {
       // A field that JSON cannot hold (BigInt, cycle): keep the record's identity, never throw.
       head = lineHead(ts, this.workerJson, { type: record.type, id: String(record.id), name: String(record.name), error: 'unserializable record' }, null);

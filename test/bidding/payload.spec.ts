@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import * as lz from 'lz-string';
 import { PAYLOAD_VERSION, PayloadCodec, PayloadError, type TrackingPayload } from '../../src/tracking/payload';
@@ -78,6 +79,17 @@ describe('tracking payload codec', () => {
     buf[0] = 3;
     const p = buf.toString('base64url');
     assert.throws(() => codec.decode(p, codec.sign(p)), (e: unknown) => e instanceof PayloadError && e.reason === 'bad_version');
+  });
+  it('signs with exactly HMAC-SHA256 (first 16 bytes, base64url), for any key and message length', () => {
+    const secrets = ['k', 'dev-secret', 'x'.repeat(64), 'y'.repeat(65), 'z'.repeat(300), 'geheim-schlüssel-✓'];
+    for (const secret of secrets) {
+      const c = new PayloadCodec(secret);
+      for (let i = 0; i < 50; i++) {
+        const m = i === 0 ? '' : i === 1 ? 'ü✓新'.repeat(200) : randomBytes(i * 13).toString('base64url');
+        const expected = createHmac('sha256', secret).update(m).digest().subarray(0, 16).toString('base64url');
+        assert.equal(c.sign(m), expected, `secret of ${secret.length} chars, message of ${m.length}`);
+      }
+    }
   });
   it('contains no characters that break URLs or exchange macros', () => {
     const q = codec.encode(sample);

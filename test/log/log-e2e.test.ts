@@ -96,6 +96,22 @@ describe('bid log end to end (in-process app, real Redis)', () => {
     assert.ok(row.records > 0 && row.rawBytes > row.compressedBytes);
   });
 
+  it('a pretty-printed request (CRLF line breaks) is logged on one line, request and response embedded', async () => {
+    const r = await boot('e2e-pretty');
+    const body = JSON.stringify({ id: 'pretty-1', imp: [{ id: '1', banner: { w: 300, h: 250 } }], site: { domain: 'a.example' } }, null, 2).replace(/\n/g, '\r\n');
+    assert.ok(body.includes('\r\n'));
+    const res = await fetch(`${r.url}/openrtb2/bid`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    assert.equal(res.status, 200);
+    const answer = (await res.json()) as { id: string };
+    await close(r);
+    const { records } = await readRedisLog(redis.url, r.key);
+    assertExactlyOnce(records, ['pretty-1']);
+    const req = records.find((x) => x.type === 'request')!;
+    const rsp = records.find((x) => x.type === 'response')!;
+    assert.equal((req.req as { id: string }).id, 'pretty-1');
+    assert.deepEqual(rsp.res, answer);
+  });
+
   it('Redis stopped during traffic (memory bound, then disk), restarted: still exactly N and N', async () => {
     const r = await boot('e2e-outage', {
       LOG_MAX_MEMORY_BYTES: String(256 * 1024),
