@@ -10,8 +10,8 @@
 // RAMP_START, RAMP_STEP, RAMP_MAX, RAMP_STEP_DURATION, RAMP_P99_MS, RUN_ID (prefix of every
 // request id), STRICT (1: hold responses to the bidder's rules, 0: any well-formed bid),
 // POOL_SIZE, SEED, SUMMARY_JSON (where handleSummary writes the full summary), NOTICE_SHARE (share
-// of bids whose win notice and impression tracker are then called, as an exchange and a browser
-// would; default 0.1).
+// of bid requests followed by the win notice and impression tracker of the bid, or of the last bid
+// seen after a no-bid, as an exchange and a browser would call them; default 0.1).
 import http from 'k6/http';
 import exec from 'k6/execution';
 import { check } from 'k6';
@@ -99,17 +99,24 @@ export default function bid(data) {
     warned++;
     console.warn(`invalid response to ${id} (${sc.name}): ${reason}${res.error ? ` [${res.error}]` : ''}`);
   }
-  if (res.status === 200 && reason === '' && NOTICE_SHARE > 0 && Math.random() < NOTICE_SHARE) notices(res.body);
+  // Notices for a share of the *requests*, the same share on every server: when this request got no
+  // bid, the notices of the last bid this VU saw are sent again (as an exchange's late or repeated
+  // notices would be), so that a server that bids less often does not get fewer notices.
+  if (reason === '' && NOTICE_SHARE > 0 && Math.random() < NOTICE_SHARE) {
+    if (res.status === 200) lastBid = JSON.parse(res.body).seatbid[0].bid[0];
+    if (lastBid !== null) notices(lastBid);
+  }
 }
 
+let lastBid = null;
+
 /**
- * The exchange's win notice (nurl, clearing price substituted) and the impression tracker of the
- * first bid. Every URL of a bid carries the same signed payload, so the tracker is the nurl's
+ * The exchange's win notice (nurl, clearing price substituted) and the impression tracker of a
+ * bid (the first of a response). Every URL of a bid carries the same signed payload, so the tracker is the nurl's
  * payload on /t/imp. The load test talks plain HTTP to 127.0.0.1: https URLs (secure imps) are
  * called over http.
  */
-function notices(body) {
-  const bid = JSON.parse(body).seatbid[0].bid[0];
+function notices(bid) {
   const nurl = bid.nurl.replace('https://', 'http://');
   const win = nurl.replace('${AUCTION_PRICE}', (bid.price * 0.8).toFixed(4)).replace('${AUCTION_CURRENCY}', 'USD');
   const imp = nurl.slice(0, nurl.indexOf('&price=')).replace('/t/win?', '/t/imp?');

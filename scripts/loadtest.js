@@ -35,7 +35,7 @@ const HELP = `usage: npm run loadtest -- [options]
   --p99 <ms> --avg <ms>       reference thresholds of the measured phase (default 3 and 1.2)
   --ramp-start <n> --ramp-step <n> --ramp-max <n> --ramp-p99 <ms>
                               ramp settings (defaults 500, 500, 20000, 10 ms)
-  --notices <share>           share of bids whose win notice and impression tracker are then called (default 0.1)
+  --notices <share>           share of bid requests followed by a win notice and an impression (default 0.1)
   --target both|bidder|baseline
                               what to load (default both: the bidder, then the baseline)
   --out <dir>                 report directory (default k6/results/<timestamp>-<scenario>)

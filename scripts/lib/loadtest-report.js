@@ -267,9 +267,9 @@ function referenceTables(rep, lines, h) {
     });
     lines.push(
       '',
-      `For a share of the bids (NOTICE_SHARE, default 10 %) k6 then called the win notice and the impression tracker, as an exchange and a browser would ` +
+      `After a share of the bid requests (NOTICE_SHARE, default 10 %) k6 called the win notice and the impression tracker, as an exchange and a browser would ` +
         `(${counts.join('; ')}). They are not counted as requests above; the server CPU they cost is included in the CPU per request below, ` +
-        'for the baseline too (its bids point at its own fixed /t/* routes). The baseline bids on every request and the bidder on fewer, so the baseline gets somewhat more of them.',
+        'for the baseline too (its bids point at its own fixed /t/* routes). The share is of requests, the same for both: after a no-bid, the notices of the last bid seen are sent again.',
     );
   }
   lines.push('', `${h} Server cost at ${s.rate}/s`, '');
