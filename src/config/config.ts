@@ -16,6 +16,8 @@ export interface Config {
   readonly logFlushBytes: number;
   /** Upper bound of queued + pending (unsent) log bytes kept in memory before spilling to disk. */
   readonly logMaxMemoryBytes: number;
+  /** zstd level of the bid log batches (1 = fastest, 19 = smallest). */
+  readonly logZstdLevel: number;
   /** Directory for compressed batches that could not reach Redis. */
   readonly logSpillDir: string;
   /** Upper bound of the spill directory; past it records are dropped (and counted). */
@@ -139,6 +141,8 @@ export function loadConfig(env: Env = process.env): Config {
     logFlushIntervalMs: r.int('LOG_FLUSH_INTERVAL_MS', 10_000, 10, 3_600_000),
     logFlushBytes: r.int('LOG_FLUSH_BYTES', 8 * MiB, 1024, 1024 * MiB),
     logMaxMemoryBytes: r.int('LOG_MAX_MEMORY_BYTES', 256 * MiB, 64 * 1024, 16 * 1024 * MiB),
+    // 2 by default, as ZSTD_LEVEL in src/log/frame.ts says why.
+    logZstdLevel: r.int('LOG_ZSTD_LEVEL', 2, 1, 19),
     logSpillDir: path.resolve(r.str('LOG_SPILL_DIR', path.join(process.cwd(), '.run', 'spill'))),
     logSpillMaxBytes: r.int('LOG_SPILL_MAX_BYTES', 2048 * MiB, 0, Number.MAX_SAFE_INTEGER),
     shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),

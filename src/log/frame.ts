@@ -2,8 +2,12 @@ import { performance } from 'node:perf_hooks';
 import * as zlib from 'node:zlib';
 import type { LineChunk } from './log-buffer';
 
-/** zstd's default level: ~8× on bid records at several hundred MB/s per core (bench/RESULTS-log.md). */
-export const ZSTD_LEVEL = 3;
+/**
+ * The default zstd level (LOG_ZSTD_LEVEL). On the load test's bid records level 2 compressed 15.6×
+ * at ~610 MB/s per core against 16.4× at ~390 MB/s for zstd's own default, 3: a third less CPU per
+ * logged bid for 5 % more bytes in Redis (bench/README.md).
+ */
+export const ZSTD_LEVEL = 2;
 
 /** Output buffer of the streaming compressor. */
 const OUT_CHUNK = 256 * 1024;
@@ -21,11 +25,16 @@ const FEED_BYTES = 512 * 1024;
  * thread pool, one chunk at a time (stream back-pressure), so the loop only moves buffers around.
  * The frame header carries the content size (pledged), which some decoders require.
  */
-export function compressFrame(chunks: readonly LineChunk[], bytes: number, step: (ms: number, what: string) => void = noop): Promise<Buffer> {
+export function compressFrame(
+  chunks: readonly LineChunk[],
+  bytes: number,
+  step: (ms: number, what: string) => void = noop,
+  level = ZSTD_LEVEL,
+): Promise<Buffer> {
   const options: zlib.ZstdOptions = {
     chunkSize: OUT_CHUNK,
     pledgedSrcSize: bytes,
-    params: { [zlib.constants.ZSTD_c_compressionLevel]: ZSTD_LEVEL, [zlib.constants.ZSTD_c_checksumFlag]: 1 },
+    params: { [zlib.constants.ZSTD_c_compressionLevel]: level, [zlib.constants.ZSTD_c_checksumFlag]: 1 },
   };
   if (chunks.length === 1 && bytes <= FEED_BYTES) {
     // One small buffer: a single thread-pool job, one callback.

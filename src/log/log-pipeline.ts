@@ -12,6 +12,8 @@ export interface PipelineOptions {
   readonly flushBytes: number;
   /** Bound of queued + compressing + unsent compressed bytes; past it batches go to disk. */
   readonly maxMemoryBytes: number;
+  /** zstd compression level (default ZSTD_LEVEL). */
+  readonly zstdLevel?: number;
 }
 
 export interface PipelineLogger {
@@ -377,7 +379,7 @@ export class LogPipeline {
     const t0 = performance.now();
     let data: Buffer;
     try {
-      data = await compressFrame(batch.chunks, batch.bytes, this.onStep);
+      data = await compressFrame(batch.chunks, batch.bytes, this.onStep, this.opts.zstdLevel);
     } catch (e) {
       this.compressingBytes -= batch.bytes;
       this.drop(batch.records, `compression failed: ${errorText(e)}`);

@@ -38,6 +38,7 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
         flushIntervalMs: config.logFlushIntervalMs,
         flushBytes: config.logFlushBytes,
         maxMemoryBytes: config.logMaxMemoryBytes,
+        zstdLevel: config.logZstdLevel,
       },
       new RedisFrameSink(redis.client, config.logRedisKey),
       new SpillStore(config.logSpillDir, config.logSpillMaxBytes, config.workerId),
