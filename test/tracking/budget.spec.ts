@@ -145,11 +145,38 @@ describe('frequency caps', () => {
       const impUrl = /<img src='([^']+\/t\/imp\?[^']+)'/.exec(b.adm)![1].replace(/&amp;/g, '&');
       assert.equal(await fire(1 - (i % 2), impUrl, 0), 200);
     }
-    await sleep(100); // pub/sub news of the capped pair reaching the other worker
+    // Impressions are counted in 50 ms batches, then the news of the capped pair reaches the other worker.
+    const t0 = Date.now();
+    while (Date.now() - t0 < 2_000 && ((await bid(0, { banner: { w: 728, h: 90 } }, user)) !== null || (await bid(1, { banner: { w: 728, h: 90 } }, user)) !== null)) {
+      await sleep(20);
+    }
     assert.equal(await bid(0, { banner: { w: 728, h: 90 } }, user), null);
     assert.equal(await bid(1, { banner: { w: 728, h: 90 } }, user), null);
     // Another user is not capped.
     assert.ok((await bid(0, { banner: { w: 728, h: 90 } }, 'cap-user-2')) !== null);
+  });
+});
+
+describe('frequency caps: impressions arriving together', () => {
+  it('are all counted and cap the user', async () => {
+    const user = 'cap-user-burst';
+    const b = await bid(0, { banner: { w: 728, h: 90 } }, user);
+    assert.ok(b !== null);
+    const impUrl = /<img src='([^']+\/t\/imp\?[^']+)'/.exec(b.adm)![1].replace(/&amp;/g, '&');
+    const answers = await Promise.all([0, 1, 0, 1, 0].map((w) => fire(w, impUrl, 0)));
+    assert.deepEqual(answers, [200, 200, 200, 200, 200]);
+    const t0 = Date.now();
+    let counts: Record<string, string> = {};
+    while (Date.now() - t0 < 2_000) {
+      const keys = await client.keys(`bidder:fcap:*:${user}`);
+      counts = keys.length === 1 ? await client.hgetall(keys[0]) : {};
+      if (Object.values(counts)[0] === '5') break;
+      await sleep(20);
+    }
+    assert.deepEqual(Object.values(counts), ['5']);
+    while (Date.now() - t0 < 2_000 && (await bid(1, { banner: { w: 728, h: 90 } }, user)) !== null) await sleep(20);
+    assert.equal(await bid(0, { banner: { w: 728, h: 90 } }, user), null);
+    assert.equal(await bid(1, { banner: { w: 728, h: 90 } }, user), null);
   });
 });
 
