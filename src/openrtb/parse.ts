@@ -196,10 +196,44 @@ function parseNativePayload(request: unknown, ver: string): { ver: string; paylo
   return { ver: v, payload };
 }
 
+type NativeCore = Omit<NativeImp, 'battr'>;
+
+/**
+ * Native requests sent as JSON strings, already read, by their text: an exchange sends the same few
+ * per placement, and reading one (JSON.parse of the string, then the assets) is most of what a
+ * native imp costs the reader. Only requests read without error are kept; bounded, oldest out.
+ */
+const NATIVE_CACHE_MAX = 512;
+const nativeCache = new Map<string, { outerVer: string; core: NativeCore | null }>();
+
 function parseNative(n: Obj, path: string): NativeImp | null {
   const battr = intList(n, 'battr', path);
   const outerVer = typeof n.ver === 'string' && n.ver !== '' ? n.ver : '1.2';
-  const parsed = parseNativePayload(n.request, outerVer);
+  const request = n.request;
+  if (typeof request !== 'string') {
+    const core = parseNativeCore(request, outerVer, path);
+    return core === null ? null : { ...core, battr };
+  }
+  let hit = nativeCache.get(request);
+  if (hit === undefined || hit.outerVer !== outerVer) {
+    // Frozen: one cached reading is shared by every request that sends this text.
+    hit = { outerVer, core: deepFreeze(parseNativeCore(request, outerVer, path)) };
+    if (nativeCache.size >= NATIVE_CACHE_MAX) nativeCache.delete(nativeCache.keys().next().value!);
+    nativeCache.set(request, hit);
+  }
+  return hit.core === null ? null : { ver: hit.core.ver, assets: hit.core.assets, eventtrackers: hit.core.eventtrackers, battr };
+}
+
+function deepFreeze<T>(v: T): T {
+  if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
+    for (const k of Object.keys(v)) deepFreeze((v as Record<string, unknown>)[k]);
+    Object.freeze(v);
+  }
+  return v;
+}
+
+function parseNativeCore(request: unknown, outerVer: string, path: string): NativeCore | null {
+  const parsed = parseNativePayload(request, outerVer);
   if (parsed === null) return null;
   const p = parsed.payload;
   const pPath = `${path}.request`;
@@ -254,7 +288,7 @@ function parseNative(n: Obj, path: string): NativeImp | null {
       eventtrackers.push({ event: num(e, 'event', ep, 0), methods: intList(e, 'methods', ep) });
     }
   }
-  return { ver: parsed.ver, assets, eventtrackers, battr };
+  return { ver: parsed.ver, assets, eventtrackers };
 }
 
 function parsePmp(p: Obj, path: string): Pmp {
