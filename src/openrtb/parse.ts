@@ -201,16 +201,20 @@ type NativeCore = Omit<NativeImp, 'battr'>;
 /**
  * Native requests sent as JSON strings, already read, by their text: an exchange sends the same few
  * per placement, and reading one (JSON.parse of the string, then the assets) is most of what a
- * native imp costs the reader. Only requests read without error are kept; bounded, oldest out.
+ * native imp costs the reader. Only requests read without error are kept; bounded in entries and
+ * in text length, oldest out.
  */
 const NATIVE_CACHE_MAX = 512;
+/** Characters; real native requests are a few hundred. 512 × 8 KiB bounds the cache at ~8 MiB of text (UTF-16). */
+const NATIVE_CACHE_MAX_TEXT = 8 * 1024;
 const nativeCache = new Map<string, { outerVer: string; core: NativeCore | null }>();
 
 function parseNative(n: Obj, path: string): NativeImp | null {
   const battr = intList(n, 'battr', path);
   const outerVer = typeof n.ver === 'string' && n.ver !== '' ? n.ver : '1.2';
   const request = n.request;
-  if (typeof request !== 'string') {
+  // Long texts are read every time: the cache must stay small whatever clients send.
+  if (typeof request !== 'string' || request.length > NATIVE_CACHE_MAX_TEXT) {
     const core = parseNativeCore(request, outerVer, path);
     return core === null ? null : { ...core, battr };
   }

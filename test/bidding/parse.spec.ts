@@ -126,6 +126,14 @@ describe('parseBidRequest: native requests read once per text', () => {
       );
     }
   });
+  it('reads long texts (past what the cache keeps) all the same', () => {
+    const long = JSON.stringify({ ver: '1.2', assets: [{ id: 1, required: 1, title: { len: 40 } }], ext: { pad: 'x'.repeat(10_000) } });
+    for (let i = 0; i < 2; i++) {
+      const n = parseBidRequest({ id: 'r', imp: [{ id: '1', native: { request: long, battr: [i] } }] }).imps[0].native!;
+      assert.equal(n.assets.length, 1);
+      assert.deepEqual(n.battr, [i]);
+    }
+  });
   it('reads the text again when the outer native version differs', () => {
     const plain = JSON.stringify({ assets: [{ id: 1, required: 1, title: { len: 40 } }] });
     const v = (ver: string) => parseBidRequest({ id: 'r', imp: [{ id: '1', native: { request: plain, ver } }] }).imps[0].native!.ver;
