@@ -11,7 +11,7 @@ import { PacingGate } from '../tracking/pacing.gate';
 import { PayloadCodec } from '../tracking/payload';
 import { SpendService } from '../tracking/spend.service';
 import { BodyError, decodeBody, parseJson } from './body';
-import { bannerAdm, escapeHtml, nativeAdm, vastAdm, type TrackingUrls } from './markup';
+import { bannerAdm, escapeHtml, nativeAdm, trackingUrls, vastAdm, type TrackingUrls } from './markup';
 import { candidateJson, isJsonSafe } from './response-json';
 
 /** What the controller sends back. `body` is '' for 204. */
@@ -147,7 +147,9 @@ export class BiddingService {
     const clickBase = `${base}/t/click?`;
     const impBase = `${base}/t/imp?`;
     const qHtml = q.replace('&', '&amp;');
-    const urls: TrackingUrls = { click: clickBase + q, imp: impBase + q, clickHtml: clickBase + qHtml, impHtml: impBase + qHtml };
+    const urls: TrackingUrls = this.baseSafe
+      ? { click: clickBase + q, imp: impBase + q, clickHtml: clickBase + qHtml, impHtml: impBase + qHtml }
+      : trackingUrls(clickBase + q, impBase + q);
     const cj = candidateJson(c);
     let adm: string;
     let admSafe: boolean;

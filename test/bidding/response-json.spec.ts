@@ -71,8 +71,8 @@ describe('bid responses with strings that need JSON escaping', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-json-'));
     const file = path.join(dir, 'campaigns.json');
     fs.writeFileSync(file, JSON.stringify(campaigns));
-    // A base URL with a quote: every tracking URL then takes the escaping path too.
-    t = await startTestApp({ CAMPAIGNS_FILE: file, TRACKING_BASE_URL: 'http://127.0.0.1:9/t"k' });
+    // A base URL with quotes: every tracking URL then takes the escaping paths (JSON and HTML) too.
+    t = await startTestApp({ CAMPAIGNS_FILE: file, TRACKING_BASE_URL: "http://127.0.0.1:9/t\"k'q" });
   });
   after(async () => {
     await t.close();
@@ -94,7 +94,10 @@ describe('bid responses with strings that need JSON escaping', () => {
     assert.equal(b.crid, 'cr-banner-"1"');
     assert.equal(b.cid, 'cmp-"q"');
     assert.ok(b.adm.includes('a\\b&quot;c.png'), b.adm);
-    assert.ok(b.nurl.startsWith('http://127.0.0.1:9/t"k/t/win?p='));
+    assert.ok(b.nurl.startsWith(`http://127.0.0.1:9/t"k'q/t/win?p=`));
+    // In the markup the base URL is HTML-escaped like the rest of the attribute value.
+    assert.ok(b.adm.includes("href='http://127.0.0.1:9/t&quot;k&#39;q/t/click?p="), b.adm);
+    assert.ok(b.adm.includes("src='http://127.0.0.1:9/t&quot;k&#39;q/t/imp?p="), b.adm);
   });
   it('video', async () => {
     const b = await bid({ video: { mimes: ['video/mp4'], protocols: [2, 3], w: 640, h: 360, minduration: 5, maxduration: 30 } });
