@@ -24,23 +24,30 @@ export class BidRoute implements OnModuleInit {
     const adapter = this.host.httpAdapter as HttpAdapterHost['httpAdapter'] | null;
     if (adapter === null) return;
     const fastify = adapter.getInstance<FastifyInstance>();
-    fastify.post(BID_PATH, (req, reply) => this.handle(req, reply));
+    // The handler sends the reply itself.
+    fastify.post(BID_PATH, (req, reply) => {
+      this.handle(req, reply);
+    });
   }
 
-  handle(req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  handle(req: FastifyRequest, reply: FastifyReply): void {
     const startedAt = performance.now();
     const h = req.headers;
     const answer = this.bidding.bid(req.body, h['content-encoding'], startedAt);
     const version = h['x-openrtb-version'];
     // OpenRTB 2.6 §2.5: echoing the version is recommended.
     if (version !== undefined) void reply.header('x-openrtb-version', version);
-    if (answer.status === 204) return reply.code(204).send();
+    if (answer.status === 204) {
+      void reply.code(204).send();
+      return;
+    }
     void reply.code(answer.status).header('content-type', 'application/json; charset=utf-8');
     const accept = h['accept-encoding'];
     if (answer.status === 200 && typeof accept === 'string' && accept.includes('gzip')) {
       // OpenRTB 2.6 §2.4: gzip the response when the exchange asks for it.
-      return reply.header('content-encoding', 'gzip').header('vary', 'accept-encoding').send(gzipSync(answer.body));
+      void reply.header('content-encoding', 'gzip').header('vary', 'accept-encoding').send(gzipSync(answer.body));
+      return;
     }
-    return reply.send(answer.body);
+    void reply.send(answer.body);
   }
 }

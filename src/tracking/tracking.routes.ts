@@ -53,9 +53,9 @@ export class TrackingRoutes implements OnModuleInit {
     // An application context without HTTP (the micro-benchmark, some tests) has no adapter.
     const adapter = this.host.httpAdapter as HttpAdapterHost['httpAdapter'] | null;
     if (adapter === null) return;
+    // The handler sends the reply itself.
     adapter.getInstance<FastifyInstance>().get<{ Params: { event: string } }>('/t/:event', async (req, reply) => {
       await this.notice(req.params.event, req, reply);
-      return reply;
     });
   }
 
