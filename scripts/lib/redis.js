@@ -19,6 +19,9 @@ function ping(url, timeoutMs = 500) {
     };
     sock.setTimeout(timeoutMs, () => done(false));
     sock.once('error', () => done(false));
+    // A server that is shutting down may accept and then close without a word: without this the
+    // promise would never settle (the closed socket holds no timer), and whoever waits would hang.
+    sock.once('close', () => done(false));
     let buf = '';
     sock.on('data', (d) => {
       buf += d.toString('latin1');
