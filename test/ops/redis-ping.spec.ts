@@ -4,25 +4,14 @@ import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
+import { within } from '../log/support';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { ping } = require(path.resolve(__dirname, '..', '..', '..', 'scripts', 'lib', 'redis.js')) as { ping(url: string, timeoutMs?: number): Promise<boolean> };
 
 /** ping() with a deadline: a ping that never settles fails the test in seconds, not at the test timeout. */
 function pingWithin(url: string, timeoutMs: number): Promise<boolean> {
-  return new Promise<boolean>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error('ping did not settle')), timeoutMs + 3_000);
-    ping(url, timeoutMs).then(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(t);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
+  return within(ping(url, timeoutMs), timeoutMs + 3_000, 'ping');
 }
 
 async function withServer(onConnection: (s: net.Socket) => void, fn: (url: string) => Promise<void>): Promise<void> {
