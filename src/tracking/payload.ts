@@ -18,8 +18,9 @@
  *
  * The signature is HMAC-SHA256 of the payload text with TRACKING_SECRET, first 128 bits, base64url.
  */
-import { hash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import * as lz from 'lz-string';
+import { HmacSha256 } from './hmac-sha256';
 
 /** The format this version writes. */
 export const PAYLOAD_VERSION = 2;
@@ -118,31 +119,14 @@ function maxSize(p: TrackingPayload): number {
   );
 }
 
-/** SHA-256's block size: HMAC pads its key to this (RFC 2104). */
-const BLOCK = 64;
-
 export class PayloadCodec {
-  /**
-   * HMAC-SHA256 (RFC 2104) as two one-shot hashes, H((K ^ opad) || H((K ^ ipad) || m)), with the
-   * padded keys prepared once. Same output as `createHmac('sha256', secret)` (tested), without the
-   * Hmac object, its native handle and key set-up that every createHmac call pays: under load that
-   * was the most expensive single step of a bid (bench/README.md).
-   */
-  private inner = Buffer.alloc(BLOCK + 512);
-  private readonly outer = Buffer.alloc(BLOCK + 32);
-  private readonly ipad = Buffer.alloc(BLOCK);
+  /** HMAC-SHA256 with the key blocks hashed once (see hmac-sha256.ts for why not node:crypto). */
+  private readonly mac: HmacSha256;
   /** Encoding scratch space, reused (the result leaves as a string). */
   private scratch = Buffer.allocUnsafe(2048);
 
   constructor(secret: string) {
-    let key = Buffer.from(secret, 'utf8');
-    if (key.length > BLOCK) key = hash('sha256', key, 'buffer');
-    for (let i = 0; i < BLOCK; i++) {
-      const k = i < key.length ? key[i] : 0;
-      this.ipad[i] = k ^ 0x36;
-      this.outer[i] = k ^ 0x5c;
-    }
-    this.ipad.copy(this.inner);
+    this.mac = new HmacSha256(Buffer.from(secret, 'utf8'));
   }
 
   /** Returns `p=<payload>&s=<signature>`: URL-safe, ready to append after `?`. */
@@ -175,14 +159,7 @@ export class PayloadCodec {
 
   /** The signature of a payload text: HMAC-SHA256 with TRACKING_SECRET, first 16 bytes, base64url. */
   sign(packed: string): string {
-    const len = Buffer.byteLength(packed);
-    if (BLOCK + len > this.inner.length) {
-      this.inner = Buffer.alloc(BLOCK + len);
-      this.ipad.copy(this.inner);
-    }
-    this.inner.write(packed, BLOCK, 'utf8');
-    hash('sha256', this.inner.subarray(0, BLOCK + len), 'buffer').copy(this.outer, BLOCK);
-    return hash('sha256', this.outer, 'buffer').toString('base64url', 0, SIG_BYTES);
+    return this.mac.macOfText(packed).toString('base64url', 0, SIG_BYTES);
   }
 
   /** Verifies and decodes; throws PayloadError. `packed` and `sig` are the `p` and `s` query values. */
