@@ -45,9 +45,10 @@ export class BidRoute implements OnModuleInit {
     const accept = h['accept-encoding'];
     if (answer.status === 200 && typeof accept === 'string' && accept.includes('gzip')) {
       // OpenRTB 2.6 §2.4: gzip the response when the exchange asks for it.
-      void reply.header('content-encoding', 'gzip').header('vary', 'accept-encoding').send(gzipSync(answer.body));
+      void reply.header('content-encoding', 'gzip').header('vary', 'accept-encoding').send(gzipSync(answer.bytes ?? answer.body));
       return;
     }
-    void reply.send(answer.body);
+    // Bytes when the bidding service has them: Fastify then neither measures nor encodes the text.
+    void reply.send(answer.bytes ?? answer.body);
   }
 }

@@ -1,6 +1,8 @@
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
+import type { RawJson } from '../log/log-line';
 import { LogService } from '../log/log.service';
 import { MetricsService, type BidOutcome } from '../metrics/metrics.service';
 import { InvalidRequestError, parseBidRequest } from '../openrtb/parse';
@@ -18,6 +20,8 @@ import { candidateJson, isJsonSafe } from './response-json';
 export interface BidAnswer {
   status: 200 | 204 | 400 | 413;
   body: string;
+  /** `body` in UTF-8, on a bid: encoded once, for the log and for the socket. */
+  bytes?: Buffer;
   /** The no-bid or error reason (null on a bid). */
   reason: string | null;
 }
@@ -56,14 +60,16 @@ export class BiddingService {
 
   /** Handles one POST body. Never throws for anything a client can send. */
   bid(body: unknown, contentEncoding: string | undefined, startedAt: number): BidAnswer {
-    let text: string;
+    let logged: RawJson;
     let parsed: unknown;
-    let singleLine: boolean;
     try {
       const raw = decodeBody(body, contentEncoding, this.config.bodyLimitBytes);
       // For the log: a scan of the bytes (memchr) is cheaper than of the string.
-      singleLine = raw.indexOf(10) === -1 && raw.indexOf(13) === -1;
-      text = raw.toString('utf8');
+      const singleLine = raw.indexOf(10) === -1 && raw.indexOf(13) === -1;
+      const text = raw.toString('utf8');
+      // The log copies the request's bytes as they came (no second encoding of the text), unless
+      // they are not valid UTF-8: then the decoded text (with U+FFFD), so the log stays UTF-8.
+      logged = isUtf8(raw) ? { key: 'req', bytes: raw, singleLine } : { key: 'req', json: text, singleLine };
       parsed = parseJson(text);
     } catch (e) {
       if (e instanceof BodyError) return this.reject(e.status, e.reason, startedAt);
@@ -76,16 +82,18 @@ export class BiddingService {
       if (!(e instanceof InvalidRequestError)) throw e;
       const id = idOf(parsed);
       if (id !== '') {
-        this.log.log({ type: 'request', id, name: '' }, { key: 'req', json: text, singleLine });
+        this.log.log({ type: 'request', id, name: '' }, logged);
         this.log.log({ type: 'response', id, name: '', status: 400, reason: e.reason });
       }
       return this.reject(400, e.reason, startedAt);
     }
-    this.log.log({ type: 'request', id: req.id, name: req.publisher }, { key: 'req', json: text, singleLine });
+    this.log.log({ type: 'request', id: req.id, name: req.publisher }, logged);
     const answer = this.auction(req);
     if (answer.status === 200) {
-      // The response text is ours: JSON.stringify and the serializer never write a raw line break.
-      this.log.log({ type: 'response', id: req.id, name: req.publisher, status: 200 }, { key: 'res', json: answer.body, singleLine: true });
+      // Encoded once: the log copies these bytes and the route sends them. The response text is
+      // ours: the serializer never writes a raw line break.
+      answer.bytes = Buffer.from(answer.body, 'utf8');
+      this.log.log({ type: 'response', id: req.id, name: req.publisher, status: 200 }, { key: 'res', bytes: answer.bytes, singleLine: true });
       this.metrics.bidRequest('bid', null, (performance.now() - startedAt) / 1000);
     } else {
       this.log.log({ type: 'response', id: req.id, name: req.publisher, status: 204, reason: answer.reason });

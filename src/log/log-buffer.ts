@@ -44,18 +44,37 @@ export class LogBuffer {
     }
   }
 
-  /** Appends `head + tail + "}\n"` (tail may be null) as one line. */
-  append(head: string, tail: string | null): void {
+  /**
+   * Appends `head + tail + "}\n"` (tail may be null) as one line. A tail given as bytes (UTF-8, a
+   * JSON text the caller already holds encoded, such as the request body) is copied as it is,
+   * with CR and LF turned into spaces when `lineBreaks` says it may hold some: a JSON text holds
+   * them only as whitespace between tokens, and in UTF-8 those byte values are never part of a
+   * longer character. An empty tail is written as `null`.
+   */
+  append(head: string, tail: string | Uint8Array | null, lineBreaks = false): void {
+    const tailMax = tail === null ? 0 : typeof tail === 'string' ? 3 * tail.length : tail.length;
     // UTF-8 takes at most 3 bytes per UTF-16 code unit; check the exact size only near the end.
-    const worst = 3 * (head.length + (tail === null ? 0 : tail.length)) + 2;
+    const worst = 3 * head.length + tailMax + 6;
     if (this.pos + worst > this.chunk.length) {
-      const exact = Buffer.byteLength(head) + (tail === null ? 0 : Buffer.byteLength(tail)) + 2;
+      const exact = Buffer.byteLength(head) + (tail === null ? 0 : typeof tail === 'string' ? Buffer.byteLength(tail) : tail.length) + 6;
       if (this.pos + exact > this.chunk.length) this.nextChunk(exact);
     }
     const c = this.chunk;
     const start = this.pos;
     let p = start + c.write(head, start);
-    if (tail !== null) p += c.write(tail, p);
+    if (tail !== null) {
+      if (tail.length === 0) {
+        p += c.write('null', p);
+      } else if (typeof tail === 'string') {
+        p += c.write(tail, p);
+      } else {
+        c.set(tail, p);
+        if (lineBreaks) {
+          for (let i = p, end = p + tail.length; i < end; i++) if (c[i] === 0x0a || c[i] === 0x0d) c[i] = 0x20;
+        }
+        p += tail.length;
+      }
+    }
     c[p++] = 0x7d; // }
     c[p++] = 0x0a; // \n
     this.pos = p;

@@ -22,13 +22,26 @@ function prefix(key: string): string {
   return p;
 }
 
-/** An already-serialized JSON text to embed under `key` (the raw bid request body). */
-export interface RawJson {
-  readonly key: string;
-  readonly json: string;
-  /** The caller knows the text holds no CR or LF (it serialized it, or scanned the bytes it came from). */
-  readonly singleLine?: boolean;
-}
+/**
+ * An already-serialized JSON text to embed under `key`: the raw bid request body, our response.
+ * As a string (`json`) or, cheaper when the caller holds them anyway, as its UTF-8 bytes (`bytes`),
+ * which the log copies without encoding anything.
+ */
+export type RawJson =
+  | {
+      readonly key: string;
+      readonly json: string;
+      readonly bytes?: undefined;
+      /** The caller knows the text holds no CR or LF (it serialized it, or scanned the bytes it came from). */
+      readonly singleLine?: boolean;
+    }
+  | {
+      readonly key: string;
+      readonly json?: undefined;
+      readonly bytes: Uint8Array;
+      /** As above; when not true, the copied bytes are scanned for CR and LF. */
+      readonly singleLine?: boolean;
+    };
 
 /**
  * The start of one NDJSON line, `{"ts":…,"type":…,"worker":…,"name":…` followed by the record's

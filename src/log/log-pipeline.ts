@@ -156,8 +156,8 @@ export class LogPipeline {
     this.buffer = new LogBuffer(chunk, Math.max(4, Math.ceil((2 * this.threshold) / chunk)));
   }
 
-  /** Appends one encoded line (`head + tail + "}\n"`). O(1) in the queue length, no I/O. */
-  append(head: string, tail: string | null): void {
+  /** Appends one encoded line (`head + tail + "}\n"`, see LogBuffer.append). O(1) in the queue length, no I/O. */
+  append(head: string, tail: string | Uint8Array | null, lineBreaks = false): void {
     if (this.state === 'closed') {
       this.drop(1, 'logged after the final flush');
       return;
@@ -167,7 +167,7 @@ export class LogPipeline {
       this.drop(1, 'queue over its memory bound');
       return;
     }
-    this.buffer.append(head, tail);
+    this.buffer.append(head, tail, lineBreaks);
     this.recordsLogged++;
     if (this.buffer.bytes >= this.threshold && this.compressRun === null && !this.kickQueued) {
       // Never compress inside the caller (a request): start on the next loop turn.

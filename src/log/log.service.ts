@@ -57,16 +57,24 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
   log(record: LogRecord, raw?: RawJson): void {
     const ts = Date.now();
     let head: string;
-    let tail: string | null = null;
+    let tail: string | Uint8Array | null = null;
+    let lineBreaks = false;
     try {
       head = lineHead(ts, this.workerJson, record, raw ? raw.key : null);
-      if (raw) tail = raw.singleLine === true && raw.json.length > 0 ? raw.json : rawText(raw.json);
+      if (raw !== undefined) {
+        if (raw.bytes !== undefined) {
+          tail = raw.bytes;
+          lineBreaks = raw.singleLine !== true;
+        } else {
+          tail = raw.singleLine === true && raw.json.length > 0 ? raw.json : rawText(raw.json);
+        }
+      }
     } catch {
       // A field that JSON cannot hold (BigInt, cycle): keep the record's identity, never throw.
       head = lineHead(ts, this.workerJson, { type: record.type, id: String(record.id), name: String(record.name), error: 'unserializable record' }, null);
       tail = null;
     }
-    this.pipeline.append(head, tail);
+    this.pipeline.append(head, tail, lineBreaks);
   }
 
   /** False when the pipeline is over its memory bound or dropped records in the last 10 s (readiness). */

@@ -112,6 +112,24 @@ describe('bid log end to end (in-process app, real Redis)', () => {
     assert.deepEqual(rsp.res, answer);
   });
 
+  it('a request that is not valid UTF-8 is logged as its decoded text, so the log stays valid UTF-8', async () => {
+    const r = await boot('e2e-bad-utf8');
+    const json = Buffer.from(JSON.stringify({ id: 'bad-utf8-1', imp: [{ id: '1', banner: { w: 300, h: 250 } }], site: { domain: 'a.example', name: 'XX' } }));
+    // Two bytes that are no UTF-8 character, inside a string value: JSON.parse sees U+FFFD there.
+    const at = json.indexOf('XX');
+    json[at] = 0xff;
+    json[at + 1] = 0xc3;
+    const res = await fetch(`${r.url}/openrtb2/bid`, { method: 'POST', body: json, headers: { 'content-type': 'application/json' } });
+    assert.equal(res.status, 200);
+    await res.arrayBuffer();
+    await close(r);
+    // readRedisLog asserts every batch is valid UTF-8.
+    const { records } = await readRedisLog(redis.url, r.key);
+    assertExactlyOnce(records, ['bad-utf8-1']);
+    const req = records.find((x) => x.type === 'request')!;
+    assert.equal((req.req as { site: { name: string } }).site.name, '\ufffd\ufffd');
+  });
+
   it('Redis stopped during traffic (memory bound, then disk), restarted: still exactly N and N', async () => {
     const r = await boot('e2e-outage', {
       LOG_MAX_MEMORY_BYTES: String(256 * 1024),

@@ -75,6 +75,29 @@ describe('LogBuffer', () => {
   });
 });
 
+describe('LogBuffer, tails given as bytes', () => {
+  it('copies UTF-8 bytes as they are, turns CR and LF into spaces only when asked, writes null for none', () => {
+    const b = new LogBuffer(256);
+    const head = lineHead(1, '"w"', { type: 'request', id: 'q', name: 'p' }, 'req');
+    const pretty = '{\r\n  "id": "q",\n  "s": "é😀\\n"\r}\n';
+    b.append(head, Buffer.from(pretty), true);
+    b.append(head, Buffer.from('{"id":"q","s":"✓"}'), false);
+    b.append(head, Buffer.alloc(0), false);
+    // Long enough to need a chunk of its own.
+    const big = JSON.stringify({ id: 'q', pad: 'ü'.repeat(400) });
+    b.append(head, Buffer.from(big), false);
+    const text = Buffer.concat(b.take(1 << 20).flatMap((x) => x.chunks.map((c) => c.data))).toString('utf8');
+    const lines = splitLines(text);
+    assert.deepEqual(lines, [
+      line(head, pretty.replace(/[\r\n]/g, ' ')),
+      line(head, '{"id":"q","s":"✓"}'),
+      line(head, 'null'),
+      line(head, big),
+    ]);
+    assert.deepEqual((JSON.parse(lines[0]) as { req: unknown }).req, JSON.parse(pretty));
+  });
+});
+
 describe('zstd frames', () => {
   it('one frame per batch, readable by plain zlib.zstdDecompressSync, content size in the header', async () => {
     const b = new LogBuffer(16 * 1024);

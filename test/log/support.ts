@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 // Helpers for the bid log tests: bid requests with unique ids, a keep-alive HTTP client, reading
 // the log back from Redis with plain zlib, and counting records per id.
 import assert from 'node:assert/strict';
@@ -112,7 +113,9 @@ export async function readRedisLog(url: string, key: string): Promise<{ frames: 
     const frames = await c.lrangeBuffer(key, 0, -1);
     const records: LogLine[] = [];
     for (const f of frames) {
-      const text = zlib.zstdDecompressSync(f).toString('utf8');
+      const bytes = zlib.zstdDecompressSync(f);
+      assert.ok(isUtf8(bytes), 'a batch is valid UTF-8');
+      const text = bytes.toString('utf8');
       assert.ok(text.endsWith('\n'), 'a batch is whole NDJSON lines');
       for (const line of text.split('\n')) if (line !== '') records.push(JSON.parse(line) as LogLine);
     }
