@@ -36,6 +36,11 @@ if redis.call('SET', KEYS[1], '1', 'NX', 'EX', tonumber(ARGV[2])) then
 end
 return 0`;
 
+/** The client with the billing script defined as a command (EVALSHA: the script is sent only when Redis lacks it). */
+interface ScriptClient {
+  bidderBill(numKeys: number, ...keysAndArgs: string[]): Promise<number>;
+}
+
 let dayCache = '';
 let dayCacheFrom = 0;
 let dayCacheUntil = -1;
@@ -113,6 +118,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     private readonly store: CampaignStore,
   ) {
     this.windowTicks = Math.max(1, Math.ceil(config.budgetWindowMs / config.budgetRefreshMs));
+    if (!('bidderBill' in redis.client)) redis.client.defineCommand('bidderBill', { lua: BILL_SCRIPT });
   }
 
   /** Starts the refresh loop; start-up waits (at most 2 s) for the first budget view, so a new worker bids at once. */
@@ -260,8 +266,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     const usd = convert(cpm, p.cur, 'USD') ?? cpm;
     const micros = Math.round((usd / 1000) * MICRO);
     const day = utcDay(now);
-    const counted = (await this.redis.client.eval(
-      BILL_SCRIPT,
+    const counted = await (this.redis.client as unknown as ScriptClient).bidderBill(
       3,
       this.key('bill', p.bidId),
       this.key('spend', p.cid, 'total'),
@@ -269,7 +274,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       String(micros),
       String(this.config.billDedupeTtlSeconds),
       String(3 * 24 * 3600),
-    )) as number;
+    );
     if (counted === 1) this.stats.billsCounted++;
     else this.stats.billsDuplicate++;
     return counted === 1 ? 'counted' : 'duplicate';
