@@ -118,11 +118,13 @@ function sha256(data: Uint8Array): Uint8Array {
   buf.set(data);
   const state = H0.slice();
   compress(state, new Int32Array(64), buf, 0, pad(buf, data.length, 0));
-  return wordsToBytes(state);
+  const out = new Uint8Array(32);
+  writeDigest(state, out);
+  return out;
 }
 
-function wordsToBytes(state: Int32Array): Uint8Array {
-  const out = new Uint8Array(32);
+/** The 8 state words as 32 big-endian bytes at the start of `out`. */
+function writeDigest(state: Int32Array, out: Uint8Array): void {
   for (let i = 0; i < 8; i++) {
     const v = state[i];
     out[4 * i] = v >>> 24;
@@ -130,7 +132,6 @@ function wordsToBytes(state: Int32Array): Uint8Array {
     out[4 * i + 2] = v >>> 8;
     out[4 * i + 3] = v;
   }
-  return out;
 }
 
 export class HmacSha256 {
@@ -170,18 +171,10 @@ export class HmacSha256 {
     const st = this.state;
     st.set(this.innerStart);
     compress(st, this.w, this.msg, 0, pad(this.msg, len, BLOCK));
-    const ob = this.outerBlock;
-    for (let i = 0; i < 8; i++) {
-      const v = st[i];
-      ob[4 * i] = v >>> 24;
-      ob[4 * i + 1] = v >>> 16;
-      ob[4 * i + 2] = v >>> 8;
-      ob[4 * i + 3] = v;
-    }
+    writeDigest(st, this.outerBlock);
     st.set(this.outerStart);
-    compress(st, this.w, ob, 0, BLOCK);
-    const out = this.out;
-    for (let i = 0; i < 8; i++) out.writeInt32BE(st[i], 4 * i);
-    return out;
+    compress(st, this.w, this.outerBlock, 0, BLOCK);
+    writeDigest(st, this.out);
+    return this.out;
   }
 }
