@@ -30,6 +30,7 @@ import { createApp, listen } from '../src/app';
 import { type Config, loadConfig } from '../src/config/config';
 import { stepObserver } from '../src/log/log-pipeline';
 import { LogService } from '../src/log/log.service';
+import type { RawJson } from '../src/log/log-line';
 import type { LogRecord } from '../src/log/log.types';
 import { RedisService } from '../src/redis/redis.service';
 
@@ -110,6 +111,12 @@ interface Entry {
   raw: { key: string; json: string } | undefined;
 }
 
+/** What log() is called with: the raw body as UTF-8 bytes, as the bid path hands it over (src/bidding/bidding.service.ts). */
+interface Call {
+  record: LogRecord;
+  raw: RawJson | undefined;
+}
+
 /** Sends `n` perturbed sample requests through the real app; returns the records it logged. */
 async function corpus(redisUrl: string, n: number): Promise<{ lines: string[]; statuses: Record<number, number> }> {
   const spill = fs.mkdtempSync(path.join(os.tmpdir(), 'logbench-'));
@@ -158,9 +165,13 @@ function toEntries(lines: string[]): Entry[] {
   });
 }
 
-/** `n` entries cycling through the corpus, each with a fresh request id (also inside the raw body). */
-function freshEntries(base: Entry[], n: number): Entry[] {
-  const out: Entry[] = new Array<Entry>(n);
+/**
+ * `n` calls cycling through the corpus, each with a fresh request id (also inside the raw body).
+ * The bodies are bytes made beforehand: the bid path already holds them (the request as received,
+ * the response as sent), so encoding them is not the log's cost.
+ */
+function freshEntries(base: Entry[], n: number): Call[] {
+  const out: Call[] = new Array<Call>(n);
   const ids = new Map<string, string>();
   for (let i = 0; i < n; i++) {
     const e = base[i % base.length];
@@ -172,7 +183,7 @@ function freshEntries(base: Entry[], n: number): Entry[] {
     }
     out[i] = {
       record: { ...e.record, id },
-      raw: e.raw ? { key: e.raw.key, json: e.raw.json.replace(JSON.stringify(e.record.id), JSON.stringify(id)) } : undefined,
+      raw: e.raw ? { key: e.raw.key, bytes: Buffer.from(e.raw.json.replace(JSON.stringify(e.record.id), JSON.stringify(id))), singleLine: true } : undefined,
     };
   }
   return out;
@@ -386,7 +397,7 @@ async function main(): Promise<void> {
     {
       const s = await service(benchConfig(redisSrv.url, 'bench:calls', { LOG_MAX_MEMORY_BYTES: String(2048 * MiB) }));
       const all = freshEntries(base, 100_000);
-      const kinds: Array<[string, Entry[]]> = [
+      const kinds: Array<[string, Call[]]> = [
         ['request records (raw body embedded)', all.filter((e) => e.record.type === 'request')],
         ['response records (raw response embedded, or a no-bid reason)', all.filter((e) => e.record.type === 'response')],
         ['both', all],
@@ -457,7 +468,7 @@ async function main(): Promise<void> {
             const { type, ...rest } = e.record;
             const rec: Json = { ts: Date.now(), type, worker: '0', ...rest };
             let l = JSON.stringify(rec);
-            if (e.raw) l = `${l.slice(0, -1)},"${e.raw.key}":${e.raw.json}}`;
+            if (e.raw) l = `${l.slice(0, -1)},"${e.raw.key}":${e.raw.json ?? Buffer.from(e.raw.bytes).toString('utf8')}}`;
             return l;
           })
           .join('\n') + '\n',

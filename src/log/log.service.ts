@@ -66,7 +66,8 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
           tail = raw.bytes;
           lineBreaks = raw.singleLine !== true;
         } else {
-          tail = raw.singleLine === true && raw.json.length > 0 ? raw.json : rawText(raw.json);
+          // An empty text is written as `null` by the buffer.
+          tail = raw.singleLine === true ? raw.json : rawText(raw.json);
         }
       }
     } catch {
