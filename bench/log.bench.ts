@@ -473,15 +473,22 @@ async function main(): Promise<void> {
           })
           .join('\n') + '\n',
       ).subarray(0, 8 * MiB);
-      const rows: string[] = [];
-      for (const level of [1, 2, 3, 6]) {
-        const t0 = performance.now();
-        const z = zlib.zstdCompressSync(text, { params: { [zlib.constants.ZSTD_c_compressionLevel]: level } });
-        const ms = performance.now() - t0;
-        rows.push(`level ${level}: ${fmt(text.length / z.length, 1)}× at ${fmt(text.length / MiB / (ms / 1000))} MiB/s`);
+      // Each level 5 times, the levels taking turns, fastest run kept: one run alone is at the
+      // mercy of whatever else the shared cores do at that moment.
+      const levels = [1, 2, 3, 6];
+      const best = levels.map(() => Infinity);
+      const ratio = levels.map(() => 0);
+      for (let rep = 0; rep < 5; rep++) {
+        levels.forEach((level, i) => {
+          const t0 = performance.now();
+          const z = zlib.zstdCompressSync(text, { params: { [zlib.constants.ZSTD_c_compressionLevel]: level } });
+          best[i] = Math.min(best[i], performance.now() - t0);
+          ratio[i] = text.length / z.length;
+        });
       }
+      const rows = levels.map((level, i) => `level ${level}: ${fmt(ratio[i], 1)}× at ${fmt(text.length / MiB / (best[i] / 1000))} MiB/s`);
       const gz = zlib.gzipSync(text);
-      say(`compression of an 8 MiB batch (one thread): zstd ${rows.join('; ')} (the default, LOG_ZSTD_LEVEL, is 2); gzip -6 for comparison ${fmt(text.length / gz.length, 1)}×`);
+      say(`compression of an 8 MiB batch (one thread, fastest of 5 runs): zstd ${rows.join('; ')} (the default, LOG_ZSTD_LEVEL, is 2); gzip -6 for comparison ${fmt(text.length / gz.length, 1)}×`);
     }
 
     // 5. the flush of a 10 s batch at 5000 bids/s
