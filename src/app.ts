@@ -1,10 +1,11 @@
 import 'reflect-metadata';
+import * as http from 'node:http';
 import type { LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import pino from 'pino';
 import { AppModule } from './app.module';
-import { BID_PATH } from './bidding/bid-route';
+import { BID_PATH, BidRoute, isBidTarget } from './bidding/bid-route';
 import type { Config } from './config/config';
 import { Lifecycle } from './health/lifecycle';
 import { ClusterMetrics } from './metrics/cluster-metrics';
@@ -112,16 +113,37 @@ export class NestPinoLogger implements LoggerService {
 }
 
 /**
+ * The HTTP server, in front of Fastify: bid POSTs go straight to `front.bid` once it is set (the
+ * hot path without Fastify's per-request machinery, see BidRoute), everything else to Fastify.
+ * Timeouts as Fastify sets them on a server it creates itself.
+ */
+function frontServer(fastifyHandler: http.RequestListener, front: { bid: http.RequestListener | null }): http.Server {
+  const server = http.createServer((req, res) => {
+    const bid = front.bid;
+    if (bid !== null && req.method === 'POST' && isBidTarget(req.url)) bid(req, res);
+    else fastifyHandler(req, res);
+  });
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
+  server.requestTimeout = 0;
+  server.setTimeout(0);
+  return server;
+}
+
+// Exchanges keep connections alive (OpenRTB 2.6 §2.1): don't close idle ones early.
+const KEEP_ALIVE_MS = 65_000;
+
+/**
  * Builds the Nest application on Fastify. Bodies are read as raw buffers by one catch-all parser
  * so that the bid route decides itself about gzip, size (413) and malformed JSON (400):
  * exchanges send JSON with or without Content-Type (OpenRTB 2.6 §2.3).
  */
 export async function createApp(config: Config): Promise<NestFastifyApplication> {
   const logger = createPino(config);
+  const front: { bid: http.RequestListener | null } = { bid: null };
   const adapter = new FastifyAdapter({
     bodyLimit: config.bodyLimitBytes,
-    // Exchanges keep connections alive (OpenRTB 2.6 §2.1): don't close idle ones early.
-    keepAliveTimeout: 65_000,
+    keepAliveTimeout: KEEP_ALIVE_MS,
+    serverFactory: (handler: http.RequestListener) => frontServer(handler, front),
     // On close, finish what arrives on open keep-alive connections instead of answering 503, so
     // that `pm2 reload` fails no request (Lifecycle drains open connections before this close).
     return503OnClosing: false,
@@ -141,8 +163,8 @@ export async function createApp(config: Config): Promise<NestFastifyApplication>
   fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: config.bodyLimitBytes }, (_req, body, done) => {
     done(null, body);
   });
-  // A body over the limit (413) or with a bad Content-Length (400) is refused by Fastify before the
-  // bid handler runs; count it with the bid outcomes all the same. onError hooks cost nothing on
+  // On the Fastify route (access log on), a body over the limit (413) or with a bad Content-Length
+  // (400) is refused by Fastify before the bid handler runs; count it with the bid outcomes all the same. onError hooks cost nothing on
   // requests that succeed.
   const metrics = app.get(MetricsService);
   fastify.addHook('onError', (req, reply, err: Error & { statusCode?: number }, done) => {
@@ -153,6 +175,8 @@ export async function createApp(config: Config): Promise<NestFastifyApplication>
     }
     done();
   });
+  // With the access log on, bids go through Fastify too, which logs each request and response.
+  if (!config.accessLog) front.bid = app.get(BidRoute).handleRaw;
   // useProcessExit: exit 0 after the hooks (log flush) instead of re-raising the signal.
   app.enableShutdownHooks(['SIGINT', 'SIGTERM'], { useProcessExit: true });
   return app;

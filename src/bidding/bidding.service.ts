@@ -72,7 +72,7 @@ export class BiddingService {
       logged = isUtf8(raw) ? { key: 'req', bytes: raw, singleLine } : { key: 'req', json: text, singleLine };
       parsed = parseJson(text);
     } catch (e) {
-      if (e instanceof BodyError) return this.reject(e.status, e.reason, startedAt);
+      if (e instanceof BodyError) return this.refuse(e.status, e.reason, startedAt);
       throw e;
     }
     let req: BidRequest;
@@ -85,7 +85,7 @@ export class BiddingService {
         this.log.log({ type: 'request', id, name: '' }, logged);
         this.log.log({ type: 'response', id, name: '', status: 400, reason: e.reason });
       }
-      return this.reject(400, e.reason, startedAt);
+      return this.refuse(400, e.reason, startedAt);
     }
     this.log.log({ type: 'request', id: req.id, name: req.publisher }, logged);
     const answer = this.auction(req);
@@ -102,7 +102,8 @@ export class BiddingService {
     return answer;
   }
 
-  private reject(status: 400 | 413, reason: string, startedAt: number): BidAnswer {
+  /** A request refused before bidding (HTTP-level body errors included): counted, not logged. */
+  refuse(status: 400 | 413, reason: string, startedAt: number): BidAnswer {
     const outcome: BidOutcome = status === 413 ? 'too_large' : 'bad_request';
     this.metrics.bidRequest(outcome, null, (performance.now() - startedAt) / 1000);
     return { status, body: JSON.stringify({ error: reason }), reason };

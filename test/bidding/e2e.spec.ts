@@ -1,5 +1,7 @@
 /** End-to-end over real HTTP against the real app and a real Redis: transport, bad input, fuzzing. */
 import assert from 'node:assert/strict';
+import * as http from 'node:http';
+import * as net from 'node:net';
 import * as zlib from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { PayloadCodec } from '../../src/tracking/payload';
@@ -45,6 +47,95 @@ describe('transport', () => {
   it('serves health', async () => {
     assert.equal((await request(`${t.url}/health/live`, { method: 'GET' })).status, 200);
     assert.equal((await request(`${t.url}/health/ready`, { method: 'GET' })).status, 200);
+  });
+});
+
+/** Writes `head` (and nothing more unless `rest`) on a new connection and reads until the server closes or answers. */
+function rawExchange(url: string, head: string, rest?: (s: net.Socket) => void): Promise<string> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const s = net.connect(Number(u.port), u.hostname, () => {
+      s.write(head);
+      rest?.(s);
+    });
+    let got = '';
+    s.setEncoding('latin1');
+    s.on('data', (d: string) => {
+      got += d;
+      // One whole answer (headers and a Content-Length body) is enough.
+      const end = got.indexOf('\r\n\r\n');
+      const len = /content-length: (\d+)/i.exec(got);
+      if (end >= 0 && len && got.length >= end + 4 + Number(len[1])) {
+        s.destroy();
+        resolve(got);
+      }
+    });
+    s.on('close', () => resolve(got));
+    s.on('error', reject);
+  });
+}
+
+describe('the bid route in front of Fastify (src/app.ts, BidRoute.handleRaw)', () => {
+  it('takes the bid path with a query string', async () => {
+    const r = await request(`${bidUrl}?exchange=x`, { body: JSON.stringify(banner) });
+    assert.equal(r.status, 200, r.body.toString());
+    assert.deepEqual(validateBidResponse(banner, JSON.parse(r.body.toString()), { codec: new PayloadCodec(t.config.trackingSecret) }), []);
+  });
+  it('leaves other methods and paths to Fastify', async () => {
+    assert.equal((await request(bidUrl, { method: 'GET' })).status, 404);
+    assert.equal((await request(`${bidUrl}/`, { body: JSON.stringify(banner) })).status, 404);
+    assert.equal((await request(`${t.url}/openrtb2/bidder`, { body: JSON.stringify(banner) })).status, 404);
+  });
+  it('refuses a declared Content-Length over the limit with 413 before the body is sent', async () => {
+    const got = await rawExchange(t.url, `POST /openrtb2/bid HTTP/1.1\r\nHost: x\r\nContent-Length: ${t_limit() + 1}\r\n\r\n`);
+    assert.match(got, /^HTTP\/1\.1 413 /);
+    assert.match(got, /"error":"body over \d+ bytes"/);
+  });
+  it('refuses a chunked body that grows over the limit with 413', async () => {
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+    const r = await new Promise<number>((resolve, reject) => {
+      const req = http.request(bidUrl, { method: 'POST', headers: { 'transfer-encoding': 'chunked' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      for (let sent = 0; sent <= t_limit(); sent += chunk.length) req.write(chunk);
+      req.end();
+    });
+    assert.equal(r, 413);
+  });
+  it('answers 400 when the body is shorter than its Content-Length, and keeps serving after clients that vanish mid-body', async () => {
+    // The client half-closes after 10 of 100 declared bytes: the body ends short.
+    const short = await rawExchange(t.url, 'POST /openrtb2/bid HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"id":"x",', (s) => s.end());
+    // (Node's parser sees the connection end inside the body; the client-error handler answers.)
+    assert.match(short, /^HTTP\/1\.1 400 /);
+    for (let i = 0; i < 5; i++) {
+      await new Promise<void>((resolve) => {
+        const u = new URL(t.url);
+        const s = net.connect(Number(u.port), u.hostname, () => {
+          s.write('POST /openrtb2/bid HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"id":');
+          setTimeout(() => {
+            s.destroy();
+            resolve();
+          }, 20);
+        });
+        s.on('error', () => resolve());
+      });
+    }
+    const r = await request(bidUrl, { body: JSON.stringify(banner) });
+    assert.equal(r.status, 200);
+  });
+  it('through Fastify (as with ACCESS_LOG=true) the route gives the same answers', async () => {
+    const viaFastify = await t.app.inject({ method: 'POST', url: '/openrtb2/bid', payload: JSON.stringify(banner), headers: { 'x-openrtb-version': '2.6' } });
+    assert.equal(viaFastify.statusCode, 200);
+    assert.equal(viaFastify.headers['x-openrtb-version'], '2.6');
+    assert.match(String(viaFastify.headers['content-type']), /application\/json/);
+    assert.deepEqual(validateBidResponse(banner, JSON.parse(viaFastify.body), { codec: new PayloadCodec(t.config.trackingSecret) }), []);
+    const none = await t.app.inject({ method: 'POST', url: '/openrtb2/bid', payload: JSON.stringify({ ...banner, cur: ['XXX'] }) });
+    assert.equal(none.statusCode, 204);
+    const bad = await t.app.inject({ method: 'POST', url: '/openrtb2/bid', payload: '{"id":' });
+    assert.equal(bad.statusCode, 400);
+    assert.match(bad.body, /malformed JSON/);
   });
 });
 
