@@ -10,6 +10,7 @@ import type { Config } from './config/config';
 import { Lifecycle } from './health/lifecycle';
 import { ClusterMetrics } from './metrics/cluster-metrics';
 import { MetricsService } from './metrics/metrics.service';
+import { isNoticeTarget, TrackingRoutes } from './tracking/tracking.routes';
 
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -112,16 +113,26 @@ export class NestPinoLogger implements LoggerService {
   }
 }
 
+/** The hot routes served without Fastify once set (null: through Fastify). */
+interface FrontRoutes {
+  bid: http.RequestListener | null;
+  notice: http.RequestListener | null;
+}
+
 /**
- * The HTTP server, in front of Fastify: bid POSTs go straight to `front.bid` once it is set (the
- * hot path without Fastify's per-request machinery, see BidRoute), everything else to Fastify.
- * Timeouts as Fastify sets them on a server it creates itself.
+ * The HTTP server, in front of Fastify: bid POSTs and notice GETs go straight to their routes' raw
+ * handlers once set (the hot paths without Fastify's per-request machinery, see BidRoute),
+ * everything else to Fastify. Timeouts as Fastify sets them on a server it creates itself.
  */
-function frontServer(fastifyHandler: http.RequestListener, front: { bid: http.RequestListener | null }): http.Server {
+function frontServer(fastifyHandler: http.RequestListener, front: FrontRoutes): http.Server {
   const server = http.createServer((req, res) => {
-    const bid = front.bid;
-    if (bid !== null && req.method === 'POST' && isBidTarget(req.url)) bid(req, res);
-    else fastifyHandler(req, res);
+    const method = req.method;
+    if (method === 'POST') {
+      if (front.bid !== null && isBidTarget(req.url)) return front.bid(req, res);
+    } else if (method === 'GET') {
+      if (front.notice !== null && isNoticeTarget(req.url)) return front.notice(req, res);
+    }
+    fastifyHandler(req, res);
   });
   server.keepAliveTimeout = KEEP_ALIVE_MS;
   server.requestTimeout = 0;
@@ -139,7 +150,7 @@ const KEEP_ALIVE_MS = 65_000;
  */
 export async function createApp(config: Config): Promise<NestFastifyApplication> {
   const logger = createPino(config);
-  const front: { bid: http.RequestListener | null } = { bid: null };
+  const front: FrontRoutes = { bid: null, notice: null };
   const adapter = new FastifyAdapter({
     bodyLimit: config.bodyLimitBytes,
     keepAliveTimeout: KEEP_ALIVE_MS,
@@ -175,8 +186,11 @@ export async function createApp(config: Config): Promise<NestFastifyApplication>
     }
     done();
   });
-  // With the access log on, bids go through Fastify too, which logs each request and response.
-  if (!config.accessLog) front.bid = app.get(BidRoute).handleRaw;
+  // With the access log on, bids and notices go through Fastify too, which logs each request and response.
+  if (!config.accessLog) {
+    front.bid = app.get(BidRoute).handleRaw;
+    front.notice = app.get(TrackingRoutes).handleRaw;
+  }
   // useProcessExit: exit 0 after the hooks (log flush) instead of re-raising the signal.
   app.enableShutdownHooks(['SIGINT', 'SIGTERM'], { useProcessExit: true });
   return app;

@@ -4,6 +4,7 @@ import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
 import { CONFIG, type Config } from '../config/config';
+import { type HttpAnswer, internalError, JSON_TYPE, sendFastify, sendRaw } from '../http-answer';
 import { type BidAnswer, BiddingService } from './bidding.service';
 import { readBody } from './body';
 
@@ -12,12 +13,6 @@ export const BID_PATH = '/openrtb2/bid';
 /** Whether a request line's target is the bid route (its path, with or without a query string). */
 export function isBidTarget(url: string | undefined): boolean {
   return url !== undefined && url.startsWith(BID_PATH) && (url.length === BID_PATH.length || url.charCodeAt(BID_PATH.length) === 63 /* ? */);
-}
-
-interface HttpAnswer {
-  status: number;
-  headers: OutgoingHttpHeaders;
-  payload: Buffer | string | undefined;
 }
 
 /**
@@ -48,8 +43,7 @@ export class BidRoute implements OnModuleInit {
     if (adapter === null) return;
     const fastify = adapter.getInstance<FastifyInstance>();
     fastify.post(BID_PATH, (req, reply) => {
-      const a = this.answer(req.body, req.headers, performance.now());
-      void reply.code(a.status).headers(a.headers).send(a.payload);
+      sendFastify(reply, this.answer(req.body, req.headers, performance.now()));
     });
   }
 
@@ -63,12 +57,9 @@ export class BidRoute implements OnModuleInit {
       } catch (e) {
         // A bug, not the client's doing: what Fastify would make of it, without the process dying.
         this.logger.error({ msg: 'bid request failed', err: e });
-        a = { status: 500, headers: { 'content-type': 'application/json; charset=utf-8' }, payload: '{"error":"internal error"}' };
+        a = internalError();
       }
-      const payload = a.payload;
-      if (payload !== undefined) a.headers['content-length'] = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
-      res.writeHead(a.status, a.headers);
-      res.end(payload);
+      sendRaw(res, a);
     });
   };
 
@@ -83,7 +74,7 @@ export class BidRoute implements OnModuleInit {
     // OpenRTB 2.6 §2.5: echoing the version is recommended.
     if (version !== undefined) headers['x-openrtb-version'] = version;
     if (answer.status === 204) return { status: 204, headers, payload: undefined };
-    headers['content-type'] = 'application/json; charset=utf-8';
+    headers['content-type'] = JSON_TYPE;
     const accept = h['accept-encoding'];
     if (answer.status === 200 && typeof accept === 'string' && accept.includes('gzip')) {
       // OpenRTB 2.6 §2.4: gzip the response when the exchange asks for it.

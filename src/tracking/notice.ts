@@ -32,7 +32,7 @@ export interface Notice {
   readonly loss: number | null;
 }
 
-type Query = Record<string, string | string[] | undefined>;
+export type Query = Record<string, string | string[] | undefined>;
 
 function one(q: Query, key: string): string | undefined {
   const v = q[key];

@@ -103,6 +103,29 @@ describe('notice round trips', () => {
     assert.equal((await get(unknownEvent.toString())).status, 404);
   });
 
+  it('serves notices in front of Fastify and through it alike; leaves other /t paths to Fastify', async () => {
+    const bid = await getBid('rt-front', { id: '1', banner: { w: 300, h: 250 } });
+    const win = new URL(local(bid.nurl, { AUCTION_PRICE: '0.5', AUCTION_CURRENCY: 'USD' }));
+    const target = `${win.pathname}${win.search}`;
+    // Through Fastify's router (the route used with ACCESS_LOG=true): the same answers.
+    const viaFastify = await t.app.inject({ method: 'GET', url: target });
+    assert.equal(viaFastify.statusCode, 204);
+    const badSig = target.replace(/&s=[^&]+/, '&s=AAAAAAAAAAAAAAAAAAAAAA');
+    const front = await get(`${t.url}${badSig}`);
+    const fastify = await t.app.inject({ method: 'GET', url: badSig });
+    assert.deepEqual([front.status, JSON.parse(front.body.toString())], [403, { error: 'payload bad_signature' }]);
+    assert.deepEqual([fastify.statusCode, JSON.parse(fastify.body)], [403, { error: 'payload bad_signature' }]);
+    assert.equal(front.headers['content-type'], fastify.headers['content-type']);
+    // A repeated key counts by its first value, as through Fastify.
+    assert.equal((await get(`${t.url}${target.replace('&s=', '&s=AAAA&s=')}`)).status, 403);
+    assert.equal((await get(`${t.url}${target}&p=second`)).status, 204);
+    // Escaped event names go to Fastify, whose router decodes them.
+    assert.equal((await get(`${t.url}${target.replace('/t/win', '/t/w%69n')}`)).status, 204);
+    assert.equal((await get(`${t.url}/t/`)).status, 404);
+    assert.equal((await get(`${t.url}/t/win/more${win.search}`)).status, 404);
+    assert.equal((await request(`${t.url}${target}`, { method: 'HEAD' })).status, 204);
+  });
+
   it('counts notices by type and outcome in /metrics', async () => {
     const text = (await get(`${t.url}/metrics`)).body.toString();
     const value = (labels: string) => {
