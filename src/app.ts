@@ -113,6 +113,9 @@ export class NestPinoLogger implements LoggerService {
   }
 }
 
+// Exchanges keep connections alive (OpenRTB 2.6 §2.1): don't close idle ones early.
+const KEEP_ALIVE_MS = 65_000;
+
 /** The hot routes served without Fastify once set (null: through Fastify). */
 interface FrontRoutes {
   bid: http.RequestListener | null;
@@ -139,9 +142,6 @@ function frontServer(fastifyHandler: http.RequestListener, front: FrontRoutes): 
   server.setTimeout(0);
   return server;
 }
-
-// Exchanges keep connections alive (OpenRTB 2.6 §2.1): don't close idle ones early.
-const KEEP_ALIVE_MS = 65_000;
 
 /**
  * Builds the Nest application on Fastify. Bodies are read as raw buffers by one catch-all parser
@@ -175,8 +175,8 @@ export async function createApp(config: Config): Promise<NestFastifyApplication>
     done(null, body);
   });
   // On the Fastify route (access log on), a body over the limit (413) or with a bad Content-Length
-  // (400) is refused by Fastify before the bid handler runs; count it with the bid outcomes all the same. onError hooks cost nothing on
-  // requests that succeed.
+  // (400) is refused by Fastify before the bid handler runs; count it with the bid outcomes all the
+  // same. onError hooks cost nothing on requests that succeed.
   const metrics = app.get(MetricsService);
   fastify.addHook('onError', (req, reply, err: Error & { statusCode?: number }, done) => {
     if (req.routeOptions.url === BID_PATH) {

@@ -289,12 +289,18 @@ function referenceTables(rep, lines, h) {
   noise(rep, lines);
 }
 
+// What is left of the machine's busy time once the servers, Redis and k6 are taken out; the
+// counters are read a moment apart, so "nothing" can come out a hair below zero.
+function otherShare(cores) {
+  return cores >= 0.01 ? `${f(cores)} of them` : 'none';
+}
+
 function noise(rep, lines) {
   const parts = [];
   for (const name of Object.keys(rep.targets)) {
     const t = rep.targets[name];
     const ph = rep.scenario === 'reference' ? t.main : t.phases.filter((p) => p.cpu).slice(-1)[0];
-    if (ph && ph.cpu) parts.push(`${name}: ${f(ph.cpu.machineCores)} of ${rep.environment.machine.cpus} cores busy, ${f(ph.cpu.otherCores)} of them by other processes${ph.cpu.stealCores > 0.01 ? `, ${f(ph.cpu.stealCores)} stolen` : ''}`);
+    if (ph && ph.cpu) parts.push(`${name}: ${f(ph.cpu.machineCores)} of ${rep.environment.machine.cpus} cores busy, ${otherShare(ph.cpu.otherCores)} by other processes${ph.cpu.stealCores > 0.01 ? `, ${f(ph.cpu.stealCores)} stolen` : ''}`);
   }
   if (parts.length) lines.push('', `Machine load during the ${rep.scenario === 'reference' ? 'measured phase' : 'last step'} (other processes = noise): ${parts.join('; ')}.`);
 }

@@ -20,9 +20,9 @@ export function isBidTarget(url: string | undefined): boolean {
  *
  * Two ways in, with the same answers. `handleRaw` takes the request straight from the HTTP server
  * (src/app.ts routes bid POSTs to it before Fastify sees them): it skips Fastify's request and
- * reply objects, its hooks (five of them Nest's) and its content-type parsing, ~25 µs per request
- * under load (bench/README.md). The Fastify route serves the rest: when the access log is on (so
- * Fastify logs every request) and in tests that build the app without the server in front.
+ * reply objects, its hooks (five of them Nest's) and its content-type parsing: ~35 µs per request
+ * on one process in a closed loop, 60–85 µs in the full load test (bench/README.md). The Fastify
+ * route answers when the access log is on (so that Fastify logs every request) and to `inject()`.
  */
 @Injectable()
 export class BidRoute implements OnModuleInit {
