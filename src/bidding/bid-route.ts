@@ -53,7 +53,14 @@ export class BidRoute implements OnModuleInit {
       const startedAt = performance.now();
       let a: HttpAnswer;
       try {
-        a = err === null ? this.answer(body, req.headers, startedAt) : this.http(this.bidding.refuse(err.status, err.reason, startedAt), req.headers);
+        if (err === null) {
+          a = this.answer(body, req.headers, startedAt);
+        } else {
+          a = this.http(this.bidding.refuse(err.status, err.reason, startedAt), req.headers);
+          // The rest of a body over the limit is not worth reading before the next request would:
+          // the connection closes after this answer instead.
+          if (err.status === 413) a.headers.connection = 'close';
+        }
       } catch (e) {
         // A bug, not the client's doing: what Fastify would make of it, without the process dying.
         this.logger.error({ msg: 'bid request failed', err: e });

@@ -89,16 +89,23 @@ describe('the bid route in front of Fastify (src/app.ts, BidRoute.handleRaw)', (
   it('refuses a declared Content-Length over the limit with 413 before the body is sent', async () => {
     const got = await rawExchange(t.url, `POST /openrtb2/bid HTTP/1.1\r\nHost: x\r\nContent-Length: ${t_limit() + 1}\r\n\r\n`);
     assert.match(got, /^HTTP\/1\.1 413 /);
+    assert.match(got, /\r\nconnection: close\r\n/i);
     assert.match(got, /"error":"body over \d+ bytes"/);
   });
   it('refuses a chunked body that grows over the limit with 413', async () => {
     const chunk = Buffer.alloc(64 * 1024, 0x20);
     const r = await new Promise<number>((resolve, reject) => {
+      let answered = false;
       const req = http.request(bidUrl, { method: 'POST', headers: { 'transfer-encoding': 'chunked' } }, (res) => {
+        answered = true;
         res.resume();
+        assert.equal(res.headers.connection, 'close');
         resolve(res.statusCode ?? 0);
       });
-      req.on('error', reject);
+      // Once answered, the server closes the connection: writes still queued may fail then.
+      req.on('error', (e) => {
+        if (!answered) reject(e);
+      });
       for (let sent = 0; sent <= t_limit(); sent += chunk.length) req.write(chunk);
       req.end();
     });
