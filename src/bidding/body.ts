@@ -58,9 +58,10 @@ export function parseJson(text: string): unknown {
 const EMPTY = Buffer.alloc(0);
 
 /**
- * Reads a request's body into one Buffer, with the checks Fastify's body reader makes: 413 when
- * Content-Length or the bytes received exceed `limit` (the rest is then not buffered), 400 when
- * the bytes received differ from Content-Length or the client aborts. `done` is called once.
+ * Reads a request's body into one Buffer: 413 when Content-Length or the bytes received exceed
+ * `limit` (the rest is then not buffered), 400 when the client aborts. `done` is called once.
+ * (Node's HTTP parser frames the body by Content-Length: 'end' comes after exactly that many
+ * bytes, and a connection that ends sooner is its client-error 400.)
  */
 export function readBody(req: IncomingMessage, limit: number, done: (err: BodyError | null, body: Buffer) => void): void {
   const declared = req.headers['content-length'];
@@ -79,10 +80,6 @@ export function readBody(req: IncomingMessage, limit: number, done: (err: BodyEr
     req.removeListener('error', onError);
     if (err !== null) {
       done(err, EMPTY);
-      return;
-    }
-    if (length >= 0 && received !== length) {
-      done(new BodyError(400, 'body length differs from Content-Length'), EMPTY);
       return;
     }
     done(null, first === null ? EMPTY : more === null ? first : Buffer.concat([first, ...more], received));
