@@ -135,7 +135,10 @@ describe('LogPipeline (fake Redis, real disk)', () => {
     const ids: string[] = [];
     for (let i = 0; i < 40; i++) {
       ids.push(...logN(p, 50, 300));
-      await sleep(5);
+      // Each burst (~25 KB) waits for the compressor to take the previous one: the raw queue alone
+      // must never reach the 64 KiB bound, or records are dropped by design ('queue over its memory
+      // bound'). A fixed pause raced compression on a loaded machine, where fsyncs share its threads.
+      await until(() => p.stats().recordsQueued === 0);
     }
     // Spilling is asynchronous (fsync per file): memory comes back under the bound once it caught up.
     await until(() => p.stats().recordsQueued === 0 && p.stats().memoryBytes <= 64 * 1024);
