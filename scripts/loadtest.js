@@ -38,6 +38,11 @@ const HELP = `usage: npm run loadtest -- [options]
   --notices <share>           share of bid requests followed by a win notice and an impression (default 0.1)
   --target both|bidder|baseline
                               what to load (default both: the bidder, then the baseline)
+  --cpu-rounds <n>            reference, both targets: after the two main runs, n rounds of short
+                              runs alternating bidder and baseline (both clusters up) for a CPU
+                              ratio that machine noise moves less (default 4 for a full-length
+                              run, else 0)
+  --cpu-round-duration <d>    measured length of each of those runs (default 20s, at --rate)
   --out <dir>                 report directory (default k6/results/<timestamp>-<scenario>)
   --results-md | --no-results-md
                               update bench/RESULTS.md (default: only for full-length runs)
@@ -69,6 +74,8 @@ function parseArgs(argv) {
     resultsMd: null,
     keepLogs: false,
     logWait: 40,
+    cpuRounds: null,
+    cpuRoundDuration: '20s',
   };
   const valued = {
     '--scenario': 'scenario',
@@ -87,6 +94,8 @@ function parseArgs(argv) {
     '--target': 'target',
     '--out': 'out',
     '--log-wait': 'logWait',
+    '--cpu-rounds': 'cpuRounds',
+    '--cpu-round-duration': 'cpuRoundDuration',
   };
   for (let i = 0; i < argv.length; i++) {
     let a = argv[i];
@@ -110,12 +119,13 @@ function parseArgs(argv) {
   }
   if (!['reference', 'ramp'].includes(o.scenario)) throw new Error(`--scenario must be reference or ramp`);
   if (!['both', 'bidder', 'baseline'].includes(o.target)) throw new Error(`--target must be both, bidder or baseline`);
-  for (const k of ['workers', 'rate', 'warmupRate', 'p99', 'avg', 'rampStart', 'rampStep', 'rampMax', 'rampP99', 'logWait', 'notices']) {
+  for (const k of ['workers', 'rate', 'warmupRate', 'p99', 'avg', 'rampStart', 'rampStep', 'rampMax', 'rampP99', 'logWait', 'notices', 'cpuRounds']) {
     if (o[k] === null) continue;
     const n = Number(o[k]);
-    if (!(n >= 0) || (k === 'workers' && !(Number.isInteger(n) && n >= 1))) throw new Error(`bad value for --${k}: ${o[k]}`);
+    if (!(n >= 0) || (k === 'workers' && !(Number.isInteger(n) && n >= 1)) || (k === 'cpuRounds' && !Number.isInteger(n))) throw new Error(`bad value for --${k}: ${o[k]}`);
     o[k] = n;
   }
+  if (o.cpuRounds > 0 && (o.scenario !== 'reference' || o.target !== 'both')) throw new Error('--cpu-rounds needs the reference scenario and both targets');
   return o;
 }
 
@@ -362,6 +372,50 @@ async function countLogs({ bidder, runId, from, expected, graceful }) {
   }
 }
 
+/** Bid requests k6 counted in a run (win notices and impressions apart). */
+function bidRequests(run) {
+  const m = run.data ? run.data.metrics['http_reqs{kind:bid}'] || run.data.metrics.http_reqs : null;
+  return m ? m.values.count : 0;
+}
+
+/**
+ * Stops the bidder cluster when this run started it (a graceful stop flushes every worker's log
+ * buffer, INTERFACE.md; a cluster it did not start is waited for instead), then checks that every
+ * request k6 counted left its two records, and puts the result on the main run.
+ */
+async function finishBidder(side, { runId, o, interrupted }) {
+  const { bidder, run, sent } = side;
+  side.logsCounted = true;
+  const graceful = bidder.startedPm2 && !bidder.startedRedis;
+  if (graceful) {
+    log('loadtest: stopping the bidder cluster (flushes the bid log)');
+    await bidder.stop();
+    side.stopped = true;
+  } else {
+    log(`loadtest: waiting up to ${o.logWait} s for the bid log to be flushed`);
+  }
+  run.logs = { sent, ...(await countLogs({ bidder, runId, from: side.from, expected: sent, graceful })) };
+  // Every request k6 counted must have both records. When k6 stops early (the ramp's end, or
+  // Ctrl-C) it cancels the requests in flight: those reached the bidder (and its log) without being counted, so more records
+  // than requests is not a loss; in the reference scenario nothing is cancelled.
+  const found = Math.min(run.logs.requestRecords, run.logs.responseRecords);
+  run.logs.lost = Math.max(0, sent - found);
+  run.logs.extra = Math.max(0, found - sent);
+  const stoppedEarly = o.scenario === 'ramp' || interrupted;
+  run.logs.complete = run.logs.lost === 0 && run.logs.requestRecords === run.logs.responseRecords && (stoppedEarly || run.logs.extra === 0);
+  log(`loadtest: bid log: ${sent} requests sent, ${run.logs.requestRecords} request and ${run.logs.responseRecords} response records in ${bidder.logKey}`);
+  if (bidder.logKey.startsWith('loadtest:') && !o.keepLogs) {
+    const Redis = require(path.join(ROOT, 'node_modules', 'ioredis'));
+    const r = new Redis(bidder.redisUrl, { maxRetriesPerRequest: 1 });
+    await r.del(bidder.logKey).catch(() => {});
+    r.disconnect();
+  }
+  if (!side.stopped && bidder.startedPm2) {
+    await bidder.stop();
+    side.stopped = true;
+  }
+}
+
 async function main() {
   if (Number(process.versions.node.split('.')[0]) < 24) {
     log(`npm run loadtest needs Node 24 (this is ${process.version}); run it through npm so node_modules/.bin/node is used.`);
@@ -386,6 +440,13 @@ async function main() {
   const fullLength =
     o.duration === null && o.rate === null && o.warmup === null && o.warmupRate === null && o.rampStart === null && o.rampStep === null && o.rampMax === null;
   const writeResultsMd = o.resultsMd === null ? fullLength && o.target === 'both' : o.resultsMd;
+  if (o.cpuRounds === null) o.cpuRounds = fullLength && o.target === 'both' && o.scenario === 'reference' ? 4 : 0;
+  try {
+    planLib.seconds(o.cpuRoundDuration);
+  } catch (e) {
+    log(`loadtest: --cpu-round-duration: ${e.message}`);
+    return 2;
+  }
   const startedAt = new Date();
   const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
   const runId = `lt${startedAt.getTime().toString(36)}${Math.floor(Math.random() * 1296).toString(36).padStart(2, '0')}`;
@@ -418,6 +479,8 @@ async function main() {
     ctx.k6 = await findK6({ log });
     log(`loadtest: run ${runId}, ${o.scenario}, report in ${path.relative(ROOT, outDir) || outDir}`);
 
+    // The bidder stays up through the CPU rounds; its log is counted once it is stopped.
+    let bidderSide = null;
     if (o.target !== 'baseline') {
       const redis = await cluster.ensureRedis({ log, dir: path.join(runDir, 'redis') });
       cleanups.push(() => redis.stop());
@@ -434,64 +497,62 @@ async function main() {
         }
         if (newestSource(path.join(ROOT, 'src')) > built) log('loadtest: note: src/ changed since the last build; the running bidder may run older code (npm stop, then run again)');
       }
-      let bidderStopped = !bidder.startedPm2;
+      bidderSide = { bidder, stopped: !bidder.startedPm2, run: null, sent: 0, from: 0 };
+      const side = bidderSide;
       if (bidder.startedPm2) cleanups.push(async () => {
-        if (!bidderStopped) await bidder.stop();
+        if (!side.stopped) await bidder.stop();
       });
       if (bidder.redisUrl !== redis.url && redis.started) {
         // The cluster was already running with its own Redis: ours is not needed.
         await redis.stop();
       }
       if (interrupted) throw new Error('interrupted');
-      const from = await LogCounter.listLength(bidder.redisUrl, bidder.logKey);
+      side.from = await LogCounter.listLength(bidder.redisUrl, bidder.logKey);
       const run = await runLoad({ name: 'bidder', k6: ctx.k6, url: bidder.url, strict: true, server: bidder, env, outDir, runId, interrupted: () => interrupted });
       run.cpu = phaseCpu(run);
-      const bidReqs = run.data ? run.data.metrics['http_reqs{kind:bid}'] || run.data.metrics.http_reqs : null;
-      const sent = bidReqs ? bidReqs.values.count : 0;
-      // Stopping the cluster gracefully flushes every worker's log buffer (INTERFACE.md); when
-      // it was already running, wait for its periodic flush instead.
-      const graceful = bidder.startedPm2 && !bidder.startedRedis;
-      if (graceful) {
-        log('loadtest: stopping the bidder cluster (flushes the bid log)');
-        await bidder.stop();
-        bidderStopped = true;
-      } else {
-        log(`loadtest: waiting up to ${o.logWait} s for the bid log to be flushed`);
-      }
-      run.logs = { sent, ...(await countLogs({ bidder, runId, from, expected: sent, graceful })) };
-      // Every request k6 counted must have both records. When k6 stops early (the ramp's end, or
-      // Ctrl-C) it cancels the requests in flight: those reached the bidder (and its log) without being counted, so more records
-      // than requests is not a loss; in the reference scenario nothing is cancelled.
-      const found = Math.min(run.logs.requestRecords, run.logs.responseRecords);
-      run.logs.lost = Math.max(0, sent - found);
-      run.logs.extra = Math.max(0, found - sent);
-      const stoppedEarly = o.scenario === 'ramp' || interrupted;
-      run.logs.complete = run.logs.lost === 0 && run.logs.requestRecords === run.logs.responseRecords && (stoppedEarly || run.logs.extra === 0);
-      log(`loadtest: bid log: ${sent} requests sent, ${run.logs.requestRecords} request and ${run.logs.responseRecords} response records in ${bidder.logKey}`);
-      if (bidder.logKey.startsWith('loadtest:') && !o.keepLogs) {
-        const Redis = require(path.join(ROOT, 'node_modules', 'ioredis'));
-        const r = new Redis(bidder.redisUrl, { maxRetriesPerRequest: 1 });
-        await r.del(bidder.logKey).catch(() => {});
-        r.disconnect();
-      }
+      side.run = run;
+      side.sent += bidRequests(run);
       run.server = { startedPm2: bidder.startedPm2, pm2Home: bidder.pm2Home, redisUrl: bidder.redisUrl, logKey: bidder.logKey, workers: run.workers.length };
       ctx.targets.bidder = run;
-      if (!bidderStopped && bidder.startedPm2) {
-        await bidder.stop();
-        bidderStopped = true;
-      }
+      if (o.cpuRounds === 0) await finishBidder(side, { runId, o, interrupted });
     }
 
+    let baseline = null;
     if (o.target !== 'bidder' && !interrupted) {
       const workers = ctx.targets.bidder && ctx.targets.bidder.workers.length ? ctx.targets.bidder.workers.length : o.workers;
       const port = await freePort();
-      const baseline = await cluster.startBaseline({ workers, port, home: path.join(runDir, 'pm2-baseline'), log });
+      baseline = await cluster.startBaseline({ workers, port, home: path.join(runDir, 'pm2-baseline'), log });
       cleanups.push(() => baseline.stop());
       if (interrupted) throw new Error('interrupted');
       const run = await runLoad({ name: 'baseline', k6: ctx.k6, url: baseline.url, strict: false, server: baseline, env, outDir, runId: `${runId}b`, interrupted: () => interrupted });
       run.cpu = phaseCpu(run);
       run.server = { startedPm2: true, pm2Home: baseline.pm2Home, workers: run.workers.length };
       ctx.targets.baseline = run;
+    }
+
+    if (o.cpuRounds > 0 && bidderSide && baseline) {
+      // Short runs, bidder then baseline, again and again: each pair meets about the same machine
+      // noise, which the two long runs above (minutes apart) do not.
+      const roundEnv = { ...env, DURATION: o.cpuRoundDuration, WARMUP_DURATION: '2s' };
+      ctx.rounds = [];
+      for (let i = 1; i <= o.cpuRounds && !interrupted; i++) {
+        log(`loadtest: CPU round ${i} of ${o.cpuRounds}`);
+        const pair = {};
+        for (const [name, server, strict, id] of [
+          ['bidder', bidderSide.bidder, true, `${runId}-c${i}`],
+          ['baseline', baseline, false, `${runId}b-c${i}`],
+        ]) {
+          if (interrupted) break;
+          const run = await runLoad({ name: `${name}-round${i}`, k6: ctx.k6, url: server.url, strict, server, env: roundEnv, outDir, runId: id, interrupted: () => interrupted });
+          run.cpu = phaseCpu(run);
+          if (name === 'bidder') bidderSide.sent += bidRequests(run);
+          pair[name] = run;
+        }
+        ctx.rounds.push(pair);
+      }
+    }
+    if (bidderSide && !bidderSide.logsCounted) await finishBidder(bidderSide, { runId, o, interrupted });
+    if (baseline) {
       await baseline.stop();
       cleanups.pop();
     }

@@ -37,6 +37,8 @@ describe('npm run loadtest (smoke)', () => {
       '--avg', '1000',
       '--out', out,
       '--no-results-md',
+      '--cpu-rounds', '1',
+      '--cpu-round-duration', '2s',
     ];
     const r = spawnSync(process.execPath, args, { cwd: ROOT, env, encoding: 'utf8', timeout: 19 * 60_000 });
     const output = `${r.stdout}\n${r.stderr}`;
@@ -67,9 +69,23 @@ describe('npm run loadtest (smoke)', () => {
     // The bidder bids on some requests and leaves exactly one request and one response record each.
     const b = rep.targets.bidder;
     assert.ok(b.bidRate > 0, 'the bidder never bid');
-    assert.equal(b.logs.sent, b.requests);
-    assert.equal(b.logs.requestRecords, b.requests);
-    assert.equal(b.logs.responseRecords, b.requests);
+    // The log is counted after the CPU round, so the round's bid requests are in it too.
+    assert.equal(rep.rounds.length, 1);
+    const round = rep.rounds[0];
+    for (const name of ['bidder', 'baseline']) {
+      const x = round[name];
+      assert.equal(x.completed, true, `round ${name} completed`);
+      assert.equal(x.errors, 0, `round ${name} errors`);
+      assert.ok(x.requests >= 80 && x.requests <= 140, `round ${name} requests ${x.requests}`);
+      assert.ok(x.serverUsPerReq > 0, `round ${name} CPU per request`);
+      assert.ok(fs.existsSync(path.join(out, `k6-${name}-round1.json`)), `k6-${name}-round1.json missing`);
+    }
+    assert.equal(typeof round.ratio, 'number');
+    assert.equal(rep.comparison.rounds.n, 1);
+    assert.equal(rep.comparison.rounds.median, round.ratio);
+    assert.equal(b.logs.sent, b.requests + round.bidder.bidRequests);
+    assert.equal(b.logs.requestRecords, b.logs.sent);
+    assert.equal(b.logs.responseRecords, b.logs.sent);
     assert.equal(b.logs.complete, true);
     assert.equal(typeof rep.comparison.cpuPerRequestRatio, 'number');
 
@@ -78,6 +94,8 @@ describe('npm run loadtest (smoke)', () => {
     assert.match(md, /\| bidder, 2 workers/);
     assert.match(md, /\| bare Fastify baseline, 2 workers/);
     assert.match(md, /GOGC=400/);
+    assert.match(md, /Server CPU per request in alternating rounds/);
+    assert.match(md, /\| 1 \| [\d.]+ µs \| [\d.]+ µs \| [\d.]+× \|/);
     for (const f of ['latency-over-time.svg', 'throughput-over-time.svg']) {
       const svg = fs.readFileSync(path.join(out, f), 'utf8');
       assert.ok(svg.startsWith('<svg') && svg.includes('<path '), `${f} has no lines`);
