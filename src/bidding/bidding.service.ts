@@ -13,8 +13,8 @@ import { PacingGate } from '../tracking/pacing.gate';
 import { PayloadCodec } from '../tracking/payload';
 import { SpendService } from '../tracking/spend.service';
 import { BodyError, decodeBody, parseJson } from './body';
-import { bannerAdm, escapeHtml, nativeAdm, trackingUrls, vastAdm, type TrackingUrls } from './markup';
-import { candidateJson, isJsonSafe } from './response-json';
+import { bannerAdm, escapeHtml, trackingUrls, vastAdm, type TrackingUrls } from './markup';
+import { candidateJson, isJsonSafe, nativeAdmLiteral } from './response-json';
 
 /** What the controller sends back. `body` is '' for 204. */
 export interface BidAnswer {
@@ -161,23 +161,19 @@ export class BiddingService {
       : trackingUrls(clickBase + q, impBase + q);
     const cj = candidateJson(c);
     let adm: string;
-    let admSafe: boolean;
     switch (m.mtype) {
       case MType.Native:
-        adm = nativeAdm(imp.native!, m.native ?? [], urls);
-        admSafe = false;
+        adm = nativeAdmLiteral(imp.native!, m.native ?? [], urls, this.baseSafe);
         break;
       case MType.Video:
-        adm = vastAdm(c, urls, bidId, videoMime(c.video?.mimes ?? [], imp.video?.mimes ?? []));
-        admSafe = cj.vastSafe && this.baseSafe;
+        adm = quoted(vastAdm(c, urls, bidId, videoMime(c.video?.mimes ?? [], imp.video?.mimes ?? [])), cj.vastSafe && this.baseSafe);
         break;
       default:
-        adm = bannerAdm(c, urls);
-        admSafe = cj.bannerSafe && this.baseSafe;
+        adm = quoted(bannerAdm(c, urls), cj.bannerSafe && this.baseSafe);
     }
     let bid =
       `{"id":"${bidId}","impid":${JSON.stringify(imp.id)},"price":${JSON.stringify(m.price)},` +
-      `"adm":${quoted(adm, admSafe)}${cj.fields},"mtype":${m.mtype},` +
+      `"adm":${adm}${cj.fields},"mtype":${m.mtype},` +
       `"nurl":${quoted(`${base}/t/win?${q}${WIN_QS}`, this.baseSafe)},` +
       `"burl":${quoted(`${base}/t/bill?${q}${WIN_QS}`, this.baseSafe)},` +
       `"lurl":${quoted(`${base}/t/loss?${q}${LOSS_QS}`, this.baseSafe)}`;

@@ -96,6 +96,14 @@ function allowsImgImpression(n: NativeImp): boolean {
  * tracker in the markup (nurl/burl still report the win and the billing).
  * Native 1.0 requests get the `{"native": …}` root wrapper; 1.1 and later do not (§4.1).
  */
+/** The response's version, root wrapper and impression tracker for a native request (see nativeAdm). */
+export function nativeVersion(n: NativeImp): { ver: '1.0' | '1.1' | '1.2'; legacy: boolean; tracker: 'eventtracker' | 'imptrackers' | null } {
+  const legacy = n.ver.startsWith('1.0');
+  const ver = legacy ? '1.0' : n.ver.startsWith('1.1') ? '1.1' : '1.2';
+  const tracker = n.eventtrackers !== null && !legacy ? (allowsImgImpression(n) ? 'eventtracker' : null) : 'imptrackers';
+  return { ver, legacy, tracker };
+}
+
 export function nativeAdm(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls): string {
   const assets: object[] = [];
   for (let i = 0; i < fills.length; i++) {
@@ -114,12 +122,9 @@ export function nativeAdm(n: NativeImp, fills: readonly NativeFill[], urls: Trac
         break;
     }
   }
-  const legacy = n.ver.startsWith('1.0');
-  const body: Record<string, unknown> = { ver: legacy ? '1.0' : n.ver.startsWith('1.1') ? '1.1' : '1.2', assets, link: { url: urls.click } };
-  if (n.eventtrackers !== null && !legacy) {
-    if (allowsImgImpression(n)) body.eventtrackers = [{ event: EVENT_IMPRESSION, method: METHOD_IMG, url: urls.imp }];
-  } else {
-    body.imptrackers = [urls.imp];
-  }
-  return JSON.stringify(legacy ? { native: body } : body);
+  const v = nativeVersion(n);
+  const body: Record<string, unknown> = { ver: v.ver, assets, link: { url: urls.click } };
+  if (v.tracker === 'eventtracker') body.eventtrackers = [{ event: EVENT_IMPRESSION, method: METHOD_IMG, url: urls.imp }];
+  else if (v.tracker === 'imptrackers') body.imptrackers = [urls.imp];
+  return JSON.stringify(v.legacy ? { native: body } : body);
 }

@@ -6,8 +6,9 @@
  * campaigns is checked once per candidate; what comes from the request is short and goes through
  * JSON.stringify; the tracking payload is base64url.
  */
-import type { Candidate } from '../targeting/types';
-import { escapeHtml } from './markup';
+import { NativeAssetKind, type NativeImp } from '../openrtb/types';
+import type { Candidate, NativeFill } from '../targeting/types';
+import { escapeHtml, nativeAdm, nativeVersion, type TrackingUrls } from './markup';
 
 // Quote, backslash, control characters, surrogates (JSON.stringify escapes lone ones).
 // eslint-disable-next-line no-control-regex
@@ -53,4 +54,43 @@ export function candidateJson(c: Candidate): CandidateJson {
     cache.set(c, j);
   }
   return j;
+}
+
+/**
+ * `JSON.stringify(nativeAdm(n, fills, urls))`: the native markup as the JSON string literal of
+ * `bid.adm`. When the tracking URLs are known safe (`urlsSafe`) and every text and image URL of
+ * the fills needs no JSON escaping, the markup's only characters to escape are its own quotes, so
+ * it is written directly in that form (`\"`), instead of building an object, serializing it and
+ * then scanning the result again to quote it. Anything else takes the two JSON.stringify calls.
+ */
+export function nativeAdmLiteral(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls, urlsSafe: boolean): string {
+  if (!urlsSafe) return JSON.stringify(nativeAdm(n, fills, urls));
+  let assets = '';
+  for (let i = 0; i < fills.length; i++) {
+    const f = fills[i];
+    let a: string;
+    switch (f.kind) {
+      case NativeAssetKind.Title:
+        if (!isJsonSafe(f.text)) return JSON.stringify(nativeAdm(n, fills, urls));
+        a = `{\\"id\\":${f.assetId},\\"title\\":{\\"text\\":\\"${f.text}\\"}}`;
+        break;
+      case NativeAssetKind.Img:
+        if (f.img === null) continue;
+        if (!isJsonSafe(f.img.url)) return JSON.stringify(nativeAdm(n, fills, urls));
+        a = `{\\"id\\":${f.assetId},\\"img\\":{\\"url\\":\\"${f.img.url}\\",\\"w\\":${f.img.w},\\"h\\":${f.img.h}}}`;
+        break;
+      case NativeAssetKind.Data:
+        if (!isJsonSafe(f.text)) return JSON.stringify(nativeAdm(n, fills, urls));
+        a = `{\\"id\\":${f.assetId},\\"data\\":{\\"value\\":\\"${f.text}\\"}}`;
+        break;
+      default:
+        continue;
+    }
+    assets = assets === '' ? a : `${assets},${a}`;
+  }
+  const v = nativeVersion(n);
+  let body = `{\\"ver\\":\\"${v.ver}\\",\\"assets\\":[${assets}],\\"link\\":{\\"url\\":\\"${urls.click}\\"}`;
+  if (v.tracker === 'eventtracker') body += `,\\"eventtrackers\\":[{\\"event\\":1,\\"method\\":1,\\"url\\":\\"${urls.imp}\\"}]`;
+  else if (v.tracker === 'imptrackers') body += `,\\"imptrackers\\":[\\"${urls.imp}\\"]`;
+  return v.legacy ? `"{\\"native\\":${body}}}"` : `"${body}}"`;
 }

@@ -8,7 +8,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { isJsonSafe } from '../../src/bidding/response-json';
+import { nativeAdm, trackingUrls } from '../../src/bidding/markup';
+import { isJsonSafe, nativeAdmLiteral } from '../../src/bidding/response-json';
+import { NativeAssetKind, type NativeImp } from '../../src/openrtb/types';
+import type { NativeFill } from '../../src/targeting/types';
 import { request, startTestApp, type TestApp } from '../support/app';
 
 describe('isJsonSafe', () => {
@@ -28,6 +31,55 @@ describe('isJsonSafe', () => {
       assert.equal(JSON.stringify(s) === `"${s}"`, safe);
     });
   }
+});
+
+describe('nativeAdmLiteral: the native markup written in its escaped form', () => {
+  const safeUrls = trackingUrls('https://t.example/t/click?p=AbC-_9&s=xY', 'https://t.example/t/imp?p=AbC-_9&s=xY');
+  const quotedUrls = trackingUrls('https://t.example/"q"/t/click?p=A&s=x', 'https://t.example/"q"/t/imp?p=A&s=x');
+  const imps: NativeImp[] = [];
+  for (const ver of ['1.0', '1.1', '1.2', '1.2.1', '1.3', ''])
+    for (const eventtrackers of [null, [{ event: 1, methods: [1] }], [{ event: 1, methods: [2] }, { event: 2, methods: [1] }]])
+      imps.push({ ver, assets: [], eventtrackers, battr: [] });
+  // Deterministic pseudo-random strings over an alphabet that has every kind of character JSON cares about.
+  const ALPHABET = ['a', 'Z', '0', ' ', '/', '&', "'", '<', '"', '\\', '\n', '\t', '\u0000', '\u001f', '\u2028', '✓', '新', '\ud83d\ude00', '\ud800', '\udfff'];
+  let seed = 42;
+  const rnd = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed % n;
+  };
+  const text = (safe: boolean): string => {
+    let out = '';
+    const len = rnd(12);
+    for (let i = 0; i < len; i++) out += ALPHABET[rnd(safe ? 8 : ALPHABET.length)];
+    return out;
+  };
+  const fillSet = (safe: boolean): NativeFill[] => [
+    { assetId: 1 + rnd(300), kind: NativeAssetKind.Title, text: text(safe), img: null },
+    { assetId: 2, kind: NativeAssetKind.Img, text: '', img: { url: `https://cdn.example/${text(safe)}.jpg`, w: 1200, h: 627 } },
+    { assetId: 3, kind: NativeAssetKind.Img, text: '', img: null },
+    { assetId: 4, kind: NativeAssetKind.Video, text: '', img: null },
+    { assetId: 5, kind: NativeAssetKind.Data, text: text(safe), img: null },
+  ];
+
+  it('equals JSON.stringify(nativeAdm(…)) for every version, tracker choice and kind of string', () => {
+    let direct = 0;
+    for (let round = 0; round < 400; round++) {
+      const safe = round % 2 === 0;
+      const fills = fillSet(safe);
+      const some = fills.filter(() => rnd(3) > 0);
+      for (const imp of imps) {
+        for (const [urls, urlsSafe] of [[safeUrls, true], [safeUrls, false], [quotedUrls, false]] as const) {
+          for (const f of [fills, some, []]) {
+            const want = JSON.stringify(nativeAdm(imp, f, urls));
+            assert.equal(nativeAdmLiteral(imp, f, urls, urlsSafe), want, `${imp.ver} ${JSON.stringify(imp.eventtrackers)} ${JSON.stringify(f)}`);
+            if (urlsSafe && f.every((x) => isJsonSafe(x.text) && (x.img === null || isJsonSafe(x.img.url)))) direct++;
+          }
+        }
+      }
+    }
+    // The direct form, not the fallback, was what most of the safe cases compared.
+    assert.ok(direct > 5000, `direct ${direct}`);
+  });
 });
 
 const AWKWARD = 'Say "hi" \\ to\ttabs </script> \u2028 ✓';
