@@ -12,6 +12,10 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from '../src/app.module';
 import { BiddingService } from '../src/bidding/bidding.service';
+import { nativeAdm, trackingUrls } from '../src/bidding/markup';
+import { nativeAdmLiteral } from '../src/bidding/response-json';
+import { NativeAssetKind, type NativeImp } from '../src/openrtb/types';
+import type { NativeFill } from '../src/targeting/types';
 import { loadConfig } from '../src/config/config';
 import { LogService } from '../src/log/log.service';
 import { parseBidRequest } from '../src/openrtb/parse';
@@ -138,6 +142,18 @@ async function main(): Promise<void> {
   const codec = new PayloadCodec('k');
   const payload = { requestId: '80ce30c53c16e6ede735f123ef6e32361bfc7b22', bidId: 'b6a1c0a4-9d0b-4e43-8f4b-2f0c5b1f7a11', impId: '1', crid: 'cr-native-0042', cid: 'cmp-017', price: 1.37, cur: 'USD', ts: Date.now(), dealId: '', publisher: 'News Example', userId: 'u1' };
   rows.push(['  tracking payload (packed + HMAC), once per bid', measure(() => codec.encode(payload), iterations), '']);
+  // A native bid's markup as the JSON string of bid.adm: title, image and two data assets, img eventtracker.
+  const q = codec.encode(payload);
+  const urls = trackingUrls(`https://track.example.com/t/click?${q}`, `https://track.example.com/t/imp?${q}`);
+  const nativeImp: NativeImp = { ver: '1.2', assets: [], eventtrackers: [{ event: 1, methods: [1, 2] }], battr: [] };
+  const fills: NativeFill[] = [
+    { assetId: 1, kind: NativeAssetKind.Title, text: 'Summer sale: everything must go, up to 70 % off', img: null },
+    { assetId: 2, kind: NativeAssetKind.Img, text: '', img: { url: 'https://cdn.example.com/creatives/summer-1200x627.jpg', w: 1200, h: 627 } },
+    { assetId: 3, kind: NativeAssetKind.Data, text: 'Brand Example', img: null },
+    { assetId: 4, kind: NativeAssetKind.Data, text: 'The best summer deals of the year, in every store and online.', img: null },
+  ];
+  rows.push(['  native markup, as the JSON string of bid.adm', measure(() => nativeAdmLiteral(nativeImp, fills, urls, true), iterations), 'written in its escaped form']);
+  rows.push(['  the same by JSON.stringify of an object, then of the string', measure(() => JSON.stringify(nativeAdm(nativeImp, fills, urls)), iterations), 'before']);
   // Every bid's two records were appended (none dropped), or the figures would leave part of the log out.
   const dropped = log.stats().recordsDropped;
   if (dropped > 0) throw new Error(`the bid log dropped ${dropped} records: the figures would not include their cost`);
