@@ -531,17 +531,22 @@ async function main() {
     }
 
     if (o.cpuRounds > 0 && bidderSide && baseline) {
-      // Short runs, bidder then baseline, again and again: each pair meets about the same machine
-      // noise, which the two long runs above (minutes apart) do not.
-      const roundEnv = { ...env, DURATION: o.cpuRoundDuration, WARMUP_DURATION: '2s' };
+      // Short runs of the two servers, again and again: each pair meets about the same machine
+      // noise, which the two long runs above (minutes apart) do not. The order alternates (bidder
+      // first in odd rounds, baseline first in even ones), so neither always follows the other's
+      // load or always comes first after a pause. Each run warms up for 3 s at the measured rate:
+      // an idle V8 shrinks its young generation, and the first seconds of load would regrow it.
+      const roundEnv = { ...env, DURATION: o.cpuRoundDuration, WARMUP_DURATION: '3s', WARMUP_RATE: String(plan.settings.rate) };
       ctx.rounds = [];
       for (let i = 1; i <= o.cpuRounds && !interrupted; i++) {
         log(`loadtest: CPU round ${i} of ${o.cpuRounds}`);
         const pair = {};
-        for (const [name, server, strict, id] of [
+        const order = [
           ['bidder', bidderSide.bidder, true, `${runId}-c${i}`],
           ['baseline', baseline, false, `${runId}b-c${i}`],
-        ]) {
+        ];
+        if (i % 2 === 0) order.reverse();
+        for (const [name, server, strict, id] of order) {
           if (interrupted) break;
           const run = await runLoad({ name: `${name}-round${i}`, k6: ctx.k6, url: server.url, strict, server, env: roundEnv, outDir, runId: id, interrupted: () => interrupted });
           run.cpu = phaseCpu(run);

@@ -364,8 +364,8 @@ function roundsTable(rep, lines, h) {
     '',
     `${h} Server CPU per request in alternating rounds`,
     '',
-    `After the runs above, with both clusters up: ${rep.rounds.length} rounds of a short run against the bidder, then the same against the baseline ` +
-      `(${s.rate}/s for ~${d ? f(d.bidder.seconds, 0) : '?'} s each after 2 s of warm-up; latency is not judged here). ` +
+    `After the runs above, with both clusters up: ${rep.rounds.length} rounds of a short run against each server, the bidder first in odd rounds ` +
+      `and the baseline first in even ones (${s.rate}/s for ~${d ? f(d.bidder.seconds, 0) : '?'} s each after 3 s at that rate; latency is not judged here). ` +
       'Each pair meets about the same machine noise, which the two long runs, minutes apart, do not.',
     '',
     '| round | bidder CPU/req | baseline CPU/req | ratio | bidder p99 | baseline p99 | other processes, cores (bidder / baseline) |',
