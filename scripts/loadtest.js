@@ -497,7 +497,7 @@ async function main() {
         }
         if (newestSource(path.join(ROOT, 'src')) > built) log('loadtest: note: src/ changed since the last build; the running bidder may run older code (npm stop, then run again)');
       }
-      bidderSide = { bidder, stopped: !bidder.startedPm2, run: null, sent: 0, from: 0 };
+      bidderSide = { bidder, stopped: !bidder.startedPm2, run: null, sent: 0, from: 0, logsCounted: false };
       const side = bidderSide;
       if (bidder.startedPm2) cleanups.push(async () => {
         if (!side.stopped) await bidder.stop();

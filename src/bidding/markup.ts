@@ -74,8 +74,8 @@ export function vastAdm(c: Candidate, urls: TrackingUrls, bidId: string, mime: s
 }
 
 /** Native event: impression (Native 1.2 §7.6), method 1 = image pixel. */
-const EVENT_IMPRESSION = 1;
-const METHOD_IMG = 1;
+export const EVENT_IMPRESSION = 1;
+export const METHOD_IMG = 1;
 
 /** True when the request allows an image-pixel impression tracker (or lists no eventtrackers at all). */
 function allowsImgImpression(n: NativeImp): boolean {
@@ -88,14 +88,6 @@ function allowsImgImpression(n: NativeImp): boolean {
   return false;
 }
 
-/**
- * Native response (a JSON string for `bid.adm`). Assets echo the request's asset ids; the fills come
- * from the targeting plan and cover every required asset. Impression tracking: `eventtrackers` with
- * method 1 when the request offers it; when the request lists no eventtrackers (Native ≤ 1.1
- * habit), the legacy `imptrackers`. A request offering impressions only by JS gets no impression
- * tracker in the markup (nurl/burl still report the win and the billing).
- * Native 1.0 requests get the `{"native": …}` root wrapper; 1.1 and later do not (§4.1).
- */
 /** The response's version, root wrapper and impression tracker for a native request (see nativeAdm). */
 export function nativeVersion(n: NativeImp): { ver: '1.0' | '1.1' | '1.2'; legacy: boolean; tracker: 'eventtracker' | 'imptrackers' | null } {
   const legacy = n.ver.startsWith('1.0');
@@ -104,6 +96,14 @@ export function nativeVersion(n: NativeImp): { ver: '1.0' | '1.1' | '1.2'; legac
   return { ver, legacy, tracker };
 }
 
+/**
+ * Native response (a JSON string for `bid.adm`). Assets echo the request's asset ids; the fills come
+ * from the targeting plan and cover every required asset. Impression tracking: `eventtrackers` with
+ * method 1 when the request offers it; when the request lists no eventtrackers (Native ≤ 1.1
+ * habit), the legacy `imptrackers`. A request offering impressions only by JS gets no impression
+ * tracker in the markup (nurl/burl still report the win and the billing).
+ * Native 1.0 requests get the `{"native": …}` root wrapper; 1.1 and later do not (§4.1).
+ */
 export function nativeAdm(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls): string {
   const assets: object[] = [];
   for (let i = 0; i < fills.length; i++) {

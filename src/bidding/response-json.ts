@@ -8,7 +8,7 @@
  */
 import { NativeAssetKind, type NativeImp } from '../openrtb/types';
 import type { Candidate, NativeFill } from '../targeting/types';
-import { escapeHtml, nativeAdm, nativeVersion, type TrackingUrls } from './markup';
+import { escapeHtml, EVENT_IMPRESSION, METHOD_IMG, nativeAdm, nativeVersion, type TrackingUrls } from './markup';
 
 // Quote, backslash, control characters, surrogates (JSON.stringify escapes lone ones).
 // eslint-disable-next-line no-control-regex
@@ -90,7 +90,7 @@ export function nativeAdmLiteral(n: NativeImp, fills: readonly NativeFill[], url
   }
   const v = nativeVersion(n);
   let body = `{\\"ver\\":\\"${v.ver}\\",\\"assets\\":[${assets}],\\"link\\":{\\"url\\":\\"${urls.click}\\"}`;
-  if (v.tracker === 'eventtracker') body += `,\\"eventtrackers\\":[{\\"event\\":1,\\"method\\":1,\\"url\\":\\"${urls.imp}\\"}]`;
+  if (v.tracker === 'eventtracker') body += `,\\"eventtrackers\\":[{\\"event\\":${EVENT_IMPRESSION},\\"method\\":${METHOD_IMG},\\"url\\":\\"${urls.imp}\\"}]`;
   else if (v.tracker === 'imptrackers') body += `,\\"imptrackers\\":[\\"${urls.imp}\\"]`;
   return v.legacy ? `"{\\"native\\":${body}}}"` : `"${body}}"`;
 }
