@@ -14,6 +14,8 @@ import {
   type BannerImp,
   type BidRequest,
   type Deal,
+  type DsaRequest,
+  type DsaTransparency,
   type Imp,
   type NativeAssetReq,
   type NativeEventTrackerReq,
@@ -295,6 +297,28 @@ function parseNativeCore(request: unknown, outerVer: string, path: string): Nati
   return { ver: parsed.ver, assets, eventtrackers };
 }
 
+/** `regs.ext.dsa` (or `regs.dsa`); a malformed object is a 400, as for any field the bidder reads. */
+function parseDsa(regs: Obj): DsaRequest | null {
+  const ext = optObj(regs, 'ext', 'regs');
+  const path = ext !== null && isObj(ext.dsa) ? 'regs.ext.dsa' : 'regs.dsa';
+  const d = ext !== null && isObj(ext.dsa) ? ext.dsa : optObj(regs, 'dsa', 'regs');
+  if (d === null) return null;
+  const transparency: DsaTransparency[] = [];
+  const raw = arr(d, 'transparency', path);
+  for (let i = 0; i < raw.length; i++) {
+    const t = raw[i];
+    const tp = `${path}.transparency[${i}]`;
+    if (!isObj(t)) fail(tp, 'must be an object');
+    transparency.push({ domain: str(t, 'domain', tp, ''), dsaparams: intList(t, 'dsaparams', tp) });
+  }
+  return {
+    required: num(d, 'dsarequired', path, 0),
+    pubrender: num(d, 'pubrender', path, 0),
+    datatopub: num(d, 'datatopub', path, 0),
+    transparency,
+  };
+}
+
 function parsePmp(p: Obj, path: string): Pmp {
   const deals: Deal[] = [];
   const raw = arr(p, 'deals', path);
@@ -352,6 +376,7 @@ export function parseBidRequest(body: unknown): BidRequest {
   const geo = device ? optObj(device, 'geo', 'device') : null;
   const userGeo = geo === null && user ? optObj(user, 'geo', 'user') : null;
 
+  const regs = optObj(body, 'regs', 'request');
   const cur = strList(body, 'cur', 'request', false);
   let userId = user ? str(user, 'id', 'user', '') : '';
   if (userId === '' && device) userId = str(device, 'ifa', 'device', '');
@@ -381,5 +406,7 @@ export function parseBidRequest(body: unknown): BidRequest {
     userId,
     tmax: body.tmax === undefined ? 0 : nonNeg(body, 'tmax', 'request', 0),
     test: flag(body, 'test', 'request'),
+    coppa: regs !== null && flag(regs, 'coppa', 'regs'),
+    dsa: regs !== null ? parseDsa(regs) : null,
   };
 }

@@ -106,6 +106,25 @@ export interface Imp {
   readonly pmp: Pmp | null;
 }
 
+/** One `transparency` entry of `regs.ext.dsa` (OpenRTB DSA transparency extension). */
+export interface DsaTransparency {
+  readonly domain: string;
+  readonly dsaparams: readonly number[];
+}
+
+/**
+ * `regs.ext.dsa` (EU Digital Services Act transparency extension): whether DSA information is
+ * required (0 no, 1 supported, 2 required, 3 required and the publisher is an online platform),
+ * whether the publisher renders the notice (0 cannot, 1 might, 2 will), whether to send
+ * transparency data to the publisher (0 no, 1 optional, 2 yes) and the publisher's own entries.
+ */
+export interface DsaRequest {
+  readonly required: number;
+  readonly pubrender: number;
+  readonly datatopub: number;
+  readonly transparency: readonly DsaTransparency[];
+}
+
 export interface BidRequest {
   readonly id: string;
   readonly imps: readonly Imp[];
@@ -136,4 +155,8 @@ export interface BidRequest {
   /** tmax in ms, 0 when absent. */
   readonly tmax: number;
   readonly test: boolean;
+  /** `regs.coppa` = 1: child-directed inventory (COPPA). */
+  readonly coppa: boolean;
+  /** `regs.ext.dsa` (or `regs.dsa`), null when absent. */
+  readonly dsa: DsaRequest | null;
 }

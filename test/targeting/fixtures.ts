@@ -35,6 +35,8 @@ export function bidRequest(over: Partial<Mutable<BidRequest>> = {}): BidRequest 
     userId: '',
     tmax: 0,
     test: false,
+    coppa: false,
+    dsa: null,
     ...over,
   };
 }
@@ -228,5 +230,7 @@ export function normalizeSample(file: unknown): BidRequest {
     userId: str(user.id) || str(device.ifa),
     tmax: num(r.tmax),
     test: num(r.test) === 1,
+    coppa: num(obj(r.regs)?.coppa) === 1,
+    dsa: null,
   };
 }
