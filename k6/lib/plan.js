@@ -35,8 +35,8 @@ export const DEFAULTS = {
   // Ramp: start, step and ceiling of the arrival rate; each step's length; its p99 limit.
   rampStart: 500,
   rampStep: 500,
-  // A ceiling, not a goal: with k6 on the same 2 cores its own CPU (~80 µs per request) caps the
-  // rate well below this.
+  // A ceiling, not a goal: with k6 on the same 2 cores its own CPU (~250-350 µs per request, the
+  // report's "Generator cost") caps the rate well below this.
   rampMax: 20000,
   rampStepDuration: 10,
   rampP99: 10,

@@ -378,7 +378,8 @@ function build(ctx) {
 function warn(rep) {
   const cpus = rep.environment.machine.cpus;
   for (const [name, t] of Object.entries(rep.targets)) {
-    const phases = rep.scenario === 'ramp' ? (t.ramp ? t.ramp.steps : []) : t.main ? [t.main] : [];
+    // A step that did not run to its end (the one the ramp stopped in) says nothing either way.
+    const phases = rep.scenario === 'ramp' ? (t.ramp ? t.ramp.steps.filter((st) => st.ran) : []) : t.main ? [t.main] : [];
     const flagged = phases.filter((p) => p.cpu && !p.cpu.latencyValid);
     t.latencyValid = phases.some((p) => p.cpu) ? flagged.length === 0 : null;
     if (flagged.length === 1) rep.warnings.push(`${name}, ${flagged[0].name} (${flagged[0].offered}/s): ${flagged[0].cpu.why.join('; ')}: ${MACHINE_LATENCY}.`);
@@ -597,10 +598,13 @@ function noise(rep, lines) {
   const parts = [];
   for (const name of Object.keys(rep.targets)) {
     const t = rep.targets[name];
-    const ph = rep.scenario !== 'ramp' ? t.main : t.phases.filter((p) => p.cpu).slice(-1)[0];
+    const ph = rep.scenario !== 'ramp' ? t.main : t.ramp ? t.ramp.steps.filter((p) => p.cpu && p.ran).slice(-1)[0] : null;
     if (ph && ph.cpu) parts.push(`${name}: ${f(ph.cpu.machineCores)} of ${rep.environment.machine.cpus} cores busy, ${otherShare(ph.cpu.otherCores)} by other processes${ph.cpu.stealCores > 0.01 ? `, ${f(ph.cpu.stealCores)} stolen` : ''}`);
   }
-  if (parts.length) lines.push('', `Machine load during the ${rep.scenario !== 'ramp' ? 'measured phase' : 'last step'} (other processes = noise): ${parts.join('; ')}.`);
+  if (parts.length) {
+    const other = rep.environment.generatorOnSameMachine ? 'other processes = noise' : 'other processes: everything but k6';
+    lines.push('', `Machine load during the ${rep.scenario !== 'ramp' ? 'measured phase' : 'last step that ran to its end'} (${other}): ${parts.join('; ')}.`);
+  }
 }
 
 function rampTables(rep, lines, h) {
