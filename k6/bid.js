@@ -22,7 +22,7 @@ import exec from 'k6/execution';
 import { SharedArray } from 'k6/data';
 import { Counter, Trend } from 'k6/metrics';
 import { buildPool } from './lib/generator.js';
-import { SHED_HEADER, Cursor, tailOf, idPrefix as prefixOf, requestBody, checkAnswer, winNotice, impressionOf } from './lib/lean.js';
+import { SHED_HEADER, WINDOW, Cursor, tailOf, idPrefix as prefixOf, requestBody, checkAnswer, winNotice, impressionOf } from './lib/lean.js';
 import { settings, makePlan, k6Options, textSummary, answeredMetric } from './lib/plan.js';
 
 const S = settings(__ENV);
@@ -67,6 +67,14 @@ export const options = k6Options(PLAN, { thresholds: 'all' });
 // k6 marks no response as failed (http_req_failed is not emitted): the checks below count errors.
 http.setResponseCallback(null);
 
+// Imported bindings and the http module's functions are looked up by name at every use; the
+// request path uses these module constants instead.
+const post = http.post;
+const get = http.get;
+const splice = requestBody;
+const judge = checkAnswer;
+const SHED = SHED_HEADER;
+
 const BID_PARAMS = { headers: { 'Content-Type': 'application/json', 'x-openrtb-version': '2.6' }, responseType: 'text' };
 // Notices are requests of their own, tagged apart (kind `notice`; bid requests have kind `bid`,
 // k6Options) so that the bid figures (latency, rates, CPU per bid request) count bid requests only.
@@ -109,7 +117,7 @@ function activate() {
     const vu = exec.vu;
     idPrefix = prefixOf(RUN_ID, vu.idInTest);
     tags = vu.metrics.tags;
-    cursor = new Cursor((i) => tails[i][0], POOL_SIZE, (vu.idInTest - 1) * 64, 64, 16);
+    cursor = new Cursor((i) => tails[i][0], POOL_SIZE, (vu.idInTest - 1) * WINDOW);
   }
   const sc = exec.scenario;
   phase = PHASES[sc.name];
@@ -142,16 +150,16 @@ export default function bid() {
   const now = Date.now();
   if (now >= edge) retag(now);
   const id = idPrefix + ++n;
-  const res = http.post(TARGET, requestBody(id, cursor.take()), BID_PARAMS);
+  const res = post(TARGET, splice(id, cursor.take()), BID_PARAMS);
   const status = res.status;
-  if (status === 204 && res.headers[SHED_HEADER] === '1') {
+  if (status === 204 && res.headers[SHED] === '1') {
     shed.add(1);
     return;
   }
   answered.add(res.timings.duration);
   const body = status === 200 ? res.body : null;
   const sampled = VALIDATE_SHARE >= 1 || (VALIDATE_SHARE > 0 && Math.random() < VALIDATE_SHARE);
-  const bad = checkAnswer(status, body, id, STRICT, sampled, metaOf);
+  const bad = judge(status, body, id, STRICT, sampled, metaOf);
   if (bad !== null) {
     invalid.add(1, { why: bad.why });
     if (warned < 3) {
@@ -174,10 +182,10 @@ export default function bid() {
 
 /** The exchange's win notice and the impression tracker a browser would call. */
 function notices(win) {
-  const w = http.get(win, NOTICE_PARAMS);
+  const w = get(win, NOTICE_PARAMS);
   noticeDuration.add(w.timings.duration);
   if (w.status !== 204) noticeFailed.add(1);
-  const i = http.get(impressionOf(win), NOTICE_PARAMS);
+  const i = get(impressionOf(win), NOTICE_PARAMS);
   noticeDuration.add(i.timings.duration);
   if (i.status !== 200) noticeFailed.add(1);
 }

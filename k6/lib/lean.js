@@ -25,14 +25,20 @@ export function requestBody(id, tail) {
 /** The bidder marks a request it shed under overload with this header on a fast 204 (k6 canonicalizes its name). */
 export const SHED_HEADER = 'X-Bidder-Shed';
 
+/** Templates a VU holds, and how many requests it sends between two reads of the shared pool. */
+export const WINDOW = 16;
+export const EVERY = 32;
+
 /**
- * Hands a VU its next template. Reading the shared pool deserializes an element (k6's SharedArray),
- * so each VU keeps a window of `local` templates, starting at its own offset, and slides it along the
- * pool by one template every `every` requests: every template is still sent, at 1/`every` of the
- * reads. `get(i)` reads element i of the pool.
+ * Hands a VU its next template. Reading the shared pool deserializes an element (k6's SharedArray,
+ * ~20 µs for a template), so each VU keeps a window of `local` templates, starting at its own offset
+ * (VU n at n x `local`), and slides it along the pool by one template every `every` requests: every
+ * template is still sent, at 1/`every` of the reads. The window is small because a VU reads it
+ * whole before its first request, and in a short run at a low rate a VU sends few requests.
+ * `get(i)` reads element i of the pool.
  */
 export class Cursor {
-  constructor(get, size, start, local = 64, every = 8) {
+  constructor(get, size, start, local = WINDOW, every = EVERY) {
     this.get = get;
     this.size = size;
     this.local = Math.min(local, size);

@@ -440,7 +440,7 @@ function header(rep) {
   lines.push(`Command: \`${rep.command}\``);
   lines.push(
     `Every answer was checked (status, and a 200 must start with the request's id and hold a seatbid); ` +
-      `${e.validateShare >= 1 ? 'every one' : `${e.validateShare * 100} %`} of them were also validated in full (k6/lib/validate.js).`,
+      `${e.validateShare >= 1 ? 'all of them were' : `${e.validateShare * 100} % of them were`} also validated in full (k6/lib/validate.js).`,
   );
   if (!rep.fullLength) lines.push('', '*A shortened run (options changed the load): fine for checking the tool, not for quoting.*');
   if (rep.notMeasured.length) lines.push('', `Not measured against a remote target: ${rep.notMeasured.join(', ')}.`);

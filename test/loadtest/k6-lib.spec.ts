@@ -69,6 +69,8 @@ const val = require(path.join(ROOT, 'k6', 'lib', 'validate.js')) as {
 };
 const lean = require(path.join(ROOT, 'k6', 'lib', 'lean.js')) as {
   HEAD: string;
+  WINDOW: number;
+  EVERY: number;
   tailOf(e: Entry): string;
   idPrefix(runId: string, vu: number): string;
   requestBody(id: string, tail: string): string;
@@ -168,15 +170,15 @@ describe('k6 body pool and sampled validation (k6/lib/lean.js)', () => {
   });
 
   it('uses every template of the pool, from VUs that each hold a sliding window of it', () => {
-    // As k6/bid.js: each VU starts at its own offset, keeps 64 templates and slides by one every 16 requests.
+    // As k6/bid.js: each VU starts at its own offset, keeps 16 templates and slides by one every 32 requests.
     const used = new Set<number>();
     let reads = 0;
     const get = (i: number): string => {
       reads++;
       return tails[i];
     };
-    for (let vu = 1; vu <= 3; vu++) {
-      const cur = new lean.Cursor(get, tails.length, (vu - 1) * 64, 64, 16);
+    for (let vu = 1; vu <= 16; vu++) {
+      const cur = new lean.Cursor(get, tails.length, (vu - 1) * lean.WINDOW);
       for (let k = 0; k < 2000; k++) {
         const tail = cur.take();
         assert.equal(tail, tails[cur.index], 'index names the template it returned');
@@ -184,8 +186,8 @@ describe('k6 body pool and sampled validation (k6/lib/lean.js)', () => {
       }
     }
     assert.equal(used.size, tails.length);
-    // 3 windows of 64, then one read per 16 requests.
-    assert.ok(reads <= 3 * 64 + Math.ceil((3 * 2000) / 16), `${reads} reads`);
+    // 16 windows of 16, then one read per 32 requests.
+    assert.equal(reads, 16 * lean.WINDOW + 16 * Math.floor(2000 / lean.EVERY));
   });
 
   it('gives every request of a run a unique id across VUs', () => {
