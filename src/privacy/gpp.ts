@@ -103,7 +103,7 @@ export function gppOutcome(reading: GppReading, sids: readonly number[] | null):
   for (let i = 0; i < sids.length; i++) {
     const sid = sids[i];
     if (!US_SECTION_IDS.has(sid)) continue;
-    const state = reading.readable ? reading.states[sid] : SectionState.Malformed;
+    const state = (reading.readable ? reading.states[sid] : SectionState.Malformed) as SectionState;
     if (state === SectionState.OptOut) return GppOutcome.OptOut;
     if (state !== SectionState.NoOptOut) malformed = true;
   }
