@@ -35,29 +35,53 @@ function ipv4Prefix24(ip: string): string {
   return `${ip.slice(0, ip.lastIndexOf('.'))}.0`;
 }
 
-/** The 8 groups of a valid IPv6 (node:net's isIPv6), zone removed, embedded IPv4 folded in. */
+function hexDigit(c: number): number {
+  return c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x57;
+}
+
+/**
+ * The 8 groups of a valid IPv6 (node:net's isIPv6 said so, which keeps this parser simple): zone
+ * removed, an embedded dotted IPv4 read as the last two groups, `::` expanded. One pass over the
+ * characters (splitting on `:` cost ~1 µs per address).
+ */
 function ipv6Groups(ip: string): number[] {
   const zone = ip.indexOf('%');
-  let s = zone === -1 ? ip : ip.slice(0, zone);
-  let tail: number[] = [];
-  if (s.includes('.')) {
-    const at = s.lastIndexOf(':');
-    const v4 = s.slice(at + 1).split('.');
-    tail = [(Number(v4[0]) << 8) | Number(v4[1]), (Number(v4[2]) << 8) | Number(v4[3])];
-    // Keep the colon when it is part of a "::" so the split below still sees the gap.
-    s = s[at - 1] === ':' ? s.slice(0, at + 1) : s.slice(0, at);
+  const end = zone === -1 ? ip.length : zone;
+  const seen: number[] = [];
+  let gap = -1;
+  let i = 0;
+  if (ip.charCodeAt(0) === 0x3a && ip.charCodeAt(1) === 0x3a) {
+    gap = 0;
+    i = 2;
   }
-  const gap = s.indexOf('::');
-  const hex = (part: string): number[] => (part === '' ? [] : part.split(':').map((h) => parseInt(h, 16)));
-  let groups: number[];
-  if (gap === -1) {
-    groups = [...hex(s), ...tail];
-  } else {
-    const head = hex(s.slice(0, gap));
-    const rest = [...hex(s.slice(gap + 2)), ...tail];
-    groups = [...head, ...new Array<number>(8 - head.length - rest.length).fill(0), ...rest];
+  while (i < end) {
+    let j = i;
+    let v = 0;
+    let dotted = false;
+    for (; j < end; j++) {
+      const c = ip.charCodeAt(j);
+      if (c === 0x3a) break;
+      if (c === 0x2e) dotted = true;
+      else v = v * 16 + hexDigit(c);
+    }
+    if (dotted) {
+      const o = ip.slice(i, j).split('.');
+      seen.push((Number(o[0]) << 8) | Number(o[1]), (Number(o[2]) << 8) | Number(o[3]));
+    } else {
+      seen.push(v);
+    }
+    if (j < end && ip.charCodeAt(j + 1) === 0x3a) {
+      gap = seen.length;
+      j++;
+    }
+    i = j + 1;
   }
-  return groups;
+  if (gap === -1) return seen;
+  const out = [0, 0, 0, 0, 0, 0, 0, 0];
+  for (let k = 0; k < gap; k++) out[k] = seen[k];
+  const tail = seen.length - gap;
+  for (let k = 0; k < tail; k++) out[8 - tail + k] = seen[gap + k];
+  return out;
 }
 
 /** RFC 5952 text of 8 groups: lower-case hex, the longest run (first on a tie) of two or more zero groups as `::`. */

@@ -9,7 +9,7 @@ import { GVL, PurposeRestriction, RestrictionType, TCModel, TCString } from '@ia
 export const OUR_VENDOR = 42;
 export const OTHER_VENDOR = 99;
 
-function gvl(): GVL {
+function gvl(vendorIds: number[]): GVL {
   const purposes: Record<string, object> = {};
   for (let i = 1; i <= 11; i++) purposes[i] = { id: i, name: `purpose ${i}`, description: '', illustrations: [] };
   const vendor = (id: number): object => ({
@@ -26,7 +26,9 @@ function gvl(): GVL {
     cookieRefresh: false,
     usesNonCookieAccess: false,
   });
-  // A minimal Global Vendor List (the real one is a 1 MB download): two vendors, 11 purposes.
+  // A made-up Global Vendor List (the real one is a 1 MB download): the given vendors, 11 purposes.
+  const vendors: Record<string, object> = {};
+  for (const id of vendorIds) vendors[id] = vendor(id);
   return new GVL({
     gvlSpecificationVersion: 3,
     vendorListVersion: 50,
@@ -36,13 +38,14 @@ function gvl(): GVL {
     specialPurposes: {},
     features: {},
     specialFeatures: {},
-    vendors: { [OUR_VENDOR]: vendor(OUR_VENDOR), [OTHER_VENDOR]: vendor(OTHER_VENDOR) },
+    vendors,
     stacks: {},
     dataCategories: {},
   } as never);
 }
 
-const GVL_INSTANCE = gvl();
+const SMALL_GVL = gvl([OUR_VENDOR, OTHER_VENDOR]);
+let largeGvl: GVL | null = null;
 
 export interface TcOptions {
   /** Vendors with consent. */
@@ -51,12 +54,17 @@ export interface TcOptions {
   purposes: number[];
   /** Publisher restrictions for OUR_VENDOR: purpose → restriction type. */
   restrictions?: Array<[number, RestrictionType]>;
+  /** The CMP's id (default 10): a way to make distinct strings with the same consents. */
+  cmpId?: number;
+  /** A vendor list of 1000 vendors instead of two (for strings of a realistic length). */
+  largeVendorList?: boolean;
 }
 
 /** A TCF v2.2 string with the given consents. */
 export function tcString(o: TcOptions): string {
-  const m = new TCModel(GVL_INSTANCE);
-  m.cmpId = 10;
+  const list = o.largeVendorList === true ? (largeGvl ??= gvl(Array.from({ length: 1000 }, (_, i) => i + 1))) : SMALL_GVL;
+  const m = new TCModel(list);
+  m.cmpId = o.cmpId ?? 10;
   m.cmpVersion = 1;
   m.vendorConsents.set(o.vendors);
   m.purposeConsents.set(o.purposes);
