@@ -1,80 +1,31 @@
 /**
- * Currency conversion for prices and floors.
- *
- * STATIC TABLE: approximate mid-market rates of 2025-01-02 (units of the currency per 1 USD),
- * rounded. They are good enough to compare a bid with a floor and to answer in the currency an
- * exchange asks for; they are not a treasury feed. Replace the table (or load it from a file at
- * start-up) before bidding real money in currencies other than USD.
+ * Conversion with the static fallback table (src/currency/rates.ts: STATIC_RATES), for the callers
+ * that do not yet take the live rates of CurrencyService. src/currency is the home of currency
+ * conversion; these functions only keep the older call sites working on the same single table.
  */
-export const RATES_DATE = '2025-01-02';
+import { STATIC_RATES } from '../currency/rates';
 
-const UNITS_PER_USD: ReadonlyMap<string, number> = new Map<string, number>([
-  ['USD', 1],
-  ['EUR', 0.97],
-  ['GBP', 0.8],
-  ['JPY', 157.2],
-  ['CAD', 1.44],
-  ['AUD', 1.61],
-  ['NZD', 1.78],
-  ['CHF', 0.91],
-  ['CNY', 7.3],
-  ['HKD', 7.77],
-  ['SGD', 1.37],
-  ['INR', 85.8],
-  ['KRW', 1470],
-  ['BRL', 6.18],
-  ['MXN', 20.6],
-  ['SEK', 11.05],
-  ['NOK', 11.35],
-  ['DKK', 7.2],
-  ['PLN', 4.13],
-  ['CZK', 24.3],
-  ['HUF', 397],
-  ['TRY', 35.4],
-  ['ZAR', 18.8],
-  ['ILS', 3.65],
-  ['AED', 3.6725],
-]);
-
-/** Units of `cur` per USD, or null for a currency we do not know. Accepts lower case. */
+/** Units of `cur` per USD in the static table, or null for a currency it does not know. Accepts lower case. */
 export function unitsPerUsd(cur: string): number | null {
-  const r = UNITS_PER_USD.get(cur);
-  if (r !== undefined) return r;
-  // Exchanges should send ISO-4217 upper case; tolerate the odd lower-case one (allocates only then).
-  return UNITS_PER_USD.get(cur.toUpperCase()) ?? null;
+  return STATIC_RATES.unitsPerUsd(cur);
 }
 
-/** True when `cur` is in the table. */
+/** True when `cur` is in the static table. */
 export function isKnownCurrency(cur: string): boolean {
-  return unitsPerUsd(cur) !== null;
+  return STATIC_RATES.isKnown(cur);
 }
 
-/** Converts `amount` from one currency into another; null when either currency is unknown. */
+/** Converts `amount` from one currency into another with the static table; null when either is unknown. */
 export function convert(amount: number, from: string, to: string): number | null {
-  if (from === to) return amount;
-  const f = unitsPerUsd(from);
-  const t = unitsPerUsd(to);
-  if (f === null || t === null) return null;
-  return (amount / f) * t;
+  return STATIC_RATES.convert(amount, from, to);
 }
 
-/**
- * The currency to bid in, from the request's `cur` (OpenRTB 2.6 §3.2.1): none listed means USD;
- * USD when allowed (our prices are in USD, so no conversion); else the first allowed currency we
- * know; null when we know none of them (then the request gets no bid).
- */
+/** The currency to bid in (see CurrencyRates.chooseBidCurrency), with the static table. */
 export function chooseBidCurrency(cur: readonly string[]): string | null {
-  if (cur.length === 0) return 'USD';
-  for (let i = 0; i < cur.length; i++) {
-    if (cur[i] === 'USD' || cur[i].toUpperCase() === 'USD') return 'USD';
-  }
-  for (let i = 0; i < cur.length; i++) {
-    if (unitsPerUsd(cur[i]) !== null) return cur[i].toUpperCase();
-  }
-  return null;
+  return STATIC_RATES.chooseBidCurrency(cur);
 }
 
-/** The currencies in the table, for docs and tests. */
+/** The currencies in the static table, for docs and tests. */
 export function knownCurrencies(): string[] {
-  return [...UNITS_PER_USD.keys()];
+  return STATIC_RATES.currencies();
 }
