@@ -149,6 +149,11 @@ describe('privacy: PiiHasher', () => {
     assert.match(hasher.hash('a'), /^[A-Za-z0-9_-]{22}$/);
   });
 
+  it('hashes a secret longer than a block first (RFC 2104)', () => {
+    const long = Buffer.alloc(100, 7);
+    assert.equal(new PiiHasher(long).hash('u'), createHmac('sha256', long).update('u').digest().subarray(0, PII_HASH_BYTES).toString('base64url'));
+  });
+
   it('depends on the secret', () => {
     assert.notEqual(new PiiHasher(`${SECRET}x`).hash('user-123'), hasher.hash('user-123'));
     assert.equal(new PiiHasher(Buffer.from(SECRET)).hash('user-123'), hasher.hash('user-123'));
