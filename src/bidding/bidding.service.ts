@@ -7,14 +7,14 @@ import { LogService } from '../log/log.service';
 import { MetricsService, type BidOutcome } from '../metrics/metrics.service';
 import { InvalidRequestError, parseBidRequest } from '../openrtb/parse';
 import { MType, type BidRequest, type Imp } from '../openrtb/types';
-import { CampaignStore, chooseBidCurrency, selectForImp } from '../targeting/campaign-store';
-import type { Match, NoBidReason } from '../targeting/types';
+import { Auction, CampaignStore, chooseBidCurrency, staticRates } from '../targeting/campaign-store';
+import type { Match, NoBidReason, Rates } from '../targeting/types';
 import { PacingGate } from '../tracking/pacing.gate';
 import { PayloadCodec } from '../tracking/payload';
 import { SpendService } from '../tracking/spend.service';
 import { BodyError, decodeBody, parseJson } from './body';
 import { bannerAdm, escapeHtml, trackingUrls, vastAdm, type TrackingUrls } from './markup';
-import { candidateJson, isJsonSafe, nativeAdmLiteral } from './response-json';
+import { DsaWriter, isJsonSafe, nativeAdmLiteral } from './response-json';
 
 /** What the controller sends back. `body` is '' for 204. */
 export interface BidAnswer {
@@ -42,13 +42,16 @@ export class BiddingService {
   private readonly secureBase: string;
   /** The tracking base URLs need neither HTML nor JSON escaping (checked once; true for any usual URL). */
   private readonly baseSafe: boolean;
+  private readonly rates: Rates = staticRates;
+  private readonly selector: Auction;
+  private readonly dsa: DsaWriter;
 
   constructor(
     @Inject(CONFIG) private readonly config: Config,
     private readonly store: CampaignStore,
     private readonly log: LogService,
     private readonly metrics: MetricsService,
-    private readonly gate: PacingGate,
+    gate: PacingGate,
     private readonly spend: SpendService,
   ) {
     this.codec = new PayloadCodec(config.trackingSecret);
@@ -56,6 +59,8 @@ export class BiddingService {
     // imp.secure = 1 needs https everywhere; TLS is expected to be terminated in front of the bidder.
     this.secureBase = config.trackingBaseUrl.replace(/^http:/, 'https:');
     this.baseSafe = [this.base, this.secureBase].every((b) => isJsonSafe(b) && escapeHtml(b) === b);
+    this.selector = new Auction(this.rates, gate);
+    this.dsa = new DsaWriter(new URL(config.trackingBaseUrl).hostname);
   }
 
   /** Handles one POST body. Never throws for anything a client can send. */
@@ -111,7 +116,7 @@ export class BiddingService {
 
   /** Runs the auction for every imp; at most one bid per imp. */
   auction(req: BidRequest): BidAnswer {
-    const cur = chooseBidCurrency(req.cur);
+    const cur = chooseBidCurrency(req.cur, this.rates);
     if (cur === null) return { status: 204, body: '', reason: 'currency' };
     const index = this.store.current();
     const now = Date.now();
@@ -119,7 +124,8 @@ export class BiddingService {
     let reason: NoBidReason | null = null;
     for (let i = 0; i < req.imps.length; i++) {
       const imp = req.imps[i];
-      const m = selectForImp(index, imp, req, cur, this.gate);
+      // User-level data: not on child-directed inventory (the privacy decision refines this).
+      const m = this.selector.select(index, imp, req, cur, !req.coppa);
       if (typeof m === 'string') {
         if (reason === null) reason = m;
         continue;
@@ -159,7 +165,7 @@ export class BiddingService {
     const urls: TrackingUrls = this.baseSafe
       ? { click: clickBase + q, imp: impBase + q, clickHtml: clickBase + qHtml, impHtml: impBase + qHtml }
       : trackingUrls(clickBase + q, impBase + q);
-    const cj = candidateJson(c);
+    const cj = m.json;
     let adm: string;
     switch (m.mtype) {
       case MType.Native:
@@ -180,7 +186,7 @@ export class BiddingService {
     if (m.size !== null) bid += `,"w":${m.size.w},"h":${m.size.h}`;
     else if (m.mtype === MType.Video && c.video !== null) bid += `,"w":${c.video.w},"h":${c.video.h}`;
     if (m.dealId !== null) bid += `,"dealid":${JSON.stringify(m.dealId)}`;
-    return `${bid}}`;
+    return `${bid}${this.dsa.fragment(m, req.dsa)}}`;
   }
 }
 

@@ -2,7 +2,7 @@ import { Controller, Inject, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CONFIG, type Config } from '../config/config';
 import { InvalidRequestError, parseBidRequest } from '../openrtb/parse';
-import { CampaignStore, chooseBidCurrency, explain } from '../targeting/campaign-store';
+import { Auction, CampaignStore, chooseBidCurrency, staticRates } from '../targeting/campaign-store';
 import { PacingGate } from '../tracking/pacing.gate';
 import { BodyError, decodeBody, parseJson } from './body';
 
@@ -13,11 +13,15 @@ import { BodyError, decodeBody, parseJson } from './body';
  */
 @Controller('debug')
 export class DebugController {
+  private readonly auction: Auction;
+
   constructor(
     @Inject(CONFIG) private readonly config: Config,
     private readonly store: CampaignStore,
-    private readonly gate: PacingGate,
-  ) {}
+    gate: PacingGate,
+  ) {
+    this.auction = new Auction(staticRates, gate);
+  }
 
   @Post('explain')
   explain(@Req() req: FastifyRequest, @Res() reply: FastifyReply): void {
@@ -28,11 +32,11 @@ export class DebugController {
     try {
       const body = parseJson(decodeBody(req.body, req.headers['content-encoding'], this.config.bodyLimitBytes).toString('utf8'));
       const br = parseBidRequest(body);
-      const cur = chooseBidCurrency(br.cur);
+      const cur = chooseBidCurrency(br.cur, staticRates);
       const index = this.store.current();
       const imps = br.imps.map((imp) => ({
         impid: imp.id,
-        candidates: cur === null ? [] : explain(index, imp, br, cur, this.gate),
+        ...(cur === null ? { reason: 'currency', candidates: [] } : this.auction.explain(index, imp, br, cur, !br.coppa)),
       }));
       void reply.code(200).send({ id: br.id, cur, imps });
     } catch (e) {

@@ -385,9 +385,9 @@ export function parseBidRequest(body: unknown): BidRequest {
     id,
     imps,
     cur: cur.length === 0 ? cur : cur.map((c) => c.toUpperCase()),
-    bcat: strList(body, 'bcat', 'request', false),
-    badv: strList(body, 'badv', 'request', true),
-    bapp: strList(body, 'bapp', 'request', false),
+    bcat: strSet(body, 'bcat', 'request', 'lower'),
+    badv: strSet(body, 'badv', 'request', 'domain'),
+    bapp: strSet(body, 'bapp', 'request', 'asIs'),
     inventory: app ? 'app' : site ? 'site' : dooh ? 'dooh' : 'site',
     bundle: app ? str(app, 'bundle', 'app', '') : '',
     domain: inv ? str(inv, 'domain', invPath, '') : '',
@@ -409,4 +409,16 @@ export function parseBidRequest(body: unknown): BidRequest {
     coppa: regs !== null && flag(regs, 'coppa', 'regs'),
     dsa: regs !== null ? parseDsa(regs) : null,
   };
+}
+
+const EMPTY_SET: ReadonlySet<string> = new Set<string>();
+
+/** A block list as a set (filters look entries up): as given, lower-cased, or a domain (lower-cased, without "www."). */
+function strSet(o: Obj, key: string, path: string, form: 'asIs' | 'lower' | 'domain'): ReadonlySet<string> {
+  const list = strList(o, key, path, form !== 'asIs');
+  if (list.length === 0) return EMPTY_SET;
+  if (form !== 'domain') return new Set(list);
+  const out = new Set<string>();
+  for (let i = 0; i < list.length; i++) out.add(list[i].startsWith('www.') ? list[i].slice(4) : list[i]);
+  return out;
 }

@@ -130,12 +130,12 @@ export interface BidRequest {
   readonly imps: readonly Imp[];
   /** Allowed bid currencies, upper-case; empty means unspecified (USD). */
   readonly cur: readonly string[];
-  /** Blocked categories, as given (filters expand prefixes). */
-  readonly bcat: readonly string[];
-  /** Blocked advertiser domains, lower-case. */
-  readonly badv: readonly string[];
-  /** Blocked app bundles. */
-  readonly bapp: readonly string[];
+  /** Blocked categories, lower-case (a blocked "iab1" also blocks "iab1-2": filters look up the parent). */
+  readonly bcat: ReadonlySet<string>;
+  /** Blocked advertiser domains, lower-case, without a leading "www." (filters look up parent domains). */
+  readonly badv: ReadonlySet<string>;
+  /** Blocked app bundles, as given. */
+  readonly bapp: ReadonlySet<string>;
   /** 'site', 'app' or 'dooh'; 'site' when none is given. */
   readonly inventory: 'site' | 'app' | 'dooh';
   /** App bundle (app requests), else ''. */

@@ -1,11 +1,14 @@
 /**
- * Currency conversion for prices and floors.
+ * Currency conversion for prices and floors. The auction takes its rates as a `Rates` object
+ * (src/targeting/types.ts); `staticRates` is that object over the table below.
  *
  * STATIC TABLE: approximate mid-market rates of 2025-01-02 (units of the currency per 1 USD),
  * rounded. They are good enough to compare a bid with a floor and to answer in the currency an
  * exchange asks for; they are not a treasury feed. Replace the table (or load it from a file at
  * start-up) before bidding real money in currencies other than USD.
  */
+import type { Rates } from './types';
+
 export const RATES_DATE = '2025-01-02';
 
 const UNITS_PER_USD: ReadonlyMap<string, number> = new Map<string, number>([
@@ -58,18 +61,21 @@ export function convert(amount: number, from: string, to: string): number | null
   return (amount / f) * t;
 }
 
+/** The static table as the auction's `Rates`. */
+export const staticRates: Rates = Object.freeze({ unitsPerUsd, convert });
+
 /**
  * The currency to bid in, from the request's `cur` (OpenRTB 2.6 §3.2.1): none listed means USD;
- * USD when allowed (our prices are in USD, so no conversion); else the first allowed currency we
- * know; null when we know none of them (then the request gets no bid).
+ * USD when allowed (our prices are in USD, so no conversion); else the first allowed currency
+ * `rates` knows; null when it knows none of them (then the request gets no bid).
  */
-export function chooseBidCurrency(cur: readonly string[]): string | null {
+export function chooseBidCurrency(cur: readonly string[], rates: Rates): string | null {
   if (cur.length === 0) return 'USD';
   for (let i = 0; i < cur.length; i++) {
     if (cur[i] === 'USD' || cur[i].toUpperCase() === 'USD') return 'USD';
   }
   for (let i = 0; i < cur.length; i++) {
-    if (unitsPerUsd(cur[i]) !== null) return cur[i].toUpperCase();
+    if (rates.unitsPerUsd(cur[i]) !== null) return cur[i].toUpperCase();
   }
   return null;
 }

@@ -7,8 +7,7 @@ import { CONFIG, type Config } from '../config/config';
 import { errorAnswer, type HttpAnswer, internalError, sendFastify, sendRaw } from '../http-answer';
 import { LogService } from '../log/log.service';
 import type { LogRecord } from '../log/log.types';
-import { CampaignStore, type CandidateIndex } from '../targeting/campaign-store';
-import type { Candidate } from '../targeting/types';
+import { CampaignStore } from '../targeting/campaign-store';
 import { CapsService } from './caps.service';
 import { isNoticeEvent, NoticeError, readNotice, type Notice, type Query } from './notice';
 import { NoticeStats } from './notice-stats';
@@ -31,18 +30,6 @@ const NO_CONTENT = (): HttpAnswer => ({ status: 204, headers: {}, payload: undef
 
 /** The smallest transparent GIF, the impression pixel's answer. */
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
-
-/** Creative id → candidate, built once per candidate index (clicks are rare next to bids). */
-const byCrid = new WeakMap<CandidateIndex, Map<string, Candidate>>();
-function findCreative(index: CandidateIndex, crid: string): Candidate | undefined {
-  let m = byCrid.get(index);
-  if (m === undefined) {
-    m = new Map();
-    for (const c of index.candidates) m.set(c.id, c);
-    byCrid.set(index, m);
-  }
-  return m.get(crid);
-}
 
 /**
  * Notice and tracker endpoints, the targets of every bid's nurl/burl/lurl, impression tracker and
@@ -152,7 +139,7 @@ export class TrackingRoutes implements OnModuleInit {
         });
         return { status: 200, headers: { 'content-type': 'image/gif', 'cache-control': 'no-store' }, payload: PIXEL };
       case 'click': {
-        const c = findCreative(this.store.current(), p.crid);
+        const c = this.store.current().get(p.crid);
         this.stats.count('click', c === undefined ? 'unknown_creative' : 'ok');
         this.log.log({ ...record, landing: c?.landingUrl ?? null });
         // Only ever redirect to the landing page of the creative named by the signed payload.

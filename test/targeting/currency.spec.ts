@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { chooseBidCurrency, convert, isKnownCurrency, knownCurrencies, unitsPerUsd } from '../../src/targeting/currency';
+import { chooseBidCurrency, convert, isKnownCurrency, knownCurrencies, staticRates, unitsPerUsd } from '../../src/targeting/currency';
 
 describe('currency: chooseBidCurrency', () => {
   const cases: { cur: string[]; want: string | null; why: string }[] = [
@@ -15,7 +15,7 @@ describe('currency: chooseBidCurrency', () => {
   ];
   for (const c of cases) {
     it(`${JSON.stringify(c.cur)} → ${c.want} (${c.why})`, () => {
-      assert.equal(chooseBidCurrency(c.cur), c.want);
+      assert.equal(chooseBidCurrency(c.cur, staticRates), c.want);
     });
   }
 });

@@ -13,18 +13,35 @@ import {
   type Size,
   type VideoImp,
 } from '../../src/openrtb/types';
-import type { Candidate } from '../../src/targeting/types';
+import { Auction, type CandidateIndex } from '../../src/targeting/campaign-store';
+import { staticRates } from '../../src/targeting/currency';
+import type { Candidate, CandidateGate, Match, NoBidReason } from '../../src/targeting/types';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
-export function bidRequest(over: Partial<Mutable<BidRequest>> = {}): BidRequest {
+/** One auction on a fresh Auction over the static rates; user-level data allowed unless said otherwise. */
+export function select(index: CandidateIndex, i: Imp, req: BidRequest, cur = 'USD', gate: CandidateGate | null = null, userData = true): Match | NoBidReason {
+  return new Auction(staticRates, gate).select(index, i, req, cur, userData);
+}
+
+/** Block lists as the parser leaves them: bcat lower-cased, badv lower-cased without "www.", bapp as given. */
+export function blockLists(l: { bcat?: readonly string[]; badv?: readonly string[]; bapp?: readonly string[] }): Pick<BidRequest, 'bcat' | 'badv' | 'bapp'> {
+  return {
+    bcat: new Set((l.bcat ?? []).map((c) => c.toLowerCase())),
+    badv: new Set((l.badv ?? []).map((d) => d.toLowerCase().replace(/^www\./, ''))),
+    bapp: new Set(l.bapp ?? []),
+  };
+}
+
+type RequestOver = Partial<Omit<Mutable<BidRequest>, 'bcat' | 'badv' | 'bapp'>> & { bcat?: string[]; badv?: string[]; bapp?: string[] };
+
+export function bidRequest(over: RequestOver = {}): BidRequest {
+  const { bcat, badv, bapp, ...rest } = over;
   return {
     id: 'req-1',
     imps: [],
     cur: [],
-    bcat: [],
-    badv: [],
-    bapp: [],
+    ...blockLists({ bcat, badv, bapp }),
     inventory: 'site',
     bundle: '',
     domain: 'news.example',
@@ -37,7 +54,7 @@ export function bidRequest(over: Partial<Mutable<BidRequest>> = {}): BidRequest 
     test: false,
     coppa: false,
     dsa: null,
-    ...over,
+    ...rest,
   };
 }
 
@@ -217,9 +234,7 @@ export function normalizeSample(file: unknown): BidRequest {
     id: str(r.id),
     imps,
     cur: strs(r.cur).map((c) => c.toUpperCase()),
-    bcat: strs(r.bcat),
-    badv: strs(r.badv).map((d) => d.toLowerCase()),
-    bapp: strs(r.bapp),
+    ...blockLists({ bcat: strs(r.bcat), badv: strs(r.badv), bapp: strs(r.bapp) }),
     inventory: app ? 'app' : obj(r.dooh) ? 'dooh' : 'site',
     bundle: app ? str(app.bundle) : '',
     domain: str((app ?? site ?? {}).domain),

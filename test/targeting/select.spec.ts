@@ -1,16 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { BidRequest, Imp } from '../../src/openrtb/types';
-import { CandidateIndex, explain, FILTER_ORDER, selectForImp } from '../../src/targeting/campaign-store';
-import { convert } from '../../src/targeting/currency';
+import { Auction, CandidateIndex, FILTER_ORDER, type Explanation } from '../../src/targeting/campaign-store';
+import { convert, staticRates } from '../../src/targeting/currency';
 import type { Candidate, CandidateGate, Match, NoBidReason } from '../../src/targeting/types';
-import { bannerImp, bidRequest, candidate, deal, imp, pmp, videoImp } from './fixtures';
+import { bannerImp, bidRequest, candidate, deal, imp, pmp, select, videoImp } from './fixtures';
 
 function isMatch(r: Match | NoBidReason): r is Match {
   return typeof r === 'object';
 }
 function run(cands: Candidate[], i: Imp, req: BidRequest = bidRequest(), cur = 'USD'): Match | NoBidReason {
-  return selectForImp(new CandidateIndex(cands), i, req, cur);
+  return select(new CandidateIndex(cands), i, req, cur);
+}
+function explain(index: CandidateIndex, i: Imp, req: BidRequest, cur: string, gate: CandidateGate | null = null): Explanation[] {
+  return new Auction(staticRates, gate).explain(index, i, req, cur, true).candidates;
 }
 function winner(r: Match | NoBidReason): string {
   return isMatch(r) ? r.candidate.id : `no bid: ${r}`;
@@ -62,7 +65,7 @@ const rows: Row[] = [
   { filter: 'deal', name: 'deals-only campaign in the open market', cand: { deals: ['D1'], dealsOnly: true }, accept: { imp: imp({ banner: bannerImp(), pmp: pmp([deal('D1')]) }) } },
 ];
 
-describe('selectForImp: every filter rejects and accepts', () => {
+describe('Auction.select: every filter rejects and accepts', () => {
   for (const r of rows) {
     it(`${r.filter}: ${r.name}`, () => {
       const baseImp = r.imp ?? banner300;
@@ -89,7 +92,7 @@ describe('selectForImp: every filter rejects and accepts', () => {
   });
 });
 
-describe('selectForImp: video filter', () => {
+describe('Auction.select: video filter', () => {
   const v = (dur: number, over: Parameters<typeof candidate>[0] = {}): Candidate =>
     candidate({ id: 'v', kind: 'video', video: { mimes: ['video/mp4'], duration: dur, protocols: [2, 3], w: 640, h: 360, mediaUrl: 'https://cdn.example/v.mp4', bitrate: 800 }, ...over });
   const cases: { name: string; c: Candidate; vi: Parameters<typeof videoImp>[0]; ok: boolean }[] = [
@@ -123,7 +126,7 @@ describe('selectForImp: video filter', () => {
   });
 });
 
-describe('selectForImp: picking the winner', () => {
+describe('Auction.select: picking the winner', () => {
   it('picks the highest price among eligible candidates, and prices it in the bid currency', () => {
     const r = run([candidate({ id: 'a', price: 1 }), candidate({ id: 'b', price: 2.5 }), candidate({ id: 'c', price: 2, cat: ['IAB8'] })], banner300, bidRequest(), 'EUR');
     assert.ok(isMatch(r));
@@ -172,7 +175,7 @@ describe('selectForImp: picking the winner', () => {
   });
 });
 
-describe('selectForImp: deals', () => {
+describe('Auction.select: deals', () => {
   const inDeal = (id: string, price: number, deals: string[], dealsOnly = false): Candidate => candidate({ id, price, deals, dealsOnly });
   it('private auction: only deal bids; the deal floor applies, not the imp floor', () => {
     const i = imp({ bidfloor: 4, banner: bannerImp(), pmp: pmp([deal('D1', 2)], true) });
@@ -227,7 +230,7 @@ describe('selectForImp: deals', () => {
   });
 });
 
-describe('selectForImp: the no-bid reason is the furthest-progressing rejection', () => {
+describe('Auction.select: the no-bid reason is the furthest-progressing rejection', () => {
   it('FILTER_ORDER documents the stages: floor after the targeting filters, the gate last', () => {
     assert.deepEqual(FILTER_ORDER.slice(-3), ['floor', 'budget', 'frequency_cap']);
     assert.ok(FILTER_ORDER.indexOf('inventory') < FILTER_ORDER.indexOf('bcat'));
@@ -248,7 +251,7 @@ describe('selectForImp: the no-bid reason is the furthest-progressing rejection'
   });
 });
 
-describe('explain', () => {
+describe('Auction.explain', () => {
   it('lists every candidate of the imp media types with its first failing filter, null when eligible', () => {
     const cands = [
       candidate({ id: 'ok', price: 2 }),
@@ -260,11 +263,11 @@ describe('explain', () => {
     ];
     const out = explain(new CandidateIndex(cands), imp({ bidfloor: 0.5, banner: bannerImp() }), bidRequest({ bcat: ['IAB25'] }), 'USD');
     assert.deepEqual(out, [
-      { crid: 'ok', reason: null },
-      { crid: 'cheap', reason: 'floor' },
-      { crid: 'cat', reason: 'bcat' },
-      { crid: 'size', reason: 'size' },
-      { crid: 'app', reason: 'inventory' },
+      { crid: 'ok', reason: null, deal: null },
+      { crid: 'cheap', reason: 'floor', deal: null },
+      { crid: 'cat', reason: 'bcat', deal: null },
+      { crid: 'size', reason: 'size', deal: null },
+      { crid: 'app', reason: 'inventory', deal: null },
     ]);
   });
   it('reports deal outcomes and imp-level reasons', () => {
@@ -272,9 +275,9 @@ describe('explain', () => {
     const idx = new CandidateIndex(cands);
     const priv = imp({ banner: bannerImp(), pmp: pmp([deal('D1', 1.5)], true) });
     assert.deepEqual(explain(idx, priv, bidRequest(), 'USD'), [
-      { crid: 'd', reason: null },
-      { crid: 'o', reason: 'deal' },
-      { crid: 'low', reason: 'floor' },
+      { crid: 'd', reason: null, deal: 'D1' },
+      { crid: 'o', reason: 'deal', deal: null },
+      { crid: 'low', reason: 'floor', deal: null },
     ]);
     const unknownCur = imp({ bidfloor: 1, bidfloorcur: 'XYZ', banner: bannerImp() });
     assert.deepEqual(
@@ -303,7 +306,7 @@ class TestGate implements CandidateGate {
   }
 }
 
-describe('selectForImp: the candidate gate (budget, frequency caps)', () => {
+describe('Auction.select: the candidate gate (budget, frequency caps)', () => {
   const cands = [
     candidate({ id: 'a', campaignId: 'broke', price: 3 }),
     candidate({ id: 'b', campaignId: 'capped', price: 2 }),
@@ -315,31 +318,31 @@ describe('selectForImp: the candidate gate (budget, frequency caps)', () => {
 
   it('a gated winner gives way to the next best, and only would-be winners are asked', () => {
     const gate = new TestGate({ broke: 'budget', capped: 'frequency_cap' });
-    const r = selectForImp(idx, banner300, req, 'USD', gate);
+    const r = select(idx, banner300, req, 'USD', gate);
     assert.equal(winner(r), 'c');
     assert.deepEqual(gate.asked, ['a', 'b', 'c']);
   });
   it('a gate that allows is asked once', () => {
     const gate = new TestGate({});
-    assert.equal(winner(selectForImp(idx, banner300, req, 'USD', gate)), 'a');
+    assert.equal(winner(select(idx, banner300, req, 'USD', gate)), 'a');
     assert.deepEqual(gate.asked, ['a']);
   });
   it('everything gated → the furthest gate reason; the gate ranks after floor', () => {
-    assert.equal(selectForImp(idx, banner300, req, 'USD', new TestGate({ broke: 'budget', capped: 'budget', fine: 'budget' })), 'budget');
-    assert.equal(selectForImp(idx, banner300, req, 'USD', new TestGate({ broke: 'budget', capped: 'frequency_cap', fine: 'budget' })), 'frequency_cap');
+    assert.equal(select(idx, banner300, req, 'USD', new TestGate({ broke: 'budget', capped: 'budget', fine: 'budget' })), 'budget');
+    assert.equal(select(idx, banner300, req, 'USD', new TestGate({ broke: 'budget', capped: 'frequency_cap', fine: 'budget' })), 'frequency_cap');
     // a (3.00) gated, b and c under the 2.50 floor: budget, not floor
-    assert.equal(selectForImp(idx, imp({ bidfloor: 2.5, banner: bannerImp() }), req, 'USD', new TestGate({ broke: 'budget' })), 'budget');
+    assert.equal(select(idx, imp({ bidfloor: 2.5, banner: bannerImp() }), req, 'USD', new TestGate({ broke: 'budget' })), 'budget');
   });
   it('deal bids are gated too', () => {
     const d = new CandidateIndex([candidate({ id: 'd1', campaignId: 'broke', price: 3, deals: ['D'] }), candidate({ id: 'd2', campaignId: 'fine', price: 2, deals: ['D'] })]);
-    const r = selectForImp(d, imp({ banner: bannerImp(), pmp: pmp([deal('D', 1)], true) }), bidRequest(), 'USD', new TestGate({ broke: 'budget' }));
+    const r = select(d, imp({ banner: bannerImp(), pmp: pmp([deal('D', 1)], true) }), bidRequest(), 'USD', new TestGate({ broke: 'budget' }));
     assert.ok(isMatch(r));
     assert.equal(r.candidate.id, 'd2');
     assert.equal(r.dealId, 'D');
   });
   it('without a gate nothing is gated (the previous call\'s gate is not kept)', () => {
-    selectForImp(idx, banner300, req, 'USD', new TestGate({ broke: 'budget' }));
-    assert.equal(winner(selectForImp(idx, banner300, req, 'USD')), 'a');
+    select(idx, banner300, req, 'USD', new TestGate({ broke: 'budget' }));
+    assert.equal(winner(select(idx, banner300, req, 'USD')), 'a');
   });
   it('explain reports the gate verdict of otherwise eligible candidates', () => {
     const out = explain(idx, banner300, req, 'USD', new TestGate({ broke: 'budget', capped: 'frequency_cap' }));
