@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { BidRequest, Imp } from '../../src/openrtb/types';
-import { Auction, CandidateIndex, FILTER_ORDER, type Explanation } from '../../src/targeting/campaign-store';
+import { Auction, CandidateIndex, chooseBidCurrency, FILTER_ORDER, type Explanation } from '../../src/targeting/campaign-store';
 import { convert, staticRates } from '../../src/targeting/currency';
-import type { Candidate, CandidateGate, Match, NoBidReason } from '../../src/targeting/types';
+import type { Candidate, CandidateGate, Match, NoBidReason, Rates } from '../../src/targeting/types';
 import { bannerImp, bidRequest, candidate, deal, imp, pmp, select, videoImp } from './fixtures';
 
 function isMatch(r: Match | NoBidReason): r is Match {
@@ -169,6 +169,32 @@ describe('Auction.select: picking the winner', () => {
     assert.equal(winner(run([c], imp({ bidfloor: 0.9, bidfloorcur: 'EUR', banner: bannerImp() }))), 'c');
     assert.equal(winner(run([c], imp({ bidfloor: 0.9, bidfloorcur: 'EUR', banner: bannerImp() }), bidRequest(), 'GBP')), 'c');
   });
+  it('uses the rates it is given, for prices, imp floors and deal floors, and for the bid currency', () => {
+    // A made-up market: 2 EUR per USD, and a currency the static table does not have.
+    const table = new Map([
+      ['USD', 1],
+      ['EUR', 2],
+      ['XTS', 10],
+    ]);
+    const rates: Rates = {
+      unitsPerUsd: (cur) => table.get(cur) ?? null,
+      convert: (amount, from, to) => {
+        const f = table.get(from);
+        const t = table.get(to);
+        return f === undefined || t === undefined ? null : (amount / f) * t;
+      },
+    };
+    const idx = new CandidateIndex([candidate({ id: 'c', price: 1, deals: ['D'] })]);
+    const a = new Auction(rates);
+    const m = a.select(idx, banner300, bidRequest(), 'EUR', true);
+    assert.ok(isMatch(m));
+    assert.equal(m.price, 2);
+    assert.equal(a.select(idx, imp({ bidfloor: 2.01, bidfloorcur: 'EUR', banner: bannerImp() }), bidRequest(), 'EUR', true), 'floor');
+    assert.equal(winner(a.select(idx, imp({ bidfloor: 9.9, bidfloorcur: 'XTS', banner: bannerImp() }), bidRequest(), 'USD', true)), 'c');
+    assert.equal(a.select(idx, imp({ banner: bannerImp(), pmp: pmp([deal('D', 10.1, 'XTS')], true) }), bidRequest(), 'USD', true), 'floor');
+    assert.equal(chooseBidCurrency(['XTS'], rates), 'XTS');
+    assert.equal(chooseBidCurrency(['XTS'], staticRates), null);
+  });
   it('ties are broken by creative id, whatever the file order', () => {
     assert.equal(winner(run([candidate({ id: 'z', price: 1 }), candidate({ id: 'a', price: 1 })], banner300)), 'a');
     assert.equal(winner(run([candidate({ id: 'a', price: 1 }), candidate({ id: 'z', price: 1 })], banner300)), 'a');
@@ -224,6 +250,17 @@ describe('Auction.select: deals', () => {
     const r = run([inDeal('flex', 2, ['D1'])], i);
     assert.ok(isMatch(r));
     assert.equal(r.dealId, null);
+  });
+  it('private auction: a candidate without deals that passes the filters stops at "deal", as explain() says', () => {
+    // The deal's only campaign targets sites; the request is an app.
+    const cands = [candidate({ id: 'd', price: 3, deals: ['D1'], targeting: { inventory: 'site' } }), inDeal('open', 2, [])];
+    const i = imp({ banner: bannerImp(), pmp: pmp([deal('D1')], true) });
+    const req = bidRequest({ inventory: 'app' });
+    assert.equal(run(cands, i, req), 'deal');
+    assert.deepEqual(
+      explain(new CandidateIndex(cands), i, req, 'USD').map((e) => e.reason),
+      ['inventory', 'deal'],
+    );
   });
   it('deals-only campaign whose deal floor is missed: floor (it got further than "deal")', () => {
     assert.equal(run([inDeal('d', 1, ['D1'], true)], imp({ banner: bannerImp(), pmp: pmp([deal('D1', 3)]) })), 'floor');
