@@ -292,7 +292,7 @@ async function start() {
     process.stderr.write(`${tail(logs)}\n`);
     fail(`${err}; see ${logs}, \`npm run pm2 -- logs\`; \`npm stop\` cleans up`);
   }
-  say(`bidder: ${expected} workers listening on ${url} (bid: POST ${url}/openrtb2/bid, metrics: ${url}/metrics)`);
+  say(`bidder: ${expected} workers listening on ${url} (bid: POST ${url}/openrtb2/bid; metrics on the admin port: http://127.0.0.1:${process.env.ADMIN_PORT || 8081}/metrics)`);
   say(`bidder: bid log in ${redis.url}${redis.started ? ` (private redis-server, pid ${redis.pid})` : ''}`);
   say('bidder: stop with `npm stop`; scale with `npm run pm2 -- scale bidder <n>`; reload with `npm run pm2 -- reload bidder`');
   say(readyLine({ url, redisUrl: redis.url, startedRedis: redis.started, startedPm2: true, workers: expected }));

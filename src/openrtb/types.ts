@@ -150,8 +150,14 @@ export interface BidRequest {
   readonly os: string;
   /** device.geo.country (ISO-3166-1 alpha-3 upper-case), '' when absent. */
   readonly country: string;
-  /** user.id or device.ifa, '' when absent (frequency caps). */
+  /** user.id or device.ifa, '' when absent. Never copied anywhere: the user key stands for it. */
   readonly userId: string;
+  /**
+   * The user as frequency caps and tracking payloads know them: a keyed hash of `userId`, or '' when
+   * there is none or the request does not allow user-level data. Set by the bidding service once the
+   * privacy decision is made ('' from the reader).
+   */
+  userKey: string;
   /** tmax in ms, 0 when absent. */
   readonly tmax: number;
   readonly test: boolean;

@@ -121,7 +121,7 @@ export function validateBidResponse(reqIn: Obj, res: Obj, opts: ValidateOptions)
       // Tracking payload decodes and names this bid.
       try {
         const q = queryOf(bid.nurl);
-        const t = opts.codec.decode(q.get('p') ?? undefined, q.get('s') ?? undefined);
+        const t = opts.codec.decode(q.get('p') ?? undefined, q.get('s') ?? undefined, 's2s');
         if (t.requestId !== String(req.id) || t.bidId !== bid.id || t.impId !== String(bid.impid) || t.crid !== bid.crid) {
           p.push(`${where}: tracking payload does not match the bid`);
         }
