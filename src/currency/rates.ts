@@ -24,7 +24,31 @@ export class CurrencyRatesError extends Error {
   }
 }
 
-export class CurrencyRates {
+/** What the auction needs of a rates table (src/targeting/select.ts): a CurrencyRates, or a test's own. */
+export interface Rates {
+  /** Units of `cur` per 1 USD, or null for a currency without a rate. */
+  unitsPerUsd(cur: string): number | null;
+  /** `amount` of `from` in `to`, or null when either currency has no rate. */
+  convert(amount: number, from: string, to: string): number | null;
+}
+
+/**
+ * The currency to bid in, from the request's `cur` (OpenRTB 2.6 §3.2.1): none listed means USD;
+ * USD when allowed (our prices are in USD, so no conversion); else the first allowed currency
+ * `rates` knows; null when it knows none of them (then the request gets no bid).
+ */
+export function chooseBidCurrency(cur: readonly string[], rates: Rates): string | null {
+  if (cur.length === 0) return 'USD';
+  for (let i = 0; i < cur.length; i++) {
+    if (cur[i] === 'USD' || cur[i].toUpperCase() === 'USD') return 'USD';
+  }
+  for (let i = 0; i < cur.length; i++) {
+    if (rates.unitsPerUsd(cur[i]) !== null) return cur[i].toUpperCase();
+  }
+  return null;
+}
+
+export class CurrencyRates implements Rates {
   private readonly perUsd: ReadonlyMap<string, number>;
 
   /**
@@ -73,20 +97,9 @@ export class CurrencyRates {
     return (amount / f) * t;
   }
 
-  /**
-   * The currency to bid in, from the request's `cur` (OpenRTB 2.6 §3.2.1): none listed means USD;
-   * USD when allowed (our prices are in USD, so no conversion); else the first allowed currency
-   * in the table; null when none is (then the request gets no bid).
-   */
+  /** The currency to bid in (see chooseBidCurrency) with these rates. */
   chooseBidCurrency(cur: readonly string[]): string | null {
-    if (cur.length === 0) return 'USD';
-    for (let i = 0; i < cur.length; i++) {
-      if (cur[i] === 'USD' || cur[i].toUpperCase() === 'USD') return 'USD';
-    }
-    for (let i = 0; i < cur.length; i++) {
-      if (this.unitsPerUsd(cur[i]) !== null) return cur[i].toUpperCase();
-    }
-    return null;
+    return chooseBidCurrency(cur, this);
   }
 
   /** The codes in the table, USD first. */
@@ -266,11 +279,21 @@ export function toBidPrice(usd: number, rates: CurrencyRates, cur: string): numb
   if (!(Number.isFinite(usd) && usd >= 0)) return null;
   const r = rates.unitsPerUsd(cur);
   if (r === null) return null;
-  let ticks = Math.floor(usd * r * TICKS);
+  const p = priceIn(usd, r);
+  return Number.isNaN(p) ? null : p;
+}
+
+/**
+ * `usd` at `unitsPerUsd` units per USD, rounded DOWN to the 4th decimal and never above `usd` once
+ * converted back at the same rate (NaN for a price no double counts in ticks). The auction prices
+ * every candidate with it (src/targeting/select.ts), so floors are compared with what is sent.
+ */
+export function priceIn(usd: number, unitsPerUsd: number): number {
+  let ticks = Math.floor(usd * unitsPerUsd * TICKS);
   // Past 2^52 ticks a double no longer counts single ticks: no real bid price is anywhere near.
-  if (ticks >= 2 ** 52) return null;
+  if (ticks >= 2 ** 52) return NaN;
   // The product may land a hair under an exact tick (0.29 × 10000 = 2899.9999…): take the tick above if it still fits.
-  if (rates.convert((ticks + 1) / TICKS, cur, 'USD')! <= usd) ticks++;
-  while (ticks > 0 && rates.convert(ticks / TICKS, cur, 'USD')! > usd) ticks--;
+  if ((ticks + 1) / TICKS / unitsPerUsd <= usd) ticks++;
+  while (ticks > 0 && ticks / TICKS / unitsPerUsd > usd) ticks--;
   return ticks / TICKS;
 }

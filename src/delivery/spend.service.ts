@@ -6,12 +6,13 @@
  * (integer micro-USD, one Lua script, atomic).
  *
  * Bid path: each worker holds a local lease per budgeted campaign. Every BUDGET_REFRESH_MS it reads
- * every campaign's spend, counts the live workers (heartbeats in a sorted set) and sets
+ * every campaign's spend, counts the live workers of every host (heartbeats in a sorted set, scored
+ * on Redis's clock so that hosts whose clocks disagree all count) and sets
  *   lease = remaining / workers − (its own bids of the last BUDGET_WINDOW_MS, at their bid price)
  * A bid is allowed only while the lease covers its cost, and its cost is taken from the lease at
  * once. So the bids of all workers that may still be billed never exceed what is left of the budget:
  * overspend needs a billing notice that arrives later than BUDGET_WINDOW_MS after its bid, or the
- * worker count to change within one refresh; it is measured in test/tracking/budget.spec.ts.
+ * worker count to change within one refresh; it is measured in test/delivery/budget.spec.ts.
  * An exhausted campaign stops bidding on every worker within one refresh (default 250 ms).
  * Until the first successful read, and while Redis is away, leases are not renewed: campaigns
  * stop once what they hold is used up (fail safe: budgets are money).
@@ -19,41 +20,17 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import { RedisService } from '../redis/redis.service';
+import { CurrencyService } from '../currency/currency.service';
 import { CampaignStore } from '../targeting/campaign-store';
-import { convert } from '../targeting/currency';
 import type { Candidate } from '../targeting/types';
-import type { TrackingPayload } from './payload';
+import type { TrackingPayload } from '../tracking/payload';
+import { Clock } from './clock';
+import { spendKeys, WORKERS_KEY } from './keys';
+import { utcDay } from './utc-day';
 
 const MICRO = 1_000_000;
-
-// KEYS: bill marker, total spend, daily spend. ARGV: cost in micro-USD, marker TTL s, daily TTL s.
-const BILL_SCRIPT = `
-if redis.call('SET', KEYS[1], '1', 'NX', 'EX', tonumber(ARGV[2])) then
-  redis.call('INCRBY', KEYS[2], ARGV[1])
-  redis.call('INCRBY', KEYS[3], ARGV[1])
-  redis.call('EXPIRE', KEYS[3], tonumber(ARGV[3]))
-  return 1
-end
-return 0`;
-
-/** The client with the billing script defined as a command (EVALSHA: the script is sent only when Redis lacks it). */
-interface ScriptClient {
-  bidderBill(numKeys: number, ...keysAndArgs: string[]): Promise<number>;
-}
-
-let dayCache = '';
-let dayCacheFrom = 0;
-let dayCacheUntil = -1;
-
-/** UTC day as yyyymmdd, the unit of daily budgets and frequency caps. Cached: it is asked on the bid path. */
-export function utcDay(ms: number): string {
-  if (ms >= dayCacheFrom && ms < dayCacheUntil) return dayCache;
-  const start = ms - (((ms % 86_400_000) + 86_400_000) % 86_400_000);
-  dayCache = new Date(start).toISOString().slice(0, 10).replace(/-/g, '');
-  dayCacheFrom = start;
-  dayCacheUntil = start + 86_400_000;
-  return dayCache;
-}
+/** How long daily spend counters live after their last bill (they are read only on their day). */
+const DAILY_TTL_S = 3 * 24 * 3600;
 
 class CampaignBudget {
   /** USD this worker may still commit to bids until the next refresh. */
@@ -110,15 +87,23 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   private refreshing: Promise<void> | null = null;
   private lastRefreshOk = 0;
   private plan: RefreshPlan | null = null;
-  readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0 };
+  /** `liveWorkers`: workers of every host counted at the last refresh. */
+  readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0, liveWorkers: 0 };
+  /** This worker in the live set: host, worker id and pid. */
+  private readonly member: string;
+  /** A heartbeat older than this (on Redis's clock) is a worker that is gone. */
+  private readonly heartbeatWindowMs: number;
 
   constructor(
     @Inject(CONFIG) private readonly config: Config,
     private readonly redis: RedisService,
     private readonly store: CampaignStore,
+    private readonly clock: Clock,
+    private readonly currency: CurrencyService,
   ) {
     this.windowTicks = Math.max(1, Math.ceil(config.budgetWindowMs / config.budgetRefreshMs));
-    if (!('bidderBill' in redis.client)) redis.client.defineCommand('bidderBill', { lua: BILL_SCRIPT });
+    this.member = `${config.workerId}:${process.pid}`;
+    this.heartbeatWindowMs = Math.max(3 * config.budgetRefreshMs, 1_000);
   }
 
   /** Starts the refresh loop; start-up waits (at most 2 s) for the first budget view, so a new worker bids at once. */
@@ -138,13 +123,11 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     await this.refresh();
   }
 
-  onApplicationShutdown(): void {
+  /** Stops the refresh loop and leaves the live set at once, so the others' leases grow at their next refresh. */
+  async onApplicationShutdown(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-  }
-
-  private key(kind: string, ...parts: string[]): string {
-    return `bidder:${kind}:${parts.join(':')}`;
+    if (this.redis.isReady()) await this.redis.client.zrem(WORKERS_KEY, this.member).catch(() => undefined);
   }
 
   /** Bid path: does the campaign's lease still cover one more bid of this candidate? O(1), no side effect. */
@@ -169,7 +152,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   }
 
   /** Reads spend for every budgeted campaign and renews the leases; one at a time (a caller during one gets that one). Never throws. */
-  refresh(now = Date.now()): Promise<void> {
+  refresh(now = this.clock.now()): Promise<void> {
     this.refreshing ??= this.doRefresh(now).finally(() => {
       this.refreshing = null;
     });
@@ -188,7 +171,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         index,
         ids,
         budgets: ids.map((id) => campaigns.get(id)!),
-        totalKeys: ids.map((id) => this.key('spend', id, 'total')),
+        totalKeys: ids.map((id) => spendKeys.total(id)),
         day: '',
         dailyKeys: [],
       };
@@ -196,32 +179,23 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     }
     if (plan.day !== day) {
       plan.day = day;
-      plan.dailyKeys = plan.ids.map((id) => this.key('spend', id, day));
+      plan.dailyKeys = plan.ids.map((id) => spendKeys.daily(id, day));
     }
     return plan;
   }
 
   private async doRefresh(now: number): Promise<void> {
     try {
-      const plan = this.refreshPlan(utcDay(now));
+      const plan = this.refreshPlan(this.clock.today(now));
       const ids = plan.ids;
       const r = this.redis.client;
-      const workersKey = this.key('workers');
-      const pipe = r.pipeline();
-      pipe.zadd(workersKey, now, this.config.workerId + ':' + process.pid);
-      pipe.zremrangebyscore(workersKey, 0, now - Math.max(3 * this.config.budgetRefreshMs, 2_000));
-      pipe.zcard(workersKey);
-      pipe.pexpire(workersKey, 60_000);
-      if (ids.length > 0) {
-        pipe.mget(plan.totalKeys);
-        pipe.mget(plan.dailyKeys);
-      }
-      const res = await pipe.exec();
-      if (res === null) throw new Error('pipeline aborted');
-      for (const [err] of res) if (err) throw err;
-      const workers = Math.max(1, Number(res[2][1]));
-      const totals = ids.length > 0 ? (res[4][1] as Array<string | null>) : [];
-      const dailies = ids.length > 0 ? (res[5][1] as Array<string | null>) : [];
+      const [live, totals, dailies] = await Promise.all([
+        this.redis.heartbeat(WORKERS_KEY, this.member, this.heartbeatWindowMs, 60_000),
+        ids.length > 0 ? r.mget(plan.totalKeys) : [],
+        ids.length > 0 ? r.mget(plan.dailyKeys) : [],
+      ]);
+      this.stats.liveWorkers = live;
+      const workers = Math.max(1, live);
       for (let i = 0; i < ids.length; i++) {
         const id = ids[i];
         const cfg = plan.budgets[i];
@@ -251,29 +225,26 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   }
 
   /** Age of the budget view in ms (Infinity before the first successful refresh). */
-  staleness(now = Date.now()): number {
+  staleness(now = this.clock.now()): number {
     return this.lastRefreshOk === 0 ? Infinity : now - this.lastRefreshOk;
   }
 
   /**
    * Counts one billing notice: once per bid id across all workers. `priceCpm` is the clearing price
    * in the payload's currency (null when the exchange did not substitute it: we then count our bid
-   * price, the most it can cost). Throws when Redis cannot be reached (the caller answers 503 so
-   * the exchange retries; the retry is safe because billing is idempotent).
+   * price, the most it can cost). The cost counts toward the daily spend of the day of the bid.
+   * Throws when Redis cannot be reached or refuses (the caller answers 503 so the exchange retries;
+   * the retry is safe because billing is idempotent, and the marker is set only once the spend is in).
    */
-  async bill(p: TrackingPayload, priceCpm: number | null, now = Date.now()): Promise<'counted' | 'duplicate'> {
+  async bill(p: TrackingPayload, priceCpm: number | null): Promise<'counted' | 'duplicate'> {
     const cpm = priceCpm ?? p.price;
-    const usd = convert(cpm, p.cur, 'USD') ?? cpm;
+    const usd = this.currency.current().convert(cpm, p.cur, 'USD') ?? cpm;
     const micros = Math.round((usd / 1000) * MICRO);
-    const day = utcDay(now);
-    const counted = await (this.redis.client as unknown as ScriptClient).bidderBill(
-      3,
-      this.key('bill', p.bidId),
-      this.key('spend', p.cid, 'total'),
-      this.key('spend', p.cid, day),
-      String(micros),
-      String(this.config.billDedupeTtlSeconds),
-      String(3 * 24 * 3600),
+    const counted = await this.redis.bill(
+      { marker: spendKeys.billMarker(p.cid, p.bidId), total: spendKeys.total(p.cid), daily: spendKeys.daily(p.cid, utcDay(p.ts)) },
+      micros,
+      this.config.billDedupeTtlSeconds,
+      DAILY_TTL_S,
     );
     if (counted === 1) this.stats.billsCounted++;
     else this.stats.billsDuplicate++;
@@ -282,6 +253,6 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
 
   /** Total spend of a campaign in USD (for tests and operators). */
   async spent(campaignId: string): Promise<number> {
-    return Number((await this.redis.client.get(this.key('spend', campaignId, 'total'))) ?? 0) / MICRO;
+    return Number((await this.redis.client.get(spendKeys.total(campaignId))) ?? 0) / MICRO;
   }
 }

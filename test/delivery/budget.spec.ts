@@ -10,7 +10,10 @@ import { after, before, describe, it } from 'node:test';
 import Redis from 'ioredis';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createApp, listen } from '../../src/app';
-import { loadConfig } from '../../src/config/config';
+import { loadConfig, type Config } from '../../src/config/config';
+import { capKeys, spendKeys } from '../../src/delivery/keys';
+import { utcDay } from '../../src/delivery/utc-day';
+import { PayloadCodec, trackingKeys } from '../../src/tracking/payload';
 import { request } from '../support/app';
 import { startTestRedis, type TestRedis } from '../support/redis';
 
@@ -39,6 +42,7 @@ let client: Redis;
 let dir: string;
 let campaignsFile: string;
 const apps: NestFastifyApplication[] = [];
+const configs: Config[] = [];
 const urls: string[] = [];
 
 before(async () => {
@@ -49,10 +53,11 @@ before(async () => {
   fs.writeFileSync(campaignsFile, file(initial));
   for (const worker of ['1', '2']) {
     const config = loadConfig({
-      PORT: '0', HOST: '127.0.0.1', REDIS_URL: redis.url, WORKER_ID: worker, CAMPAIGNS_FILE: campaignsFile,
+      PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', REDIS_URL: redis.url, WORKER_ID: worker, CAMPAIGNS_FILE: campaignsFile,
       LOG_SPILL_DIR: path.join(dir, `spill-${worker}`), TRACKING_SECRET: 's', BUDGET_REFRESH_MS: '100',
       CAMPAIGNS_WATCH_MS: '100',
     });
+    configs.push(config);
     const app = await createApp(config);
     urls.push((await listen(app, config)).replace('[::1]', '127.0.0.1'));
     apps.push(app);
@@ -107,7 +112,7 @@ describe('budgets across two workers', () => {
       assert.equal(await fire(1 - w, b.burl, b.price), 204);
       billedUsd += b.price / 1000;
     }
-    const spent = Number(await client.get('bidder:spend:tiny:total')) / 1e6;
+    const spent = Number(await client.get(spendKeys.total('tiny'))) / 1e6;
     assert.ok(Math.abs(spent - billedUsd) < 1e-9, `spend ${spent} = billed ${billedUsd}`);
     assert.ok(bids >= 5, `only ${bids} bids before stopping`);
     // Bound: leases are remaining/workers minus the worker's own unbilled bids, so billed bids never exceed the budget.
@@ -121,7 +126,7 @@ describe('budgets across two workers', () => {
   it('spend recorded elsewhere stops every worker within a second', async () => {
     assert.ok((await bid(0, { banner: { w: 160, h: 600 } })) !== null);
     assert.ok((await bid(1, { banner: { w: 160, h: 600 } })) !== null);
-    await client.set('bidder:spend:ext:total', String(1000 * 1e6)); // another machine spent it all
+    await client.set(spendKeys.total('ext'), String(1000 * 1e6)); // another machine spent it all
     const t0 = Date.now();
     let stopped = false;
     while (Date.now() - t0 < 1000) {
@@ -158,18 +163,25 @@ describe('frequency caps', () => {
 });
 
 describe('frequency caps: impressions arriving together', () => {
-  it('are all counted and cap the user', async () => {
+  it('are all counted (once per bid) and cap the user', async () => {
     const user = 'cap-user-burst';
-    const b = await bid(0, { banner: { w: 728, h: 90 } }, user);
-    assert.ok(b !== null);
-    const impUrl = /<img src='([^']+\/t\/imp\?[^']+)'/.exec(b.adm)![1].replace(/&amp;/g, '&');
-    const answers = await Promise.all([0, 1, 0, 1, 0].map((w) => fire(w, impUrl, 0)));
-    assert.deepEqual(answers, [200, 200, 200, 200, 200]);
+    // Five bids before any impression: the user is not capped yet.
+    const bids: Bid[] = [];
+    for (let i = 0; i < 5; i++) {
+      const b = await bid(i % 2, { banner: { w: 728, h: 90 } }, user);
+      assert.ok(b !== null);
+      bids.push(b);
+    }
+    const impUrls = bids.map((b) => /<img src='([^']+\/t\/imp\?[^']+)'/.exec(b.adm)![1].replace(/&amp;/g, '&'));
+    const q = new URL(impUrls[0]).searchParams;
+    const { userKey } = new PayloadCodec(trackingKeys(configs[0])).decode(q.get('p')!, q.get('s')!, 'browser');
+    // Each bid's impression twice (a replay among them), to both workers, at once.
+    const answers = await Promise.all([...impUrls, ...impUrls].map((u, i) => fire(i % 2, u, 0)));
+    assert.deepEqual(answers, Array(10).fill(200));
     const t0 = Date.now();
     let counts: Record<string, string> = {};
     while (Date.now() - t0 < 2_000) {
-      const keys = await client.keys(`bidder:fcap:*:${user}`);
-      counts = keys.length === 1 ? await client.hgetall(keys[0]) : {};
+      counts = await client.hgetall(capKeys.counts(userKey, utcDay(Date.now())));
       if (Object.values(counts)[0] === '5') break;
       await sleep(20);
     }

@@ -1,6 +1,8 @@
 /**
  * Frequency caps: impressions per user per campaign per UTC day, counted in Redis from impression
- * trackers, enforced on the bid path from a local set of (campaign, user) pairs that reached their cap.
+ * trackers (once per bid: a replayed impression URL counts nothing), enforced on the bid path from a
+ * local set of (campaign, user) pairs that reached their cap. Users are known by their user key (a
+ * keyed hash of their id, see src/privacy), never by a raw id.
  *
  * The bid path never touches Redis, and most users never cost a Redis read at all: a worker learns
  * only of the pairs that are capped. The worker that records the impression which reaches a cap adds
@@ -16,7 +18,9 @@ import { CONFIG, type Config } from '../config/config';
 import { RedisService } from '../redis/redis.service';
 import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate } from '../targeting/types';
-import { utcDay } from './spend.service';
+import { Clock } from './clock';
+import { capKeys } from './keys';
+import { utcDay } from './utc-day';
 
 const CHANNEL = 'bidder:fcap:capped';
 const DAY_TTL_SECONDS = 2 * 24 * 3600;
@@ -33,23 +37,18 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
   private day = '';
   private sub: Redis | null = null;
   private retry: NodeJS.Timeout | null = null;
-  private pending: Array<{ day: string; userId: string; campaignId: string; crid: string; resolve: () => void; reject: (e: unknown) => void }> = [];
+  private pending: Array<{ day: string; bidId: string; userKey: string; campaignId: string; crid: string; resolve: (counted: boolean) => void; reject: (e: unknown) => void }> =
+    [];
   private flushTimer: NodeJS.Timeout | null = null;
-  readonly stats = { impressions: 0, cappedPairs: 0, reloads: 0, errors: 0, blockedBids: 0 };
+  /** `impressions`: counted; `repeated`: seen before for the same bid (not counted again). */
+  readonly stats = { impressions: 0, repeated: 0, cappedPairs: 0, reloads: 0, errors: 0, blockedBids: 0 };
 
   constructor(
     @Inject(CONFIG) private readonly config: Config,
     private readonly redis: RedisService,
     private readonly store: CampaignStore,
+    private readonly clock: Clock,
   ) {}
-
-  private countKey(day: string, userId: string): string {
-    return `bidder:fcap:${day}:${userId}`;
-  }
-
-  private cappedKey(day: string): string {
-    return `bidder:fcap:capped:${day}`;
-  }
 
   /** Subscribes to cap news and loads today's capped pairs (start-up waits at most 2 s for it). */
   async onApplicationBootstrap(): Promise<void> {
@@ -105,12 +104,12 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   /** Loads today's capped pairs from Redis (SSCAN, in batches). */
-  async reload(now = Date.now()): Promise<void> {
+  async reload(now = this.clock.now()): Promise<void> {
     const day = utcDay(now);
     try {
       let cursor = '0';
       do {
-        const [next, members] = await this.redis.client.sscan(this.cappedKey(day), cursor, 'COUNT', 1000);
+        const [next, members] = await this.redis.client.sscan(capKeys.capped(day), cursor, 'COUNT', 1000);
         for (const m of members) this.remember(day, m);
         cursor = next;
       } while (cursor !== '0');
@@ -129,11 +128,11 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   /** Bid path: may this user see one more impression of this candidate's campaign today? O(1), local. */
-  allows(userId: string, c: Candidate, now = Date.now()): boolean {
+  allows(userKey: string, c: Candidate): boolean {
     const cap = c.frequencyCap;
-    if (cap === undefined || cap === null || userId === '') return true;
-    this.rollDay(utcDay(now));
-    if (this.capped.size !== 0 && this.capped.has(`${c.campaignId}\u0000${userId}`)) {
+    if (cap === undefined || cap === null || userKey === '') return true;
+    this.rollDay(this.clock.today());
+    if (this.capped.size !== 0 && this.capped.has(`${c.campaignId}\u0000${userKey}`)) {
       this.stats.blockedBids++;
       return false;
     }
@@ -141,16 +140,16 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   /**
-   * Counts an impression (from the impression tracker); when it reaches the campaign's cap, tells every
-   * worker. Impressions are counted in batches: the first one starts a IMPRESSION_BATCH_MS timer and
-   * everything recorded until it fires goes to Redis in one pipeline (one round trip instead of one
-   * per impression; the cap news leaves that much later). The promise settles with its batch and
-   * rejects when Redis cannot be reached.
+   * Counts the impression of a bid (from the impression tracker), once per bid: resolves true when it
+   * was counted, false when this bid's impression was seen before. With a user, it counts toward the
+   * user's caps, and when it reaches the campaign's cap every worker is told. Impressions are counted
+   * in batches: the first one starts an IMPRESSION_BATCH_MS timer and everything recorded until it
+   * fires goes to Redis in one pipeline (one round trip instead of one per impression; the cap news
+   * leaves that much later). Rejects when Redis cannot be reached.
    */
-  recordImpression(userId: string, campaignId: string, crid: string, now = Date.now()): Promise<void> {
-    if (userId === '') return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      this.pending.push({ day: utcDay(now), userId, campaignId, crid, resolve, reject });
+  recordImpression(bidId: string, userKey: string, campaignId: string, crid: string): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.pending.push({ day: this.clock.today(), bidId, userKey, campaignId, crid, resolve, reject });
       this.flushTimer ??= setTimeout(() => void this.flushImpressions(), IMPRESSION_BATCH_MS);
     });
   }
@@ -162,46 +161,52 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
     if (batch.length === 0) return;
     let counts: number[];
     try {
-      const pipe = this.redis.client.pipeline();
-      for (const i of batch) {
-        const key = this.countKey(i.day, i.userId);
-        pipe.hincrby(key, i.campaignId, 1).expire(key, DAY_TTL_SECONDS);
-      }
-      const res = await pipe.exec();
-      if (res === null) throw new Error('frequency cap update aborted');
-      counts = batch.map((_, j) => {
-        const [err, n] = res[2 * j];
-        if (err) throw err;
-        return Number(n);
-      });
+      // One command per impression, sent together (the client writes them back to back).
+      counts = await Promise.all(
+        batch.map((i) =>
+          i.userKey === ''
+            ? this.redis.client
+                .set(capKeys.anonImpMarker(i.bidId), '1', 'EX', DAY_TTL_SECONDS, 'NX')
+                .then((ok) => (ok === null ? -1 : 0))
+            : this.redis.impression(capKeys.impMarker(i.userKey, i.bidId), capKeys.counts(i.userKey, i.day), i.campaignId, DAY_TTL_SECONDS, DAY_TTL_SECONDS),
+        ),
+      );
     } catch (e) {
+      this.stats.errors++;
       for (const i of batch) i.reject(e);
       return;
     }
-    this.stats.impressions += batch.length;
     const index = this.store.current();
     const news: Array<{ day: string; pair: string }> = [];
     for (let j = 0; j < batch.length; j++) {
       const i = batch[j];
+      if (counts[j] < 0) {
+        this.stats.repeated++;
+        continue;
+      }
+      this.stats.impressions++;
       const cap = index.get(i.crid)?.frequencyCap;
-      if (cap === undefined || cap === null || counts[j] < cap.perDay) continue;
-      const pair = `${i.campaignId}\u0000${i.userId}`;
+      if (i.userKey === '' || cap === undefined || cap === null || counts[j] < cap.perDay) continue;
+      const pair = `${i.campaignId}\u0000${i.userKey}`;
       this.remember(i.day, pair);
       news.push({ day: i.day, pair });
     }
     try {
       if (news.length > 0) {
-        const m = this.redis.client.multi();
+        // Not a transaction: the set and the channel may live on different nodes of a cluster.
+        const p = this.redis.client.pipeline();
         for (const n of news) {
-          const cappedKey = this.cappedKey(n.day);
-          m.sadd(cappedKey, n.pair).expire(cappedKey, DAY_TTL_SECONDS).publish(CHANNEL, `${n.day}|${n.pair}`);
+          const cappedKey = capKeys.capped(n.day);
+          p.sadd(cappedKey, n.pair).expire(cappedKey, DAY_TTL_SECONDS).publish(CHANNEL, `${n.day}|${n.pair}`);
         }
-        await m.exec();
+        const res = await p.exec();
+        for (const [err] of res ?? []) if (err) throw err;
       }
     } catch (e) {
-      for (const i of batch) i.reject(e);
-      return;
+      this.stats.errors++;
+      // Counted already: the news reaches the others when their subscription next reloads the day's set.
+      this.logger.warn(`could not publish ${news.length} capped users: ${(e as Error).message}`);
     }
-    for (const i of batch) i.resolve();
+    for (let j = 0; j < batch.length; j++) batch[j].resolve(counts[j] >= 0);
   }
 }

@@ -1,6 +1,7 @@
 /**
- * Request body decoding: Content-Encoding (gzip/deflate/br) with the size limit applied after
- * decompression too (no zip bombs), then JSON. Errors carry the HTTP status they deserve.
+ * Reading a request body: the bytes within the limit (413 past it, by Content-Length or by what
+ * arrives), then Content-Encoding (gzip/deflate/br) with the same limit after decompression (no zip
+ * bombs). Errors carry the HTTP status they deserve. Deadlines are the HTTP server's (front.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import * as zlib from 'node:zlib';
@@ -43,15 +44,6 @@ export function decodeBody(body: unknown, encoding: string | undefined, limit: n
     if (e instanceof BodyError) throw e;
     if (tooLarge(e)) throw new BodyError(413, `body over ${limit} bytes after decompression`);
     throw new BodyError(400, `body is not valid ${enc} data`);
-  }
-}
-
-/** JSON.parse with a 400 on failure. */
-export function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new BodyError(400, 'malformed JSON');
   }
 }
 
