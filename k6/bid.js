@@ -22,7 +22,7 @@ import exec from 'k6/execution';
 import { SharedArray } from 'k6/data';
 import { Counter, Trend } from 'k6/metrics';
 import { buildPool } from './lib/generator.js';
-import { SHED_HEADER, WINDOW, Cursor, tailOf, idPrefix as prefixOf, requestBody, checkAnswer, winNotice, impressionOf } from './lib/lean.js';
+import { SHED_HEADER, WINDOW, Cursor, tailOf, idPrefix as prefixOf, requestBody, checkAnswer, winNotice, impressionTracker } from './lib/lean.js';
 import { settings, makePlan, k6Options, textSummary, answeredMetric } from './lib/plan.js';
 
 const S = settings(__ENV);
@@ -92,6 +92,7 @@ let scenarioStart = 0;
 let edge = 0;
 let warned = 0;
 let lastWin = null;
+let lastImp = null;
 
 function metaOf() {
   return metas[cursor.index];
@@ -174,18 +175,22 @@ export default function bid() {
   if (NOTICE_SHARE > 0 && Math.random() < NOTICE_SHARE) {
     if (body !== null) {
       const win = winNotice(body);
-      if (win !== null) lastWin = PLAIN_HTTP ? win.replace('https://', 'http://') : win;
+      const imp = impressionTracker(body);
+      if (win !== null && imp !== null) {
+        lastWin = PLAIN_HTTP ? win.replace('https://', 'http://') : win;
+        lastImp = PLAIN_HTTP ? imp.replace('https://', 'http://') : imp;
+      }
     }
-    if (lastWin !== null) notices(lastWin);
+    if (lastWin !== null && lastImp !== null) notices(lastWin, lastImp);
   }
 }
 
 /** The exchange's win notice and the impression tracker a browser would call. */
-function notices(win) {
+function notices(win, imp) {
   const w = get(win, NOTICE_PARAMS);
   noticeDuration.add(w.timings.duration);
   if (w.status !== 204) noticeFailed.add(1);
-  const i = get(impressionOf(win), NOTICE_PARAMS);
+  const i = get(imp, NOTICE_PARAMS);
   noticeDuration.add(i.timings.duration);
   if (i.status !== 200) noticeFailed.add(1);
 }

@@ -108,8 +108,22 @@ export function winNotice(body) {
   return url.replace('${AUCTION_PRICE}', (price * 0.8).toFixed(4)).replace('${AUCTION_CURRENCY}', 'USD');
 }
 
-/** The impression tracker of the same bid: every URL of a bid carries the nurl's signed payload. */
-export function impressionOf(win) {
-  const q = win.indexOf('&price=');
-  return (q < 0 ? win : win.slice(0, q)).replace('/t/win?', '/t/imp?');
+/**
+ * The impression tracker of the first bid of a 200 body, as a browser finds it in the markup (the
+ * banner pixel, the native event tracker, the VAST <Impression>), by string search: its URL carries
+ * the browser signature, which differs from the notices'. Null when the markup has none.
+ */
+export function impressionTracker(body) {
+  const at = body.indexOf('/t/imp?p=');
+  if (at < 0) return null;
+  const start = body.lastIndexOf('http', at);
+  if (start < 0) return null;
+  let end = at;
+  while (end < body.length) {
+    const c = body.charCodeAt(end);
+    // ' (banner attribute), " or \ (the native markup, a JSON string in a JSON string), ] (VAST CDATA), <
+    if (c === 39 || c === 34 || c === 92 || c === 93 || c === 60) break;
+    end++;
+  }
+  return body.slice(start, end).replace(/&amp;/g, '&');
 }

@@ -78,7 +78,7 @@ const lean = require(path.join(ROOT, 'k6', 'lib', 'lean.js')) as {
   quickCheck(status: number, body: string | null, id: string): string;
   checkAnswer(status: number, body: string | null, id: string, strict: boolean, sampled: boolean, meta: () => Meta): Bad | null;
   winNotice(body: string): string | null;
-  impressionOf(win: string): string;
+  impressionTracker(body: string): string | null;
 };
 const planLib = require(path.join(ROOT, 'k6', 'lib', 'plan.js')) as {
   seconds(t: string): number;
@@ -253,7 +253,14 @@ describe('k6 body pool and sampled validation (k6/lib/lean.js)', () => {
     });
     const win = lean.winNotice(body);
     assert.equal(win, 'https://h:1/t/win?p=AB&s=CD&price=2.0000&cur=USD');
-    assert.equal(lean.impressionOf(win ?? ''), 'https://h:1/t/imp?p=AB&s=CD');
+    // The impression URL carries the browser signature: found in each kind of markup.
+    const banner = JSON.stringify({ adm: "<a href='x'><img src='https://h:1/t/imp?p=AB&amp;s=EF' width='1'>" });
+    assert.equal(lean.impressionTracker(banner), 'https://h:1/t/imp?p=AB&s=EF');
+    const native = JSON.stringify({ adm: JSON.stringify({ eventtrackers: [{ event: 1, method: 1, url: 'https://h:1/t/imp?p=AB&s=EF' }] }) });
+    assert.equal(lean.impressionTracker(native), 'https://h:1/t/imp?p=AB&s=EF');
+    const vast = JSON.stringify({ adm: "<Impression id='imp'><![CDATA[https://h:1/t/imp?p=AB&s=EF]]></Impression>" });
+    assert.equal(lean.impressionTracker(vast), 'https://h:1/t/imp?p=AB&s=EF');
+    assert.equal(lean.impressionTracker('{"id":"r1"}'), null);
     assert.equal(lean.winNotice('{"id":"r1","seatbid":[{"bid":[{"price":1}]}]}'), null);
   });
 });
