@@ -107,6 +107,14 @@ function parseClusterNodes(text) {
   return nodes;
 }
 
+function readPidfile(dir) {
+  try {
+    return Number(fs.readFileSync(path.join(dir, 'redis.pid'), 'utf8').trim()) || 0;
+  } catch {
+    return 0;
+  }
+}
+
 function pidAlive(pid) {
   try {
     process.kill(pid, 0);
@@ -160,7 +168,11 @@ async function startRedisCluster({ masters = 3, replicas = 1, dir, daemonize = f
       const t = setTimeout(() => node.child.kill('SIGKILL'), 10_000);
       await gone;
       clearTimeout(t);
-    } else if (!node.child && pidAlive(node.pid)) {
+    } else if (!node.child) {
+      // A daemonized node that failed before its PID was read: its pidfile may still say it.
+      if (node.pid === 0) node.pid = readPidfile(node.dir);
+      // Never kill(0, …): that would signal this whole process group.
+      if (!(node.pid > 0) || !pidAlive(node.pid)) return;
       try {
         process.kill(node.pid, signal);
       } catch {
@@ -227,13 +239,15 @@ async function startRedisCluster({ masters = 3, replicas = 1, dir, daemonize = f
     for (const node of nodes) {
       await waitFor(
         async () => {
-          if (node.exited) throw new Error(`redis-server on port ${node.port} exited (${node.exited}); its log:\n${logTail(node)}`);
+          if (node.exited) throw new Error(`redis-server on port ${node.port} exited (${node.exited})`);
           return command(node.port, ['PING'], 500).then((r) => r === 'PONG', () => false);
         },
         10_000,
         `redis-server on port ${node.port}`,
-      );
-      if (daemonize) node.pid = node.pub.pid = Number(fs.readFileSync(path.join(node.dir, 'redis.pid'), 'utf8').trim());
+      ).catch((e) => {
+        throw new Error(`${e.message}; its log:\n${logTail(node)}`);
+      });
+      if (daemonize) node.pid = node.pub.pid = readPidfile(node.dir);
     }
 
     await new Promise((resolve, reject) => {
