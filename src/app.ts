@@ -145,7 +145,9 @@ export async function createApp(config: Config): Promise<NestFastifyApplication>
 /** Starts listening (public port, then admin port) and marks the worker ready. */
 export async function listen(app: NestFastifyApplication, config: Config): Promise<string> {
   await app.listen(config.port, config.host);
-  await app.get(HttpFront).listenAdmin();
+  const front = app.get(HttpFront);
+  await front.listenAdmin();
+  front.watchLoop();
   app.get(Lifecycle).started = true;
   // Show this worker as ready in the machine view now rather than at the next period.
   app.get(ClusterMetrics).publishInBackground();

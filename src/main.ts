@@ -2,7 +2,7 @@ import { assertNodeVersion } from './node-version';
 assertNodeVersion();
 
 import { Logger } from '@nestjs/common';
-import { createApp, listen } from './app';
+import { adminUrl, createApp, listen } from './app';
 import { ConfigError, loadConfig, type Config } from './config/config';
 import { DRAIN_MAX_MS } from './health/lifecycle';
 import { LogService } from './log/log.service';
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (e) => fatal('unhandled rejection', e));
   shutdownWatchdog(config, logger);
   const url = await listen(app, config);
-  logger.log({ msg: 'listening', url, node: process.version, accessLog: config.accessLog });
+  logger.log({ msg: 'listening', url, admin: adminUrl(app), node: process.version, accessLog: config.accessLog });
   // PM2 wait_ready: take traffic only once listening.
   if (typeof process.send === 'function') process.send('ready');
 }

@@ -3,7 +3,7 @@ import { gzipSync } from 'node:zlib';
 import { Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common';
 import { type HttpAnswer, JSON_TYPE } from '../http/answer';
 import { type FrontRequest, type FrontRoute, HttpFront } from '../http/front';
-import { type BidAnswer, BiddingService } from './bidding.service';
+import { type BidAnswer, BiddingService, SHED } from './bidding.service';
 
 export const BID_PATH = '/openrtb2/bid';
 
@@ -23,7 +23,7 @@ export class BidRoute implements FrontRoute, OnModuleInit {
   }
 
   handle(r: FrontRequest): HttpAnswer {
-    return this.http(this.bidding.bid(r.body!, r.receivedAt), r.headers);
+    return this.http(this.bidding.bid(r.body!, r.receivedAt, r.arrivedAt), r.headers);
   }
 
   refused(status: 400 | 413, reason: string, r: FrontRequest): HttpAnswer {
@@ -36,7 +36,11 @@ export class BidRoute implements FrontRoute, OnModuleInit {
     const version = h['x-openrtb-version'];
     // OpenRTB 2.6 §2.5: echoing the version is recommended.
     if (version !== undefined) headers['x-openrtb-version'] = version;
-    if (answer.status === 204) return { status: 204, headers, payload: undefined };
+    if (answer.status === 204) {
+      // Shed under overload: said apart, so that a load test (or an exchange) can tell it from a no-bid.
+      if (answer.reason === SHED) headers['x-bidder-shed'] = '1';
+      return { status: 204, headers, payload: undefined };
+    }
     headers['content-type'] = JSON_TYPE;
     const accept = h['accept-encoding'];
     if (answer.status === 200 && typeof accept === 'string' && accept.includes('gzip')) {

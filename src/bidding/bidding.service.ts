@@ -33,6 +33,9 @@ export interface BidAnswer {
   reason: string | null;
 }
 
+/** The no-bid reason of a request shed under overload. */
+export const SHED = 'shed';
+
 // Exchange macros (OpenRTB 2.6 §4.4), substituted by the exchange before it calls the URL.
 const WIN_QS = '&price=${AUCTION_PRICE}&cur=${AUCTION_CURRENCY}';
 const LOSS_QS = '&price=${AUCTION_PRICE}&loss=${AUCTION_LOSS}';
@@ -52,6 +55,8 @@ export class BiddingService {
   private readonly selector: Auction;
   private readonly dsa: DsaWriter;
   private readonly logRawPii: boolean;
+  private readonly shedMaxWaitMs: number;
+  private readonly shedMarginMs: number;
 
   constructor(
     @Inject(CONFIG) config: Config,
@@ -73,6 +78,8 @@ export class BiddingService {
     this.selector = new Auction(STATIC_RATES, gate);
     this.dsa = new DsaWriter(config.dsaDomain);
     this.logRawPii = config.logRawPii;
+    this.shedMaxWaitMs = config.shedMaxWaitMs;
+    this.shedMarginMs = config.shedMarginMs;
   }
 
   /**
@@ -80,7 +87,7 @@ export class BiddingService {
    * input is a 400 with a reason, and a bug past the request record is logged and answered as a no-bid,
    * so that every request with an id has exactly one request and one response record.
    */
-  bid(raw: Buffer, startedAt: number): BidAnswer {
+  bid(raw: Buffer, startedAt: number, arrivedAt: number = startedAt): BidAnswer {
     let parsed: unknown;
     try {
       parsed = readJson(raw);
@@ -88,6 +95,9 @@ export class BiddingService {
       if (e instanceof InvalidRequestError) return this.refuse(400, e.reason, startedAt);
       throw e;
     }
+    const waitedMs = startedAt - arrivedAt;
+    this.metrics.bidWait(waitedMs / 1000);
+    if (this.shedMaxWaitMs > 0 && waitedMs > this.shedBudget(parsed)) return this.shed(parsed, startedAt);
     // What the request may be used for (regs, consent, GPP, COPPA, lmt/dnt), decided once.
     const privacy = this.policy.decide(readPrivacySignals(parsed));
     this.privacyStats.count(privacy.reason);
@@ -141,6 +151,34 @@ export class BiddingService {
     const outcome: BidOutcome = status === 413 ? 'too_large' : 'bad_request';
     this.metrics.bidRequest(outcome, null, (performance.now() - startedAt) / 1000);
     return { status, body: JSON.stringify({ error: reason }), reason };
+  }
+
+  /**
+   * How long a request may have waited before it is shed: min(SHED_MAX_WAIT_MS, tmax −
+   * SHED_MARGIN_MS), at least 10 ms (a tmax shorter than the margin is the exchange's choice: what
+   * arrives in time is still answered).
+   */
+  private shedBudget(parsed: unknown): number {
+    const tmax = Number((parsed as { tmax?: unknown } | null)?.tmax);
+    if (!(tmax > 0)) return this.shedMaxWaitMs;
+    return Math.min(this.shedMaxWaitMs, Math.max(10, tmax - this.shedMarginMs));
+  }
+
+  /**
+   * Overload: the request waited too long to be answered within the exchange's deadline, so it gets
+   * a no-bid at once instead of a bid too late to count (which would only cost CPU and, to the
+   * exchange, be a timeout). Its records are logged like any other's (reason `shed`), personal data
+   * redacted as for a request without consent; the auction, markup and privacy decoding are skipped.
+   */
+  private shed(parsed: unknown, startedAt: number): BidAnswer {
+    const id = idOf(parsed);
+    if (id !== '') {
+      redactRequest(parsed, this.hasher, { keepRawPii: false });
+      this.log.log({ type: 'request', id, name: '' }, requestText(parsed));
+      this.log.log({ type: 'response', id, name: '', status: 204, reason: SHED, ms: elapsed(startedAt) });
+    }
+    this.metrics.bidRequest('shed', SHED, (performance.now() - startedAt) / 1000);
+    return { status: 204, body: '', reason: SHED };
   }
 
   /** A bug met while bidding: the exchange gets a no-bid, the operator a log line and a count. */

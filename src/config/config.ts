@@ -79,6 +79,13 @@ export interface Config {
   readonly currencyMaxAgeSeconds: number;
   /** The domain named in `ext.dsa.transparency` of DSA bids (default: TRACKING_BASE_URL's host). */
   readonly dsaDomain: string;
+  /**
+   * Overload: a bid request that has waited longer than min(this, tmax − SHED_MARGIN_MS) before the
+   * bidder could look at it is answered at once with a no-bid (shed), not late (ms; 0: never shed).
+   */
+  readonly shedMaxWaitMs: number;
+  /** What an exchange's tmax must leave for the network and the bidder's own work (ms). */
+  readonly shedMarginMs: number;
 }
 
 /** The development secrets used when TRACKING_SECRET / PII_HASH_SECRET are unset outside production. */
@@ -247,6 +254,8 @@ export function loadConfig(env: Env = process.env): Config {
     currencyRefreshSeconds: r.int('CURRENCY_REFRESH_S', 3600, 10, 7 * 24 * 3600),
     currencyMaxAgeSeconds: r.int('CURRENCY_MAX_AGE_S', 2 * 24 * 3600, 0, 365 * 24 * 3600),
     dsaDomain: r.str('DSA_DOMAIN', ''),
+    shedMaxWaitMs: r.int('SHED_MAX_WAIT_MS', 200, 0, 60_000),
+    shedMarginMs: r.int('SHED_MARGIN_MS', 30, 0, 10_000),
   };
   if (cfg.dsaDomain === '') {
     try {

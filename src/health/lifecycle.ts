@@ -69,6 +69,7 @@ export class Lifecycle implements BeforeApplicationShutdown, OnModuleInit {
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
     if (!this.started || this.front === null) return;
+    this.front.close();
     await Promise.all([drainHttpServer(this.front.publicServer), drainHttpServer(this.front.adminServer)]);
   }
 }

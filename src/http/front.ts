@@ -35,6 +35,11 @@ export interface FrontRequest {
   readonly body: Buffer | null;
   /** performance.now() when the request was whole (its body read). */
   readonly receivedAt: number;
+  /**
+   * performance.now() of the earliest moment the request can have arrived (see TurnClock): the
+   * request has waited at most `receivedAt - arrivedAt` before the bidder looked at it.
+   */
+  readonly arrivedAt: number;
 }
 
 export interface FrontRoute {
@@ -67,6 +72,71 @@ interface Entry extends RouteSpec {
 
 const EMPTY_QUERY = '';
 
+/** How often the loop's stalls are looked for, and how late a tick must be to count as one. */
+const TICK_MS = 20;
+const STALL_MS = 10;
+
+/**
+ * How long a request may have waited before its handler runs (an upper bound; shedding on it errs on
+ * the side of answering in time). Under overload requests wait in the socket buffers while the event
+ * loop works: each loop turn reads every socket that was readable when it polled and handles what it
+ * read, one after another.
+ * - A request handled in turn k became readable after turn k−1 began (or it would have been read
+ *   then): when turns follow each other without a pause, it has waited at most since turn k−1 began;
+ *   when the loop was idle before turn k, since turn k began. A turn starts with its first request
+ *   and ends in the check phase (one setImmediate per turn, none while idle).
+ * - Anything else that holds the loop (a long callback, a GC pause) delays the next turn: a timer
+ *   every TICK_MS notices when it runs late, and the requests of the next turn may have waited since
+ *   the tick was due.
+ */
+class TurnClock {
+  private inTurn = false;
+  private turnStart = 0;
+  private lastTurnStart = 0;
+  private lastTurnEnd = -Infinity;
+  /** The earliest moment the loop was found held since the last turn began (Infinity: not held). */
+  private heldSince = Infinity;
+  private turnHeldSince = Infinity;
+  private due = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly endTurn = (): void => {
+    this.inTurn = false;
+    this.lastTurnEnd = performance.now();
+  };
+  private readonly tick = (): void => {
+    const now = performance.now();
+    if (now - this.due > STALL_MS && this.due < this.heldSince) this.heldSince = this.due;
+    this.due = now + TICK_MS;
+  };
+
+  start(): void {
+    if (this.timer !== null) return;
+    this.due = performance.now() + TICK_MS;
+    this.timer = setInterval(this.tick, TICK_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** The earliest time a request handled now can have arrived. */
+  arrivedBy(now: number): number {
+    if (!this.inTurn) {
+      this.inTurn = true;
+      this.lastTurnStart = this.turnStart;
+      this.turnStart = now;
+      this.turnHeldSince = this.heldSince;
+      this.heldSince = Infinity;
+      setImmediate(this.endTurn);
+    }
+    // Busy: the last turn ended (check phase) right before this one began (timers and poll between).
+    const byTurns = this.turnStart - this.lastTurnEnd < 1 ? this.lastTurnStart : this.turnStart;
+    return byTurns < this.turnHeldSince ? byTurns : this.turnHeldSince;
+  }
+}
+
 export class HttpFront {
   /** Connections cut or refused before a route ran, by reason (counters). */
   readonly cut: Record<CutReason, number> = { headers_timeout: 0, body_timeout: 0, over_connection_limit: 0, header_too_large: 0, malformed: 0 };
@@ -77,6 +147,7 @@ export class HttpFront {
   private fastify: http.RequestListener | null = null;
   private readonly entries: Entry[] = [];
   private readonly limit: number;
+  private readonly turns = new TurnClock();
 
   constructor(
     private readonly config: Config,
@@ -124,6 +195,16 @@ export class HttpFront {
       throw new Error(`route ${spec.method} ${spec.path} declared twice`);
     }
     this.entries.push({ ...spec, prefix: spec.prefix === true, body: spec.method === 'POST' });
+  }
+
+  /** Starts watching the loop for stalls (TurnClock); stopped with `close()`. */
+  watchLoop(): void {
+    this.turns.start();
+  }
+
+  /** Stops the loop watch (the servers themselves are drained and closed by the lifecycle). */
+  close(): void {
+    this.turns.stop();
   }
 
   /** Starts the admin server (the public one is Fastify's `listen`). */
@@ -175,8 +256,10 @@ export class HttpFront {
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     const query = q < 0 ? EMPTY_QUERY : url.slice(q + 1);
+    const now = performance.now();
+    const arrivedAt = this.turns.arrivedBy(now);
     if (!e.body) {
-      this.run(e.route, { method: e.method, path, query, headers: req.headers, body: null, receivedAt: performance.now() }, req, res);
+      this.run(e.route, { method: e.method, path, query, headers: req.headers, body: null, receivedAt: now, arrivedAt }, req, res);
       return;
     }
     readBody(req, this.limit, (err, raw) => {
@@ -191,7 +274,7 @@ export class HttpFront {
           refusal = x;
         }
       }
-      const r: FrontRequest = { method: e.method, path, query, headers: req.headers, body, receivedAt };
+      const r: FrontRequest = { method: e.method, path, query, headers: req.headers, body, receivedAt, arrivedAt };
       if (refusal === null) {
         this.run(e.route, r, req, res);
         return;

@@ -4,10 +4,12 @@ import { CONFIG, type Config } from '../config/config';
 import { EventLoopDelay } from './event-loop';
 import { ComputedCounter, ComputedGauge, CounterFamily, HistogramFamily, type MetricFamily, type MetricSample } from './fast-metrics';
 
-export type BidOutcome = 'bid' | 'nobid' | 'bad_request' | 'too_large' | 'error';
+export type BidOutcome = 'bid' | 'nobid' | 'bad_request' | 'too_large' | 'error' | 'shed';
 
 /** Seconds; bid requests take ~0.1-5 ms on the hot path (REFERENCE.md). */
 const DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+/** Seconds a bid request waited before the bidder looked at it (an upper bound, src/http/front.ts TurnClock). */
+const WAIT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1];
 /** CPM in the response currency. */
 const PRICE_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 20, 50, 100];
 /** No-bid reasons are a small fixed vocabulary; past this many distinct ones they count as "other". */
@@ -37,7 +39,7 @@ export class MetricsService implements OnApplicationShutdown {
 
   private readonly requests = new CounterFamily(
     'bidder_bid_requests_total',
-    'Bid requests by outcome (bid, nobid by reason, bad_request = 400, too_large = 413, error = a bug answered as a no-bid) and HTTP status.',
+    'Bid requests by outcome (bid, nobid by reason, bad_request = 400, too_large = 413, error = a bug answered as a no-bid, shed = answered at once under overload) and HTTP status.',
   );
   private readonly duration = new HistogramFamily(
     'bidder_bid_request_duration_seconds',
@@ -45,6 +47,14 @@ export class MetricsService implements OnApplicationShutdown {
     DURATION_BUCKETS,
   );
   private readonly price = new HistogramFamily('bidder_bid_price_cpm', 'Price of each bid returned (CPM, response currency).', PRICE_BUCKETS);
+  private readonly wait = new HistogramFamily(
+    'bidder_bid_request_wait_seconds',
+    'How long a bid request can have waited (socket buffers, the event loop) before the bidder looked at it: an upper bound; overload sheds on it.',
+    WAIT_BUCKETS,
+  );
+  private readonly waitSlot: number;
+  private readonly shedSlot: number;
+  private readonly durationShed: number;
 
   private readonly bidSlot: number;
   private readonly badRequestSlot: number;
@@ -68,6 +78,9 @@ export class MetricsService implements OnApplicationShutdown {
     this.badRequestSlot = this.requests.slot({ outcome: 'bad_request', reason: '', status: '400' });
     this.tooLargeSlot = this.requests.slot({ outcome: 'too_large', reason: '', status: '413' });
     this.errorSlot = this.requests.slot({ outcome: 'error', reason: 'internal_error', status: '204' });
+    this.shedSlot = this.requests.slot({ outcome: 'shed', reason: 'shed', status: '204' });
+    this.durationShed = this.duration.slot({ outcome: 'shed' });
+    this.waitSlot = this.wait.slot({});
     this.otherReasonSlot = this.requests.slot({ outcome: 'nobid', reason: 'other', status: '204' });
     this.reasonSlots.set('other', this.otherReasonSlot);
     this.durationBid = this.duration.slot({ outcome: 'bid' });
@@ -80,6 +93,7 @@ export class MetricsService implements OnApplicationShutdown {
     this.register(this.requests);
     this.register(this.duration);
     this.register(this.price);
+    this.register(this.wait);
     this.register(
       new ComputedGauge(
         'bidder_event_loop_delay_seconds',
@@ -116,9 +130,18 @@ export class MetricsService implements OnApplicationShutdown {
         slot = this.errorSlot;
         d = this.durationError;
         break;
+      case 'shed':
+        slot = this.shedSlot;
+        d = this.durationShed;
+        break;
     }
     this.requests.inc(slot);
     if (seconds >= 0) this.duration.observe(d, seconds);
+  }
+
+  /** One call per bid request that reached the bidding: how long it can have waited before (seconds). */
+  bidWait(seconds: number): void {
+    if (seconds >= 0) this.wait.observe(this.waitSlot, seconds);
   }
 
   /** One call per bid returned: its price (CPM, response currency). */

@@ -1,0 +1,137 @@
+/**
+ * Overload: a bid request that waited longer than its budget (min(SHED_MAX_WAIT_MS, tmax −
+ * SHED_MARGIN_MS)) before the bidder could look at it gets a fast no-bid (204, x-bidder-shed: 1),
+ * counted and logged with reason `shed`, instead of a bid too late to count.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { BiddingService } from '../../src/bidding/bidding.service';
+import { NODE, readRedisLog, ROOT, until } from '../log/support';
+import { request, startTestApp, type TestApp } from '../support/app';
+import { freePort, startTestRedis, type TestRedis } from '../support/redis';
+
+const site = { domain: 'a.example', publisher: { name: 'A' } };
+const body = (id: string, tmax?: number): Buffer =>
+  Buffer.from(JSON.stringify({ id, imp: [{ id: '1', banner: { w: 300, h: 250 } }], site, ...(tmax === undefined ? {} : { tmax }) }));
+
+describe('the shedding budget', () => {
+  let t: TestApp;
+  let off: TestApp;
+  before(async () => {
+    t = await startTestApp({ SHED_MAX_WAIT_MS: '200', SHED_MARGIN_MS: '30' });
+    off = await startTestApp({ SHED_MAX_WAIT_MS: '0' });
+  });
+  after(async () => {
+    await t.close();
+    await off.close();
+  });
+  const cases: Array<{ name: string; tmax?: number; waited: number; shed: boolean }> = [
+    { name: 'no tmax: the cap', waited: 150, shed: false },
+    { name: 'no tmax, over the cap', waited: 250, shed: true },
+    { name: 'tmax 100 leaves 70 ms: 60 is in time', tmax: 100, waited: 60, shed: false },
+    { name: 'tmax 100 leaves 70 ms: 80 is late', tmax: 100, waited: 80, shed: true },
+    { name: 'tmax 1000: still the cap', tmax: 1000, waited: 250, shed: true },
+    { name: 'tmax 20 (under the margin): 10 ms at least', tmax: 20, waited: 5, shed: false },
+    { name: 'tmax 20 (under the margin): past 10 ms', tmax: 20, waited: 15, shed: true },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const now = performance.now();
+      const a = t.app.get(BiddingService).bid(body(`b-${c.name}`, c.tmax), now, now - c.waited);
+      assert.equal(a.status === 204 && a.reason === 'shed', c.shed, `status ${a.status} reason ${a.reason}`);
+      if (!c.shed) assert.equal(a.status, 200);
+    });
+  }
+  it('SHED_MAX_WAIT_MS=0 never sheds', () => {
+    const now = performance.now();
+    assert.equal(off.app.get(BiddingService).bid(body('never', 50), now, now - 5_000).status, 200);
+  });
+});
+
+describe('a worker whose event loop is held', () => {
+  let redis: TestRedis;
+  let dir: string;
+  before(async () => {
+    redis = await startTestRedis();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shed-'));
+  });
+  after(async () => {
+    await redis.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers the requests that waited through it with the fast no-bid, logged with reason shed, and bids again after', async () => {
+    // Test-only: SIGUSR2 holds the event loop for 400 ms, as a long GC pause or a burst past capacity would.
+    const preload = path.join(dir, 'hold.js');
+    fs.writeFileSync(preload, "process.on('SIGUSR2', () => { const end = Date.now() + 400; while (Date.now() < end); });\n");
+    const port = await freePort();
+    const env = {
+      ...process.env,
+      NODE_ENV: 'test',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      ADMIN_PORT: '0',
+      REDIS_URL: redis.url,
+      LOG_REDIS_KEY: 'shed-log',
+      LOG_FLUSH_INTERVAL_MS: '100',
+      LOG_SPILL_DIR: path.join(dir, 'spill'),
+    };
+    const proc = spawn(NODE, ['-r', preload, path.join(ROOT, 'dist', 'main.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+    try {
+      await until('listening', () => out.includes('listening'), 20_000);
+      const url = `http://127.0.0.1:${port}/openrtb2/bid`;
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 10 });
+      const post = (id: string, tmax: number) =>
+        new Promise<{ status: number; shed: boolean; ms: number }>((resolve, reject) => {
+          const t0 = performance.now();
+          const r = http.request(url, { method: 'POST', agent }, (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, shed: res.headers['x-bidder-shed'] === '1', ms: performance.now() - t0 }));
+          });
+          r.on('error', reject);
+          r.end(body(id, tmax));
+        });
+      // Warm connections, then hold the loop and send while it is held.
+      for (const a of await Promise.all(Array.from({ length: 10 }, (_, i) => post(`warm-${i}`, 100)))) assert.equal(a.status, 200);
+      proc.kill('SIGUSR2');
+      await new Promise((r) => setTimeout(r, 30));
+      const held = await Promise.all(Array.from({ length: 10 }, (_, i) => post(`held-${i}`, 100)));
+      for (const a of held) {
+        assert.equal(a.status, 204);
+        assert.ok(a.shed, 'said apart from a no-bid');
+      }
+      const afterwards = await Promise.all(Array.from({ length: 10 }, (_, i) => post(`after-${i}`, 100)));
+      for (const a of afterwards) assert.equal(a.status, 200);
+      agent.destroy();
+      const records: Array<{ type: string; id: string; reason?: string }> = [];
+      await until('logged', async () => {
+        records.splice(0, records.length, ...((await readRedisLog(redis.url, 'shed-log')).records as typeof records));
+        return records.filter((r) => r.type === 'response').length >= 30;
+      });
+      for (let i = 0; i < 10; i++) {
+        assert.equal(records.filter((r) => r.type === 'request' && r.id === `held-${i}`).length, 1);
+        const res = records.filter((r) => r.type === 'response' && r.id === `held-${i}`);
+        assert.deepEqual(
+          res.map((r) => r.reason),
+          ['shed'],
+        );
+      }
+      const admin = /"admin":"([^"]+)"/.exec(out)?.[1];
+      assert.ok(admin, 'the listening line names the admin port');
+      const m = await request(`${admin}/metrics`, { method: 'GET' });
+      assert.match(m.body.toString(), /bidder_bid_requests_total\{[^}]*outcome="shed"[^}]*\} 10\n/);
+    } finally {
+      proc.kill('SIGTERM');
+      await exited;
+    }
+  });
+});
