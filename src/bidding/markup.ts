@@ -1,9 +1,10 @@
 /**
- * Ad markup for the three media types. Pure functions of the winning candidate and its tracking
- * URLs; no I/O. Native follows Native 1.2 §5 (response), video is a VAST 4.1 InLine document.
+ * Ad markup: banner HTML and the VAST 4.1 InLine document, pure functions of the winning candidate
+ * and its tracking URLs; the native version and tracker choice (Native 1.2 §5). The native markup
+ * itself is JSON, written by response-json.ts. No I/O.
  */
-import { NativeAssetKind, type NativeImp } from '../openrtb/types';
-import type { Candidate, NativeFill } from '../targeting/types';
+import type { NativeImp } from '../openrtb/types';
+import type { Candidate } from '../targeting/types';
 
 /** The click and impression URLs of a bid, plain and HTML-escaped (attribute values). */
 export interface TrackingUrls {
@@ -88,43 +89,10 @@ function allowsImgImpression(n: NativeImp): boolean {
   return false;
 }
 
-/** The response's version, root wrapper and impression tracker for a native request (see nativeAdm). */
+/** The response's version, root wrapper and impression tracker for a native request (see nativeAdm in response-json.ts). */
 export function nativeVersion(n: NativeImp): { ver: '1.0' | '1.1' | '1.2'; legacy: boolean; tracker: 'eventtracker' | 'imptrackers' | null } {
   const legacy = n.ver.startsWith('1.0');
   const ver = legacy ? '1.0' : n.ver.startsWith('1.1') ? '1.1' : '1.2';
   const tracker = n.eventtrackers !== null && !legacy ? (allowsImgImpression(n) ? 'eventtracker' : null) : 'imptrackers';
   return { ver, legacy, tracker };
-}
-
-/**
- * Native response (a JSON string for `bid.adm`). Assets echo the request's asset ids; the fills come
- * from the targeting plan and cover every required asset. Impression tracking: `eventtrackers` with
- * method 1 when the request offers it; when the request lists no eventtrackers (Native ≤ 1.1
- * habit), the legacy `imptrackers`. A request offering impressions only by JS gets no impression
- * tracker in the markup (nurl/burl still report the win and the billing).
- * Native 1.0 requests get the `{"native": …}` root wrapper; 1.1 and later do not (§4.1).
- */
-export function nativeAdm(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls): string {
-  const assets: object[] = [];
-  for (let i = 0; i < fills.length; i++) {
-    const f = fills[i];
-    switch (f.kind) {
-      case NativeAssetKind.Title:
-        assets.push({ id: f.assetId, title: { text: f.text } });
-        break;
-      case NativeAssetKind.Img:
-        if (f.img !== null) assets.push({ id: f.assetId, img: { url: f.img.url, w: f.img.w, h: f.img.h } });
-        break;
-      case NativeAssetKind.Data:
-        assets.push({ id: f.assetId, data: { value: f.text } });
-        break;
-      case NativeAssetKind.Video:
-        break;
-    }
-  }
-  const v = nativeVersion(n);
-  const body: Record<string, unknown> = { ver: v.ver, assets, link: { url: urls.click } };
-  if (v.tracker === 'eventtracker') body.eventtrackers = [{ event: EVENT_IMPRESSION, method: METHOD_IMG, url: urls.imp }];
-  else if (v.tracker === 'imptrackers') body.imptrackers = [urls.imp];
-  return JSON.stringify(v.legacy ? { native: body } : body);
 }

@@ -11,7 +11,7 @@ import { NativeAssetKind, type DsaRequest, type NativeImp } from '../openrtb/typ
 import { isJsonSafe } from '../targeting/candidate-json';
 import { bidAdrender } from '../targeting/dsa';
 import type { Match, NativeFill } from '../targeting/types';
-import { EVENT_IMPRESSION, METHOD_IMG, nativeAdm, nativeVersion, type TrackingUrls } from './markup';
+import { EVENT_IMPRESSION, METHOD_IMG, nativeVersion, type TrackingUrls } from './markup';
 
 export { isJsonSafe };
 
@@ -61,31 +61,30 @@ export class DsaWriter {
 }
 
 /**
- * `JSON.stringify(nativeAdm(n, fills, urls))`: the native markup as the JSON string literal of
- * `bid.adm`. When the tracking URLs are known safe (`urlsSafe`) and every text and image URL of
- * the fills needs no JSON escaping, the markup's only characters to escape are its own quotes, so
- * it is written directly in that form (`\"`), instead of building an object, serializing it and
- * then scanning the result again to quote it. Anything else takes the two JSON.stringify calls.
+ * The native markup (Native 1.2 §5, a JSON document in `bid.adm`), written once for both forms it
+ * takes: `q` is the quote of the keys and `str` writes a string value, plain (`"`, JSON.stringify)
+ * or already escaped for the inside of a JSON string (`\"`). Assets echo the request's asset ids;
+ * the fills come from the auction and cover every required asset. Impression tracking:
+ * `eventtrackers` with method 1 when the request offers it; when the request lists no
+ * eventtrackers (Native ≤ 1.1 habit), the legacy `imptrackers`; a request offering impressions only
+ * by JS gets none in the markup (nurl/burl still report the win and the billing). Native 1.0
+ * requests get the `{"native": …}` root wrapper; 1.1 and later do not (§4.1).
  */
-export function nativeAdmLiteral(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls, urlsSafe: boolean): string {
-  if (!urlsSafe) return JSON.stringify(nativeAdm(n, fills, urls));
+function writeNative(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls, q: string, str: (s: string) => string): string {
   let assets = '';
   for (let i = 0; i < fills.length; i++) {
     const f = fills[i];
     let a: string;
     switch (f.kind) {
       case NativeAssetKind.Title:
-        if (!isJsonSafe(f.text)) return JSON.stringify(nativeAdm(n, fills, urls));
-        a = `{\\"id\\":${f.assetId},\\"title\\":{\\"text\\":\\"${f.text}\\"}}`;
+        a = `{${q}id${q}:${f.assetId},${q}title${q}:{${q}text${q}:${str(f.text)}}}`;
         break;
       case NativeAssetKind.Img:
         if (f.img === null) continue;
-        if (!isJsonSafe(f.img.url)) return JSON.stringify(nativeAdm(n, fills, urls));
-        a = `{\\"id\\":${f.assetId},\\"img\\":{\\"url\\":\\"${f.img.url}\\",\\"w\\":${f.img.w},\\"h\\":${f.img.h}}}`;
+        a = `{${q}id${q}:${f.assetId},${q}img${q}:{${q}url${q}:${str(f.img.url)},${q}w${q}:${f.img.w},${q}h${q}:${f.img.h}}}`;
         break;
       case NativeAssetKind.Data:
-        if (!isJsonSafe(f.text)) return JSON.stringify(nativeAdm(n, fills, urls));
-        a = `{\\"id\\":${f.assetId},\\"data\\":{\\"value\\":\\"${f.text}\\"}}`;
+        a = `{${q}id${q}:${f.assetId},${q}data${q}:{${q}value${q}:${str(f.text)}}}`;
         break;
       default:
         continue;
@@ -93,8 +92,38 @@ export function nativeAdmLiteral(n: NativeImp, fills: readonly NativeFill[], url
     assets = assets === '' ? a : `${assets},${a}`;
   }
   const v = nativeVersion(n);
-  let body = `{\\"ver\\":\\"${v.ver}\\",\\"assets\\":[${assets}],\\"link\\":{\\"url\\":\\"${urls.click}\\"}`;
-  if (v.tracker === 'eventtracker') body += `,\\"eventtrackers\\":[{\\"event\\":${EVENT_IMPRESSION},\\"method\\":${METHOD_IMG},\\"url\\":\\"${urls.imp}\\"}]`;
-  else if (v.tracker === 'imptrackers') body += `,\\"imptrackers\\":[\\"${urls.imp}\\"]`;
-  return v.legacy ? `"{\\"native\\":${body}}}"` : `"${body}}"`;
+  let body = `{${q}ver${q}:${str(v.ver)},${q}assets${q}:[${assets}],${q}link${q}:{${q}url${q}:${str(urls.click)}}`;
+  if (v.tracker === 'eventtracker') body += `,${q}eventtrackers${q}:[{${q}event${q}:${EVENT_IMPRESSION},${q}method${q}:${METHOD_IMG},${q}url${q}:${str(urls.imp)}}]`;
+  else if (v.tracker === 'imptrackers') body += `,${q}imptrackers${q}:[${str(urls.imp)}]`;
+  return v.legacy ? `{${q}native${q}:${body}}}` : `${body}}`;
+}
+
+/** A string value inside the escaped form: its quotes escaped, the value itself known to need no escaping. */
+function escapedValue(s: string): string {
+  return `\\"${s}\\"`;
+}
+
+/** The native markup as a JSON text (what `bid.adm` holds once the response is parsed). */
+export function nativeAdm(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls): string {
+  return writeNative(n, fills, urls, '"', JSON.stringify);
+}
+
+/**
+ * `JSON.stringify(nativeAdm(n, fills, urls))`: the native markup as the JSON string literal of
+ * `bid.adm`. When the tracking URLs are known safe (`urlsSafe`) and every text and image URL of the
+ * fills needs no JSON escaping, the markup's only characters to escape are its own quotes, so it is
+ * written directly in that form (`\"`), instead of writing it, then scanning it again to quote it.
+ * Anything else takes the plain form and JSON.stringify.
+ */
+export function nativeAdmLiteral(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls, urlsSafe: boolean): string {
+  if (urlsSafe && fillsSafe(fills)) return `"${writeNative(n, fills, urls, '\\"', escapedValue)}"`;
+  return JSON.stringify(nativeAdm(n, fills, urls));
+}
+
+function fillsSafe(fills: readonly NativeFill[]): boolean {
+  for (let i = 0; i < fills.length; i++) {
+    const f = fills[i];
+    if (f.kind === NativeAssetKind.Img ? f.img !== null && !isJsonSafe(f.img.url) : !isJsonSafe(f.text)) return false;
+  }
+  return true;
 }

@@ -226,35 +226,49 @@ function parseNativePayload(request: unknown, ver: string): { ver: string; paylo
 
 type NativeCore = Omit<NativeImp, 'battr'>;
 
+const NATIVE_CACHE_MAX = 512;
+/** Characters; real native requests are a few hundred. 512 × 8 KiB bounds the cache at ~8 MiB of text (UTF-16). */
+const NATIVE_CACHE_MAX_TEXT = 8 * 1024;
+
 /**
  * Native requests sent as JSON strings, already read, by their text: an exchange sends the same few
  * per placement, and reading one (JSON.parse of the string, then the assets) is most of what a
  * native imp costs the reader. Only requests read without error are kept; bounded in entries and
- * in text length, oldest out.
+ * in text length, oldest out. The bid path owns one (BiddingService) and passes it to
+ * parseBidRequest; without one every native request is read afresh.
  */
-const NATIVE_CACHE_MAX = 512;
-/** Characters; real native requests are a few hundred. 512 × 8 KiB bounds the cache at ~8 MiB of text (UTF-16). */
-const NATIVE_CACHE_MAX_TEXT = 8 * 1024;
-const nativeCache = new Map<string, { outerVer: string; core: NativeCore | null }>();
+export class NativeRequestCache {
+  private readonly m = new Map<string, { outerVer: string; core: NativeCore | null }>();
 
-function parseNative(n: Obj, path: string): NativeImp | null {
+  get size(): number {
+    return this.m.size;
+  }
+
+  /** The reading of `request` under `outerVer`, read and kept on first sight. */
+  read(request: string, outerVer: string, path: string): NativeCore | null {
+    let hit = this.m.get(request);
+    if (hit === undefined || hit.outerVer !== outerVer) {
+      // Frozen: one cached reading is shared by every request that sends this text.
+      hit = { outerVer, core: deepFreeze(parseNativeCore(request, outerVer, path)) };
+      if (this.m.size >= NATIVE_CACHE_MAX) this.m.delete(this.m.keys().next().value!);
+      this.m.set(request, hit);
+    }
+    return hit.core;
+  }
+}
+
+function parseNative(n: Obj, path: string, natives: NativeRequestCache | null): NativeImp | null {
   const battr = intList(n, 'battr', path, L.battr);
   if (typeof n.request === 'string' && n.request.length > L.nativeRequestChars) overLimit(`${path}.request`, L.nativeRequestChars, 'characters');
   const outerVer = typeof n.ver === 'string' && n.ver !== '' ? n.ver : '1.2';
   const request = n.request;
   // Long texts are read every time: the cache must stay small whatever clients send.
-  if (typeof request !== 'string' || request.length > NATIVE_CACHE_MAX_TEXT) {
+  if (natives === null || typeof request !== 'string' || request.length > NATIVE_CACHE_MAX_TEXT) {
     const core = parseNativeCore(request, outerVer, path);
     return core === null ? null : { ...core, battr };
   }
-  let hit = nativeCache.get(request);
-  if (hit === undefined || hit.outerVer !== outerVer) {
-    // Frozen: one cached reading is shared by every request that sends this text.
-    hit = { outerVer, core: deepFreeze(parseNativeCore(request, outerVer, path)) };
-    if (nativeCache.size >= NATIVE_CACHE_MAX) nativeCache.delete(nativeCache.keys().next().value!);
-    nativeCache.set(request, hit);
-  }
-  return hit.core === null ? null : { ver: hit.core.ver, assets: hit.core.assets, eventtrackers: hit.core.eventtrackers, battr };
+  const core = natives.read(request, outerVer, path);
+  return core === null ? null : { ver: core.ver, assets: core.assets, eventtrackers: core.eventtrackers, battr };
 }
 
 function deepFreeze<T>(v: T): T {
@@ -362,7 +376,7 @@ function parsePmp(p: Obj, path: string): Pmp {
   return { privateAuction: flag(p, 'private_auction', path), deals };
 }
 
-function parseImp(raw: unknown, i: number): Imp {
+function parseImp(raw: unknown, i: number, natives: NativeRequestCache | null): Imp {
   const path = `imp[${i}]`;
   if (!isObj(raw)) fail(path, 'must be an object');
   const id = str(raw, 'id', path, '');
@@ -378,13 +392,16 @@ function parseImp(raw: unknown, i: number): Imp {
     bidfloorcur: currency(raw, 'bidfloorcur', path),
     banner: banner ? parseBanner(banner, `${path}.banner`) : null,
     video: video ? parseVideo(video, `${path}.video`) : null,
-    native: native ? parseNative(native, `${path}.native`) : null,
+    native: native ? parseNative(native, `${path}.native`, natives) : null,
     pmp: pmp ? parsePmp(pmp, `${path}.pmp`) : null,
   };
 }
 
-/** Reads a parsed JSON body into the bidder's request view, or throws InvalidRequestError. */
-export function parseBidRequest(body: unknown): BidRequest {
+/**
+ * Reads a parsed JSON body into the bidder's request view, or throws InvalidRequestError. `natives`:
+ * where native requests sent as strings are kept once read (see NativeRequestCache).
+ */
+export function parseBidRequest(body: unknown, natives: NativeRequestCache | null = null): BidRequest {
   if (!isObj(body)) throw new InvalidRequestError('request must be a JSON object');
   const id = str(body, 'id', 'request', '');
   if (id === '') throw new InvalidRequestError('id is required');
@@ -393,7 +410,7 @@ export function parseBidRequest(body: unknown): BidRequest {
   if (rawImps.length === 0) throw new InvalidRequestError('imp must not be empty');
   if (rawImps.length > L.imps) overLimit('imp', L.imps, 'entries');
   const imps: Imp[] = [];
-  for (let i = 0; i < rawImps.length; i++) imps.push(parseImp(rawImps[i], i));
+  for (let i = 0; i < rawImps.length; i++) imps.push(parseImp(rawImps[i], i, natives));
 
   const site = optObj(body, 'site', 'request');
   const app = optObj(body, 'app', 'request');

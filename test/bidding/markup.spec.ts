@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { bannerAdm, escapeHtml, nativeAdm, trackingUrls, vastAdm } from '../../src/bidding/markup';
+import { bannerAdm, escapeHtml, trackingUrls, vastAdm } from '../../src/bidding/markup';
+import { nativeAdm } from '../../src/bidding/response-json';
 import { NativeAssetKind, type NativeImp } from '../../src/openrtb/types';
 import type { Candidate, NativeFill } from '../../src/targeting/types';
 

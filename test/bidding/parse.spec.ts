@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidRequestError, parseBidRequest } from '../../src/openrtb/parse';
+import { InvalidRequestError, NativeRequestCache, parseBidRequest } from '../../src/openrtb/parse';
 import { NativeAssetKind } from '../../src/openrtb/types';
 
 const base = () => ({ id: 'r1', imp: [{ id: '1', banner: { w: 300, h: 250 } }] });
@@ -100,28 +100,37 @@ describe('parseBidRequest: rejects what cannot be bid on', () => {
   }
 });
 
-describe('parseBidRequest: native requests read once per text', () => {
+describe('parseBidRequest: native requests read once per text (NativeRequestCache)', () => {
+  const natives = new NativeRequestCache();
   const text = JSON.stringify({ ver: '1.2', assets: [{ id: 1, required: 1, title: { len: 40 } }], eventtrackers: [{ event: 1, methods: [1] }] });
   const body = (battr?: number[], ver?: string) => ({ id: 'r', imp: [{ id: '1', native: { request: text, ...(battr ? { battr } : {}), ...(ver ? { ver } : {}) } }] });
   it('gives the same reading for the same text, with each imp keeping its own battr', () => {
-    const a = parseBidRequest(body([1])).imps[0].native!;
-    const b = parseBidRequest(body([2, 3])).imps[0].native!;
+    const a = parseBidRequest(body([1]), natives).imps[0].native!;
+    const b = parseBidRequest(body([2, 3]), natives).imps[0].native!;
     assert.deepEqual(a.assets, b.assets);
     assert.deepEqual(a.battr, [1]);
     assert.deepEqual(b.battr, [2, 3]);
     assert.equal(a.ver, '1.2');
+    assert.equal(a.assets, b.assets, 'one reading, kept');
+    assert.equal(natives.size, 1);
+  });
+  it('reads the same without a cache (nothing kept between requests)', () => {
+    const a = parseBidRequest(body([1])).imps[0].native!;
+    const b = parseBidRequest(body([1])).imps[0].native!;
+    assert.deepEqual(a, b);
+    assert.notEqual(a.assets, b.assets);
   });
   it('shares a frozen reading: one request cannot change what the next one reads', () => {
-    const a = parseBidRequest(body()).imps[0].native!;
+    const a = parseBidRequest(body(), natives).imps[0].native!;
     assert.ok(Object.isFrozen(a.assets) && Object.isFrozen(a.assets[0]));
     assert.throws(() => (a.assets as Array<unknown>).push({}));
-    assert.equal(parseBidRequest(body()).imps[0].native!.assets.length, 1);
+    assert.equal(parseBidRequest(body(), natives).imps[0].native!.assets.length, 1);
   });
   it('rejects an invalid text every time (errors are not kept)', () => {
     const bad = JSON.stringify({ ver: '1.2', assets: [{ id: 'one', required: 1, title: { len: 40 } }] });
     for (let i = 0; i < 2; i++) {
       assert.throws(
-        () => parseBidRequest({ id: 'r', imp: [{ id: '1', native: { request: bad } }] }),
+        () => parseBidRequest({ id: 'r', imp: [{ id: '1', native: { request: bad } }] }, natives),
         (e: unknown) => e instanceof InvalidRequestError && e.reason.includes('imp[0].native.request.assets[0].id'),
       );
     }
@@ -129,14 +138,14 @@ describe('parseBidRequest: native requests read once per text', () => {
   it('reads long texts (past what the cache keeps) all the same', () => {
     const long = JSON.stringify({ ver: '1.2', assets: [{ id: 1, required: 1, title: { len: 40 } }], ext: { pad: 'x'.repeat(10_000) } });
     for (let i = 0; i < 2; i++) {
-      const n = parseBidRequest({ id: 'r', imp: [{ id: '1', native: { request: long, battr: [i] } }] }).imps[0].native!;
+      const n = parseBidRequest({ id: 'r', imp: [{ id: '1', native: { request: long, battr: [i] } }] }, natives).imps[0].native!;
       assert.equal(n.assets.length, 1);
       assert.deepEqual(n.battr, [i]);
     }
   });
   it('reads the text again when the outer native version differs', () => {
     const plain = JSON.stringify({ assets: [{ id: 1, required: 1, title: { len: 40 } }] });
-    const v = (ver: string) => parseBidRequest({ id: 'r', imp: [{ id: '1', native: { request: plain, ver } }] }).imps[0].native!.ver;
+    const v = (ver: string) => parseBidRequest({ id: 'r', imp: [{ id: '1', native: { request: plain, ver } }] }, natives).imps[0].native!.ver;
     assert.equal(v('1.1'), '1.1');
     assert.equal(v('1.2'), '1.2');
   });
