@@ -50,8 +50,13 @@ async function main(): Promise<void> {
   });
   const shipper = app.get(ShipperService);
   const admin = new AdminServer(app.get(ShipperMetrics), () => shipper.status(), config.shipperId);
-  const url = await admin.listen(config.adminPort, config.adminHost);
-  log.log({ msg: 'admin server listening', url, node: process.version });
+  try {
+    const url = await admin.listen(config.adminPort, config.adminHost);
+    log.log({ msg: 'admin server listening', url, node: process.version });
+  } catch (e) {
+    // Draining Redis matters more than being scraped: ship on, and say so loudly.
+    log.error({ msg: 'admin server not started; shipping without /metrics and /health', host: config.adminHost, port: config.adminPort, err: e instanceof Error ? e.message : String(e) });
+  }
 
   let stopping = false;
   const stop = (signal: NodeJS.Signals): void => {
