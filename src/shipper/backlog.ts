@@ -25,7 +25,7 @@ export async function readBacklog(redis: Redis | Cluster, keys: readonly string[
     keys.map(async (key) => {
       const [frames, bytes, head] = await Promise.all([
         redis.llen(key),
-        redis.memory('USAGE', key, 'SAMPLES', 5) as Promise<number | null>,
+        redis.memory('USAGE', key, 'SAMPLES', 5),
         redis.lindexBuffer(key, 0),
       ]);
       return { frames, bytes: bytes ?? 0, oldestTs: head === null ? null : firstRecordTs(head) };

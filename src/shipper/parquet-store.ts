@@ -30,7 +30,7 @@ export class StorageError extends Error {
     this.name = 'StorageError';
   }
   get code(): string | undefined {
-    return ((this.cause as NodeJS.ErrnoException | undefined)?.code as string | undefined) ?? undefined;
+    return (this.cause as NodeJS.ErrnoException | undefined)?.code;
   }
 }
 

@@ -128,7 +128,7 @@ function ratio(a: number, b: number): number | null {
 function iso(v: unknown): string | null {
   if (v === null || v === undefined) return null;
   if (v instanceof Date) return v.toISOString();
-  return String(v);
+  return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
 /** The per-group figures, as SQL aggregates over `log` (one row per group). */
@@ -192,7 +192,7 @@ function toMoney(rows: Array<Record<string, unknown>>): Money[] {
 }
 
 async function rows(conn: DuckDBConnection, sql: string): Promise<Array<Record<string, unknown>>> {
-  return (await conn.runAndReadAll(sql)).getRowObjectsJS() as Array<Record<string, unknown>>;
+  return (await conn.runAndReadAll(sql)).getRowObjectsJS();
 }
 
 export function emptyFigures(): Figures {

@@ -196,5 +196,5 @@ export function ms(v: number | null): string {
 
 export function moneyText(money: Money[], what: 'spend' | 'ecpm', html = true): string {
   if (money.length === 0) return '–';
-  return money.map((m) => (m[what] === null ? '–' : `${(m[what] as number).toFixed(what === 'spend' ? 4 : 3)} ${html ? esc(m.cur) : m.cur}`)).join(', ');
+  return money.map((m) => (m[what] === null ? '–' : `${(m[what]).toFixed(what === 'spend' ? 4 : 3)} ${html ? esc(m.cur) : m.cur}`)).join(', ');
 }

@@ -318,13 +318,12 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
   private pause(ms: number): Promise<void> {
     if (this.stopping) return Promise.resolve();
     return new Promise((resolve) => {
-      const t = setTimeout(done, ms);
-      const self = this;
-      function done(): void {
+      const done = (): void => {
         clearTimeout(t);
-        self.wake = null;
+        this.wake = null;
         resolve();
-      }
+      };
+      const t = setTimeout(done, ms);
       this.wake = done;
     });
   }

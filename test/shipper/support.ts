@@ -109,7 +109,7 @@ export async function readShipped(dir: string, columns = 'type, id, frame, filen
   const c = await db.connect();
   try {
     const r = await c.runAndReadAll(`SELECT ${columns} FROM read_parquet([${files.map((f) => `'${f.replace(/'/g, "''")}'`).join(', ')}], filename = true, union_by_name = true)`);
-    return r.getRowObjectsJS() as Array<Record<string, unknown>>;
+    return r.getRowObjectsJS();
   } finally {
     c.closeSync();
     db.closeSync();
