@@ -113,12 +113,13 @@ export class ParquetStore {
           await conn.run(loadBatchSql(files));
         } catch {
           // Not zstd, not UTF-8 or not JSON somewhere: sort it out line by line (rare, slow path).
+          let longest: number;
           try {
-            files = await this.stageChecked(batch.frames, result);
+            ({ files, longest } = await this.stageChecked(batch.frames, result));
           } catch (e) {
             throw new StorageError('stage', e);
           }
-          if (files.length > 0) await conn.run(loadBatchSql(files));
+          if (files.length > 0) await conn.run(loadBatchSql(files, longest + 1024));
         }
       }
     } catch (e) {
@@ -165,8 +166,9 @@ export class ParquetStore {
    * (fsynced, named by its hash); a line that is not JSON is staged wrapped as
    * `{"__invalid_line": "<line>"}` so that it is stored, with type NULL, rather than lost.
    */
-  private async stageChecked(frames: readonly Frame[], result: StoreResult): Promise<string[]> {
+  private async stageChecked(frames: readonly Frame[], result: StoreResult): Promise<{ files: string[]; longest: number }> {
     const files: string[] = [];
+    let longest = 0;
     result.invalidLines = 0;
     result.badFrames = [];
     for (const f of frames) {
@@ -181,20 +183,22 @@ export class ParquetStore {
       const out: string[] = [];
       for (const line of text.split('\n')) {
         if (line.trim() === '') continue;
+        let staged = line;
         try {
           JSON.parse(line);
-          out.push(line);
         } catch {
-          out.push(JSON.stringify({ [INVALID_LINE_KEY]: line }));
+          staged = JSON.stringify({ [INVALID_LINE_KEY]: line });
           result.invalidLines++;
         }
+        out.push(staged);
+        longest = Math.max(longest, Buffer.byteLength(staged));
       }
       if (out.length === 0) continue;
       const file = path.join(this.staging, `${f.hash}.ndjson`);
       await fsp.writeFile(file, `${out.join('\n')}\n`);
       files.push(file);
     }
-    return files;
+    return { files, longest };
   }
 
   private async keepBadFrame(f: Frame): Promise<void> {

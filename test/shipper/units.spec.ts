@@ -26,12 +26,12 @@ function dir(): string {
 }
 
 describe('shipper config', () => {
-  it('defaults: SHIP_DIR .run/bidlog under the cwd, 2 s, 256 frames / 32 MiB, 30 days, admin on 127.0.0.1', () => {
+  it('defaults: SHIP_DIR .run/bidlog under the cwd, 10 s, 256 frames / 8 MiB, 30 days, admin on 127.0.0.1', () => {
     const c = loadShipperConfig({}, '/srv/app');
     assert.equal(c.dir, '/srv/app/.run/bidlog');
-    assert.equal(c.intervalMs, 2000);
+    assert.equal(c.intervalMs, 10_000);
     assert.equal(c.batchFrames, 256);
-    assert.equal(c.batchBytes, 32 * 1024 * 1024);
+    assert.equal(c.batchBytes, 8 * 1024 * 1024);
     assert.equal(c.retentionDays, 30);
     assert.equal(c.adminHost, '127.0.0.1');
     assert.equal(c.logRedisKey, 'bidlog');
@@ -131,6 +131,22 @@ describe('ParquetStore (real DuckDB, real files)', () => {
       assert.deepEqual([click.landing, click.user_id], ['https://l.example/', 'u1']);
       assert.deepEqual(JSON.parse(String(click.raw)), JSON.parse(lines[3]), 'raw keeps the whole line');
       assert.ok(rows.every((x) => x.frame === batch.frames[0].hash));
+    } finally {
+      store.close();
+    }
+  });
+
+  it('a record longer than the fast path reads (16 MiB) is stored whole by the slow path', async () => {
+    const d = dir();
+    const store = new ParquetStore({ dir: d, shipperId: 'u', threads: 1, memoryMb: 512 });
+    await store.open();
+    try {
+      const pad = 'x'.repeat(17 * 1024 * 1024);
+      const r = await store.store(toBatch([frameOf([JSON.stringify({ ts: Date.UTC(2026, 4, 1), type: 'request', id: 'big', req: { id: 'big', pad } }), '{"ts":1,"type":"win","id":"small"}'])]));
+      assert.equal(r.records, 2);
+      assert.equal(r.invalidLines, 0);
+      const rows = await readShipped(d, 'id, length(raw) AS n');
+      assert.ok(rows.some((x) => x.id === 'big' && Number(x.n) > pad.length));
     } finally {
       store.close();
     }
