@@ -28,7 +28,7 @@ svg text{font:11px system-ui,sans-serif;fill:#556}
 <div class="cards">
 ${card('bid requests', fmtInt(t.requests))}${card('fill rate', pct(t.fillRate))}${card('bids', fmtInt(t.bids))}${card('wins', fmtInt(t.wins))}${card('win rate', pct(t.winRate))}
 ${card('impressions', fmtInt(t.impressions))}${card('clicks', fmtInt(t.clicks))}${card('CTR', pct(t.ctr))}${card('billed', fmtInt(t.billed))}
-${card('spend', moneyText(t.money, 'spend'))}${card('eCPM', moneyText(t.money, 'ecpm'))}${card('answer time p99', ms(t.answerMs.p99))}
+${card('spend', moneyText(t.money, 'spend'))}${card('eCPM', moneyText(t.money, 'ecpm'))}${card('answer time p99', t.answerMs.p99 === null ? '–' : `${ms(t.answerMs.p99)} ms`)}
 </div>
 ${r.hours.length > 1 ? charts(r.hours) : ''}
 <h2>Per hour</h2>
@@ -152,7 +152,7 @@ export function lineChart(title: string, labels: string[], series: Series[]): st
     .join('');
   const step = Math.max(1, Math.ceil(n / 6));
   const xs = labels
-    .map((l, i) => (i % step === 0 || i === n - 1 ? `<text x="${x(i).toFixed(1)}" y="${H - B + 16}" text-anchor="middle">${esc(l)}</text>` : ''))
+    .map((l, i) => (i % step === 0 ? `<text x="${x(i).toFixed(1)}" y="${H - B + 16}" text-anchor="middle">${esc(l)}</text>` : ''))
     .join('');
   const lines = series
     .map((s) => {
