@@ -201,16 +201,6 @@ export class ShipperRedis {
     return readBacklog(this.client, keys);
   }
 
-  /** Frames in every shipper's processing list of these log lists (claimed, not yet removed). */
-  async inProcessing(keys: readonly string[]): Promise<number> {
-    let n = 0;
-    for (const key of keys) {
-      const ids = await this.client.smembers(shippersKey(key));
-      for (const id of ids) n += await this.client.llen(procKey(key, id));
-    }
-    return n;
-  }
-
   async close(): Promise<void> {
     if (this.client.status === 'ready') {
       await this.client.quit().catch(() => undefined);
