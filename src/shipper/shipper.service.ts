@@ -139,6 +139,8 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
         this.metrics.storageUp.set(1);
       } catch (e) {
         this.failed(e);
+        // The backlog matters most while shipping fails: keep its gauges current.
+        await this.refreshBacklog();
         await this.pause(retryDelay(this.failures));
         continue;
       }

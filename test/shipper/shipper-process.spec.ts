@@ -103,10 +103,12 @@ describe('shipper process (real Redis, real files)', () => {
     const key = 'p-two';
     const shipDir = dir();
     const { frames, ids } = syntheticFrames(120, 10);
-    await admin.rpush(key, ...frames);
     const base = { LOG_REDIS_KEY: key, SHIP_DIR: shipDir, SHIP_BATCH_FRAMES: '3' };
     const a = start({ ...base, SHIP_ID: 'two-a' });
     const b = start({ ...base, SHIP_ID: 'two-b' });
+    // Both running (holding their leases) before the frames arrive, so that both take part.
+    await until('both shippers', async () => (await admin.exists(`${key}:hb:two-a`, `${key}:hb:two-b`)) === 2);
+    await admin.rpush(key, ...frames);
     await untilDrained(admin, key, 60_000);
     const [ma, mb] = await Promise.all([get(`${await a.adminUrl()}/metrics`), get(`${await b.adminUrl()}/metrics`)]);
     await Promise.all([a.stop(), b.stop()]);
@@ -129,7 +131,7 @@ describe('shipper process (real Redis, real files)', () => {
     const shipDir = path.join(blocker, 'bidlog');
     const { frames, ids } = syntheticFrames(4, 25);
     await admin.rpush(key, ...frames);
-    const s = start({ LOG_REDIS_KEY: key, SHIP_DIR: shipDir, SHIP_ID: 'enotdir' });
+    const s = start({ LOG_REDIS_KEY: key, SHIP_DIR: shipDir, SHIP_ID: 'enotdir', SHIP_BATCH_FRAMES: '1' });
     const url = await s.adminUrl();
     await until('a storage error', async () => metric((await get(`${url}/metrics`)).body, 'shipper_errors_total{kind="stage"}') >= 2);
     const ready = await get(`${url}/health/ready`);
@@ -137,6 +139,9 @@ describe('shipper process (real Redis, real files)', () => {
     assert.match(ready.body, /stage: ENOTDIR/);
     assert.match(s.output(), /shipping failed; the frames stay in Redis and are retried.*ENOTDIR/);
     assert.equal((await admin.llen(key)) + (await admin.llen(procKey(key, 'enotdir'))), 4, 'every frame still in Redis');
+    // The backlog gauges stay current while shipping fails (the batch under way is in the processing list, the rest waits).
+    assert.equal(await admin.llen(key), 3);
+    await until('the backlog gauge', async () => metric((await get(`${url}/metrics`)).body, 'shipper_backlog_frames') === 3);
 
     fs.rmSync(blocker);
     fs.mkdirSync(blocker);
