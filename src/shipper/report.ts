@@ -17,7 +17,7 @@ answer-time percentiles. Times are UTC.
 usage: npm run report -- [options]
 
 options:
-  --dir DIR        the partitions (default $SHIP_DIR, else ./.run/bidlog)
+  --dir DIR        the partitions (default $SHIP_DIR, else $BIDDER_RUN_DIR/bidlog, else ./.run/bidlog)
   --from T         from this time on (inclusive)
   --to T           until this time (exclusive; a bare date means the end of that day)
   --day D          one whole day: --from D --to D
@@ -68,6 +68,8 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env, 
   let dir: string;
   try {
     dir = loadShipperConfig(env).dir;
+    // Where `npm start` puts the shipper's files when BIDDER_RUN_DIR moves its run directory.
+    if ((env.SHIP_DIR ?? '').trim() === '' && (env.BIDDER_RUN_DIR ?? '').trim() !== '') dir = path.resolve(env.BIDDER_RUN_DIR as string, 'bidlog');
   } catch (e) {
     if (e instanceof ConfigError) throw new UsageError(e.message);
     throw e;

@@ -210,6 +210,8 @@ describe('report', () => {
     assert.equal(a.html, path.resolve('r.html'));
     assert.equal(a.json, true);
     assert.equal(parseArgs([], { SHIP_DIR: '/d' }, NOW).dir, '/d');
+    assert.equal(parseArgs([], { BIDDER_RUN_DIR: '/run' }, NOW).dir, '/run/bidlog', 'where npm start puts them');
+    assert.equal(parseArgs([], { BIDDER_RUN_DIR: '/run', SHIP_DIR: '/d' }, NOW).dir, '/d');
     assert.throws(() => parseArgs(['--frm', 'x'], {}, NOW), /unknown option --frm/);
     assert.throws(() => parseArgs(['--from', 'today', '--to', 'yesterday'], {}, NOW), /before/);
     assert.throws(() => parseArgs(['--dir'], {}, NOW), /needs a value/);
