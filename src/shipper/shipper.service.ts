@@ -44,6 +44,7 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
   private nextRetentionAt = 0;
   private nextBacklogAt = 0;
   private waitingForLease = false;
+  private drainUntil = 0;
 
   constructor(
     @Inject(SHIPPER_CONFIG) private readonly config: ShipperConfig,
@@ -87,13 +88,17 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
   }
 
   /**
-   * Graceful stop: the batch under way is finished (and removed from Redis) within
-   * SHIP_STOP_TIMEOUT_MS, else left in the processing list to be resumed; then the leases are
-   * given up so that another shipper can adopt at once, and the connections closed.
+   * Graceful stop: the batch under way is finished (and removed from Redis), and what is left in
+   * the lists is shipped too, new batches starting only during the first half of
+   * SHIP_STOP_TIMEOUT_MS; a batch not finished by the deadline stays in the processing list to be
+   * resumed. Then the leases are given up, so that another shipper can adopt at once, and the
+   * connections closed.
    */
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    // New batches start only in the first half of the stop deadline; the one under way may use the rest.
+    this.drainUntil = Date.now() + Math.floor(this.config.stopTimeoutMs / 2);
     this.wake?.();
     let finished = true;
     if (this.loop !== null) {
@@ -125,12 +130,12 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
     if (this.stopping) return;
     const beatEvery = Math.max(100, Math.floor(this.config.heartbeatTtlMs / 3));
     this.heartbeatTimer = setInterval(() => void this.beat(), beatEvery);
-    while (!this.stopping) {
+    while (!this.stopping || Date.now() < this.drainUntil) {
       let busy = false;
       try {
-        await this.housekeeping();
+        if (!this.stopping) await this.housekeeping();
         for (const key of this.keys) {
-          if (this.stopping) break;
+          if (this.stopping && Date.now() >= this.drainUntil) break;
           if (await this.shipOne(key)) busy = true;
         }
         if (this.failures > 0) this.logger.log({ msg: 'shipping again', afterFailures: this.failures });
@@ -139,9 +144,15 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
         this.metrics.storageUp.set(1);
       } catch (e) {
         this.failed(e);
+        if (this.stopping) break;
         // The backlog matters most while shipping fails: keep its gauges current.
         await this.refreshBacklog();
         await this.pause(retryDelay(this.failures));
+        continue;
+      }
+      // Stopping: ship what is left (the workers' final flush, under `npm stop`) until the list is empty or the drain time is up.
+      if (this.stopping) {
+        if (!busy) break;
         continue;
       }
       await this.refreshBacklog();

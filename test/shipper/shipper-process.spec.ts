@@ -223,6 +223,22 @@ describe('shipper process (real Redis, real files)', () => {
     assert.deepEqual(fs.readFileSync(path.join(shipDir, 'bad-frames', bad[0])), notZstd);
   });
 
+  it('a graceful stop ships what is left in the list (the workers\' final flush) before it exits', async () => {
+    const key = 'p-stop-drain';
+    const shipDir = dir();
+    const s = start({ LOG_REDIS_KEY: key, SHIP_DIR: shipDir, SHIP_ID: 'drain', SHIP_INTERVAL_MS: '60000' });
+    const url = await s.adminUrl();
+    // Idle: it found the list empty and sleeps for a minute.
+    await until('an empty round', async () => metric((await get(`${url}/metrics`)).body, 'shipper_last_success_timestamp_seconds') > 0);
+    const { frames, ids } = syntheticFrames(6, 30);
+    await admin.rpush(key, ...frames);
+    const r = await s.stop('SIGTERM');
+    assert.equal(r.code, 0);
+    assert.equal(await admin.llen(key), 0);
+    assert.equal(await admin.exists(procKey(key, 'drain')), 0);
+    await assertShippedOnce(shipDir, ids);
+  });
+
   it('a bad variable stops it at once with one message naming every bad variable', async () => {
     const s = start({ SHIP_INTERVAL_MS: 'soon', SHIP_ID: 'has space', SHIP_RETENTION_DAYS: '-1', SHIP_TEST_CRASH_AT: 'sometime' });
     const r = await s.exited;
