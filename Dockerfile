@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # The bidder as a container: PM2 in cluster mode (pm2-runtime, ecosystem.config.js), one worker per
-# core unless WORKERS says otherwise. Redis is outside the image: set REDIS_URL.
+# CPU the container may use (its CPU quota, rounded up) unless WORKERS says otherwise. Redis is
+# outside the image: set REDIS_URL. Kubernetes manifests: deploy/k8s/ (docs/kubernetes.md).
 #
 #   docker build -t openrtb-bidder .
 #   docker run -p 8080:8080 -e REDIS_URL=redis://redis-host:6379 --stop-timeout 20 openrtb-bidder
@@ -43,4 +44,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health/live').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # pm2-runtime stays in the foreground, streams the workers' JSON log lines to stdout and stops them
 # gracefully on SIGTERM/SIGINT (drain, final bid log flush): give `docker stop` 20 s, not 10.
-CMD ["/app/node_modules/.bin/pm2-runtime", "ecosystem.config.js"]
+# `--only bidder`: other apps of the ecosystem file (the log shipper) run in containers of their own.
+CMD ["/app/node_modules/.bin/pm2-runtime", "ecosystem.config.js", "--only", "bidder"]

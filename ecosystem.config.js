@@ -4,6 +4,7 @@
 //
 // Evaluated by the PM2 CLI when an app is started; the env below is stored with the app, so later
 // `pm2 scale` / `pm2 reload` reuse it (`pm2 reload bidder --update-env` takes a new environment).
+const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
@@ -18,9 +19,41 @@ function int(name, def) {
   return n;
 }
 
-// One worker per core unless WORKERS says otherwise (0 or unset: one per core).
-const cores = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
-const instances = int('WORKERS', 0) || cores;
+/**
+ * CPUs this process may use. os.availableParallelism() (libuv 1.52 in Node 24) reads a cgroup v2
+ * quota too, but rounds it down (a container of 1.5 CPUs would get 1 worker) and under nested cgroups
+ * takes the outermost limit, not the tightest. So: the quota of cpu.max (the container's own under a
+ * cgroup namespace, as Docker and Kubernetes set up on cgroup v2) rounded up, bounded by the CPUs the
+ * scheduler lets this process run on; without a quota, availableParallelism().
+ */
+function containerCpus() {
+  let quota;
+  try {
+    quota = /^(\d+) (\d+)\s*$/.exec(fs.readFileSync(env.BIDDER_CPU_MAX_FILE || '/sys/fs/cgroup/cpu.max', 'utf8'));
+  } catch {
+    quota = null;
+  }
+  if (!quota || Number(quota[2]) === 0) return os.availableParallelism();
+  return Math.max(1, Math.min(Math.ceil(Number(quota[1]) / Number(quota[2])), allowedCpus()));
+}
+
+/** CPUs in this process's affinity mask ("0-3,8" in /proc/self/status): what taskset and cpusets allow. */
+function allowedCpus() {
+  let n = 0;
+  try {
+    const list = /^Cpus_allowed_list:\s*(\S+)/m.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1];
+    for (const range of list.split(',')) {
+      const [first, last = first] = range.split('-').map(Number);
+      n += last - first + 1;
+    }
+  } catch {
+    /* not Linux */
+  }
+  return n > 0 ? n : os.cpus().length;
+}
+
+// One worker per CPU unless WORKERS says otherwise (0 or unset: one per CPU).
+const instances = int('WORKERS', 0) || containerCpus();
 
 // The bidder's graceful stop: drain HTTP (at most ~4.5 s, src/health/lifecycle.ts), then the final
 // log flush bounded by SHUTDOWN_TIMEOUT_MS, then exit (its own watchdog fires 1 s after both).

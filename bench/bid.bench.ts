@@ -19,9 +19,12 @@ import type { NativeFill } from '../src/targeting/types';
 import { loadConfig } from '../src/config/config';
 import { LogService } from '../src/log/log.service';
 import { parseBidRequest } from '../src/openrtb/parse';
-import { PacingGate } from '../src/tracking/pacing.gate';
+import { PrivacyPolicy } from '../src/privacy/policy';
+import { readPrivacySignals } from '../src/privacy/signals';
+import { OUR_VENDOR, tcString } from '../test/privacy/consent-strings';
+import { PacingGate } from '../src/delivery/pacing.gate';
+import { SpendService } from '../src/delivery/spend.service';
 import { PayloadCodec } from '../src/tracking/payload';
-import { SpendService } from '../src/tracking/spend.service';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -89,7 +92,7 @@ async function main(): Promise<void> {
     const us = measure((i) => {
       // A unique id per request, as in real traffic (the log holds one record pair per id).
       const b = Buffer.from(body.toString().replace(`"id":"${base.id}"`, `"id":"${base.id}-${i}"`));
-      status = bidding.bid(b, undefined, performance.now()).status;
+      status = bidding.bid(b, performance.now()).status;
     }, iterations);
     rows.push([name, us, `status ${status}, ${body.length} B request`]);
     await settle();
@@ -115,7 +118,7 @@ async function main(): Promise<void> {
   let off = 0;
   const chunk = 2000;
   const rounds = Math.max(20, Math.round((2 * iterations) / chunk));
-  const runMix = (): number => measure((i) => bidding.bid(mix[i % mix.length], undefined, performance.now()), chunk);
+  const runMix = (): number => measure((i) => bidding.bid(mix[i % mix.length], performance.now()), chunk);
   for (let k = 0; k < rounds; k++) {
     for (const mode of k % 2 === 0 ? ['on', 'off'] : ['off', 'on']) {
       if (mode === 'on') {
@@ -139,11 +142,16 @@ async function main(): Promise<void> {
   rows.push(['  JSON.parse of the native request', measure(() => JSON.parse(nativeText), iterations), '']);
   const parsed = JSON.parse(nativeText) as unknown;
   rows.push(['  parseBidRequest (lenient reader)', measure(() => parseBidRequest(parsed), iterations), '']);
-  const codec = new PayloadCodec('k');
-  const payload = { requestId: '80ce30c53c16e6ede735f123ef6e32361bfc7b22', bidId: 'b6a1c0a4-9d0b-4e43-8f4b-2f0c5b1f7a11', impId: '1', crid: 'cr-native-0042', cid: 'cmp-017', price: 1.37, cur: 'USD', ts: Date.now(), dealId: '', publisher: 'News Example', userId: 'u1' };
-  rows.push(['  tracking payload (packed + HMAC), once per bid', measure(() => codec.encode(payload), iterations), '']);
+  // The privacy decision (src/privacy; bench/privacy.bench.ts has its detail): no consent string, and a cached TC string.
+  const policy = new PrivacyPolicy(OUR_VENDOR);
+  rows.push(['  privacy: read signals + decide, no consent string', measure(() => policy.decide(readPrivacySignals(parsed)), iterations), 'aim < 2 µs']);
+  const withTc = JSON.parse(JSON.stringify({ ...KINDS.native, regs: { gdpr: 1 }, user: { id: 'u1', consent: tcString({ vendors: [OUR_VENDOR], purposes: [1, 3, 4] }) } })) as unknown;
+  rows.push(['  privacy: read signals + decide, TC string (cached)', measure(() => policy.decide(readPrivacySignals(withTc)), iterations), 'aim < 10 µs; a first sight of a string decodes it (10-25 µs)']);
+  const codec = app.get(PayloadCodec);
+  const payload = { requestId: '80ce30c53c16e6ede735f123ef6e32361bfc7b22', bidId: 'b6a1c0a4-9d0b-4e43-8f4b-2f0c5b1f7a11', impId: '1', crid: 'cr-native-0042', cid: 'cmp-017', price: 1.37, cur: 'USD', ts: Date.now(), dealId: '', publisher: 'News Example', userKey: 'u1' };
+  rows.push(['  tracking payload (packed + two HMACs), once per bid', measure(() => codec.encode(payload), iterations), '']);
   // A native bid's markup as the JSON string of bid.adm: title, image and two data assets, img eventtracker.
-  const q = codec.encode(payload);
+  const q = codec.encode(payload).browser;
   const urls = trackingUrls(`https://track.example.com/t/click?${q}`, `https://track.example.com/t/imp?${q}`);
   const nativeImp: NativeImp = { ver: '1.2', assets: [], eventtrackers: [{ event: 1, methods: [1, 2] }], battr: [] };
   const fills: NativeFill[] = [

@@ -28,7 +28,6 @@ import 'reflect-metadata';
 import Redis from 'ioredis';
 import { createApp, listen } from '../src/app';
 import { type Config, loadConfig } from '../src/config/config';
-import { stepObserver } from '../src/log/log-pipeline';
 import { LogService } from '../src/log/log.service';
 import type { RawJson } from '../src/log/log-line';
 import type { LogRecord } from '../src/log/log.types';
@@ -124,6 +123,7 @@ async function corpus(redisUrl: string, n: number): Promise<{ lines: string[]; s
     ...quiet,
     PORT: '0',
     HOST: '127.0.0.1',
+    ADMIN_PORT: '0',
     REDIS_URL: redisUrl,
     LOG_REDIS_KEY: 'bench:corpus',
     LOG_SPILL_DIR: spill,
@@ -198,10 +198,13 @@ interface Service {
   close(): Promise<void>;
 }
 
+/** What the flusher's synchronous steps are seen by (one observer for the run, set per measurement). */
+const stepObserver: { fn: ((ms: number, what: string) => void) | null } = { fn: null };
+
 async function service(config: Config): Promise<Service> {
   const redis = new RedisService(config);
   redis.onModuleInit();
-  const log = new LogService(config, redis);
+  const log = new LogService(config, redis, (ms, what) => stepObserver.fn?.(ms, what));
   log.onModuleInit();
   const until = Date.now() + 5000;
   while (!redis.isReady() && Date.now() < until) await sleep(10);

@@ -1,24 +1,29 @@
 // k6 load test of POST /openrtb2/bid. Usually run through `npm run loadtest`, which also starts
-// the cluster, measures server CPU and memory, checks the bid log and compares with a bare Fastify
-// baseline (docs/loadtest.md). Standalone:
+// the cluster, measures server and generator CPU, checks the bid log and compares with a bare
+// Fastify baseline (docs/loadtest.md). Standalone:
 //
 //   k6 run -e SCENARIO=reference -e TARGET_URL=http://127.0.0.1:8080/openrtb2/bid k6/bid.js
 //   k6 run -e SCENARIO=ramp -e RAMP_P99_MS=10 k6/bid.js
 //
-// Environment: SCENARIO (reference | ramp), TARGET_URL, RATE, DURATION (the measured phase of
-// `reference`), WARMUP_RATE, WARMUP_DURATION, VUS, MAX_VUS, P99_MS, AVG_MS, MAX_ERROR_RATE,
-// RAMP_START, RAMP_STEP, RAMP_MAX, RAMP_STEP_DURATION, RAMP_P99_MS, RUN_ID (prefix of every
-// request id), STRICT (1: hold responses to the bidder's rules, 0: any well-formed bid),
+// Written for the least generator CPU per request, since the generator usually shares the
+// servers' cores: bodies are spliced from pre-serialized templates (no JSON work per request),
+// every answer gets a cheap check and only a sample (VALIDATE_SHARE) the full validation, tags
+// are set on the VU when they change rather than passed with each request, and metrics are
+// sampled only where the report needs them (a counter is touched only on an invalid or shed answer).
+//
+// Environment: the plan's variables (k6/lib/plan.js: SCENARIO, RATE, DURATION, ...), TARGET_URL,
+// RUN_ID (prefix of every request id), STRICT (1: hold responses to the bidder's rules, 0: any
+// well-formed bid), VALIDATE_SHARE (share of answers fully validated, default 0.01; 1 for all),
 // POOL_SIZE, SEED, SUMMARY_JSON (where handleSummary writes the full summary), NOTICE_SHARE (share
 // of bid requests followed by the win notice and impression tracker of the bid, or of the last bid
 // seen after a no-bid, as an exchange and a browser would call them; default 0.1).
 import http from 'k6/http';
 import exec from 'k6/execution';
-import { check } from 'k6';
 import { SharedArray } from 'k6/data';
-import { buildPool, bodyFor } from './lib/generator.js';
-import { validate } from './lib/validate.js';
-import { settings, makePlan, phaseStats, rampResult } from './lib/plan.js';
+import { Counter, Trend } from 'k6/metrics';
+import { buildPool } from './lib/generator.js';
+import { SHED_HEADER, WINDOW, Cursor, tailOf, idPrefix as prefixOf, requestBody, checkAnswer, winNotice, impressionTracker } from './lib/lean.js';
+import { settings, makePlan, k6Options, textSummary, answeredMetric } from './lib/plan.js';
 
 const S = settings(__ENV);
 const PLAN = makePlan(S);
@@ -27,144 +32,172 @@ const RUN_ID = __ENV.RUN_ID || `k6${Date.now().toString(36)}`;
 const STRICT = __ENV.STRICT !== '0';
 const POOL_SIZE = Number(__ENV.POOL_SIZE || 2048);
 const SEED = Number(__ENV.SEED || 20240501);
+const VALIDATE_SHARE = Number(__ENV.VALIDATE_SHARE === undefined || __ENV.VALIDATE_SHARE === '' ? 0.01 : __ENV.VALIDATE_SHARE);
+// Both the bidder and the baseline get them (the baseline's notice URLs point at its own /t/* routes).
+const NOTICE_SHARE = Number(__ENV.NOTICE_SHARE === undefined || __ENV.NOTICE_SHARE === '' ? 0.1 : __ENV.NOTICE_SHARE);
+// Secure imps get https tracking URLs; a target spoken to over plain HTTP gets its notices that way too.
+const PLAIN_HTTP = TARGET.startsWith('http://');
 const RAMP = S.scenario === 'ramp';
 const SETTLE_MS = S.rampSettle * 1000;
-// Both the bidder and the baseline get them (the baseline's notice URLs point at its own /t/* routes).
-const NOTICE_SHARE = Number(__ENV.NOTICE_SHARE === undefined ? 0.1 : __ENV.NOTICE_SHARE);
-// Notices are requests of their own: tagged apart (scenario `notices`, kind `notice`) so that the bid
-// figures (latency, rates, CPU per bid request) count bid requests only.
-const NOTICE_TAGS = { scenario: 'notices', kind: 'notice' };
+const BUCKET_MS = PLAN.bucket * 1000;
+const PHASES = {};
+for (const p of PLAN.phases) PHASES[p.name] = p;
+if (!(VALIDATE_SHARE >= 0 && VALIDATE_SHARE <= 1)) throw new Error(`VALIDATE_SHARE must be between 0 and 1, not ${__ENV.VALIDATE_SHARE}`);
 
-const pool = new SharedArray('bid requests', () => buildPool(POOL_SIZE, SEED));
+// Tails and metas apart: a request reads only its tail; the meta is deserialized only for the
+// sampled validation. A tail is kept in a one-element array: reading a SharedArray element
+// deep-freezes it, and a bare string would be frozen character by character (~0.5 ms for 1.5 KB).
+let built = null;
+const pool = () => (built === null ? (built = buildPool(POOL_SIZE, SEED)) : built);
+const tails = new SharedArray('bid request tails', () => pool().map((e) => [tailOf(e)]));
+const metas = new SharedArray('bid request metas', () => pool().map((e) => e.meta));
 
-// Reading a SharedArray element deserializes it (tens of µs in k6's JS engine), so each
-// VU keeps a window of LOCAL templates, starting at its own offset, and slides it along the pool
-// by one template every 8 iterations: every template still gets used, at 1/8 of the cost.
-const LOCAL = 64;
-let local = null;
-let k = 0;
-let next = 0;
-function template() {
-  if (local === null) {
-    local = new Array(LOCAL);
-    next = ((exec.vu.idInTest - 1) * LOCAL) % POOL_SIZE;
-    for (let i = 0; i < LOCAL; i++) local[i] = pool[next++ % POOL_SIZE];
-  }
-  k++;
-  if ((k & 7) === 0) local[(k >> 3) % LOCAL] = pool[next++ % POOL_SIZE];
-  return local[k % LOCAL];
-}
+// Touched only on the rare event, never per request: invalid answers (tag `why`), shed answers
+// (204 with x-bidder-shed: 1), failed notices. Per phase, the latency of the bid requests that
+// were not shed (k6/lib/plan.js).
+const invalid = new Counter('bid_invalid');
+const shed = new Counter('bid_shed');
+const noticeFailed = new Counter('notice_failed');
+const noticeDuration = new Trend('notice_duration', true);
+const ANSWERED = {};
+for (const p of PLAN.phases) ANSWERED[p.name] = new Trend(answeredMetric(p.name), true);
 
-export const options = {
-  scenarios: PLAN.scenarios,
-  thresholds: PLAN.thresholds,
-  summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(70)', 'p(80)', 'p(90)', 'p(95)', 'p(99)', 'p(99.9)', 'count'],
-  // Only the tags the report reads (plus `tb`, the time interval): fewer tags, less work per sample.
-  systemTags: ['status', 'method', 'scenario', 'expected_response', 'check', 'error_code'],
-  discardResponseBodies: false,
-  noConnectionReuse: false,
-  insecureSkipTLSVerify: true,
-  setupTimeout: '30s',
-};
+export const options = k6Options(PLAN, { thresholds: 'all' });
 
-const HEADERS = { 'Content-Type': 'application/json', 'x-openrtb-version': '2.6' };
-// A short code per scenario keeps ids unique across scenarios: warm_up -> w, r1300 -> r, step_07 -> s07.
-const CODES = {};
-for (const name of Object.keys(PLAN.scenarios)) CODES[name] = name[0] + name.replace(/\D/g, '').slice(name[0] === 'r' ? 99 : 0);
+// k6 marks no response as failed (http_req_failed is not emitted): the checks below count errors.
+http.setResponseCallback(null);
+
+// Imported bindings and the http module's functions are looked up by name at every use; the
+// request path uses these module constants instead.
+const post = http.post;
+const get = http.get;
+const splice = requestBody;
+const judge = checkAnswer;
+const SHED = SHED_HEADER;
+
+const BID_PARAMS = { headers: { 'Content-Type': 'application/json', 'x-openrtb-version': '2.6' }, responseType: 'text' };
+// Notices are requests of their own, tagged apart (kind `notice`; bid requests have kind `bid`,
+// k6Options) so that the bid figures (latency, rates, CPU per bid request) count bid requests only.
+const NOTICE_PARAMS = { tags: { kind: 'notice' }, responseType: 'none' };
+
+// Per VU (each VU runs its own copy of this module).
+let cursor = null;
+let idPrefix = '';
+let n = 0;
+let tags = null;
+let activation = null;
+let phase = null;
+let answered = null;
+let scenarioStart = 0;
+let edge = 0;
 let warned = 0;
+let lastWin = null;
+let lastImp = null;
+
+function metaOf() {
+  return metas[cursor.index];
+}
 
 export function setup() {
   // Fails fast with a clear message when nothing listens at TARGET_URL.
-  const res = http.post(TARGET, bodyFor(pool[0], `${RUN_ID}-probe`), { headers: HEADERS, tags: { tb: 'probe', kind: 'bid' } });
+  const res = http.post(TARGET, requestBody(`${RUN_ID}-probe`, tails[0][0]), { headers: BID_PARAMS.headers, tags: { tb: 'probe' } });
   if (res.status === 0) throw new Error(`nothing answers at ${TARGET}: ${res.error}`);
-  const t0 = Date.now();
+  const start = Date.now();
   // The scenarios start now: `npm run loadtest` aligns its CPU samples with the phases on this line.
-  console.log(`LOADTEST_T0 ${t0}`);
-  return { t0 };
+  console.log(`LOADTEST_T0 ${start}`);
+  return { t0: start };
 }
 
-export default function bid(data) {
+/**
+ * Once per scenario a VU runs in: k6 resets a VU's tags when it activates it for a scenario (and
+ * hands it a new __ENV object, which is how this is noticed without asking k6 every request).
+ */
+function activate() {
+  activation = __ENV;
+  if (cursor === null) {
+    const vu = exec.vu;
+    idPrefix = prefixOf(RUN_ID, vu.idInTest);
+    tags = vu.metrics.tags;
+    cursor = new Cursor((i) => tails[i][0], POOL_SIZE, (vu.idInTest - 1) * WINDOW);
+  }
   const sc = exec.scenario;
-  const n = sc.iterationInTest;
-  const id = `${RUN_ID}-${CODES[sc.name]}-${n}`;
-  const entry = template();
+  phase = PHASES[sc.name];
+  answered = ANSWERED[sc.name];
+  scenarioStart = sc.startTime;
+  edge = 0;
+}
+
+/**
+ * The phase's time bucket (`tb`) and, in a ramp, whether the step has settled (`step`): set on
+ * the VU when they change, not passed with each request.
+ */
+function retag(now) {
+  const last = phase.buckets.length - 1;
+  const j = Math.max(0, Math.min(last, Math.floor((now - scenarioStart) / BUCKET_MS)));
+  tags.tb = String(phase.buckets[j].index);
+  edge = j === last ? Infinity : scenarioStart + (j + 1) * BUCKET_MS;
+  if (RAMP) {
+    const settled = scenarioStart + SETTLE_MS;
+    if (now >= settled) tags.step = phase.name;
+    else {
+      tags.step = 'settling';
+      if (settled < edge) edge = settled;
+    }
+  }
+}
+
+export default function bid() {
+  if (activation !== __ENV) activate();
   const now = Date.now();
-  const tags = { tb: String(Math.floor((now - data.t0) / 1000 / PLAN.bucket)), kind: 'bid' };
-  // Ramp steps are judged once settled (k6/lib/plan.js).
-  if (RAMP) tags.step = now - sc.startTime >= SETTLE_MS ? sc.name : 'settling';
-  const res = http.post(TARGET, bodyFor(entry, id), { headers: HEADERS, tags });
-  const reason = validate(res.status, res.body, id, entry.meta, STRICT);
-  check(res, { 'status 200 with a valid bid, or 204': () => reason === '' }, RAMP ? { step: tags.step } : undefined);
-  if (reason !== '' && warned < 3) {
-    warned++;
-    console.warn(`invalid response to ${id} (${sc.name}): ${reason}${res.error ? ` [${res.error}]` : ''}`);
+  if (now >= edge) retag(now);
+  const id = idPrefix + ++n;
+  const res = post(TARGET, splice(id, cursor.take()), BID_PARAMS);
+  const status = res.status;
+  if (status === 204 && res.headers[SHED] === '1') {
+    shed.add(1);
+    return;
+  }
+  answered.add(res.timings.duration);
+  const body = status === 200 ? res.body : null;
+  const sampled = VALIDATE_SHARE >= 1 || (VALIDATE_SHARE > 0 && Math.random() < VALIDATE_SHARE);
+  const bad = judge(status, body, id, STRICT, sampled, metaOf);
+  if (bad !== null) {
+    invalid.add(1, { why: bad.why });
+    if (warned < 3) {
+      warned++;
+      console.warn(`invalid response to ${id} (${phase.name}): ${bad.reason}${res.error ? ` [${res.error}]` : ''}`);
+    }
+    return;
   }
   // Notices for a share of the *requests*, the same share on every server: when this request got no
   // bid, the notices of the last bid this VU saw are sent again (as an exchange's late or repeated
   // notices would be), so that a server that bids less often does not get fewer notices.
-  if (reason === '' && NOTICE_SHARE > 0 && Math.random() < NOTICE_SHARE) {
-    if (res.status === 200) lastBid = JSON.parse(res.body).seatbid[0].bid[0];
-    if (lastBid !== null) notices(lastBid);
-  }
-}
-
-let lastBid = null;
-
-/**
- * The exchange's win notice (nurl, clearing price substituted) and the impression tracker of a
- * bid (the first of a response). Every URL of a bid carries the same signed payload, so the tracker is the nurl's
- * payload on /t/imp. The load test talks plain HTTP to 127.0.0.1: https URLs (secure imps) are
- * called over http.
- */
-function notices(bid) {
-  const nurl = bid.nurl.replace('https://', 'http://');
-  const win = nurl.replace('${AUCTION_PRICE}', (bid.price * 0.8).toFixed(4)).replace('${AUCTION_CURRENCY}', 'USD');
-  const imp = nurl.slice(0, nurl.indexOf('&price=')).replace('/t/win?', '/t/imp?');
-  const responses = http.batch([
-    ['GET', win, null, { tags: NOTICE_TAGS }],
-    ['GET', imp, null, { tags: NOTICE_TAGS }],
-  ]);
-  check(responses[0], { 'win notice 204': (r) => r.status === 204 }, NOTICE_TAGS);
-  check(responses[1], { 'impression tracker 200': (r) => r.status === 200 }, NOTICE_TAGS);
-}
-
-function ms(x) {
-  return x === null || x === undefined ? '-' : x.toFixed(2);
-}
-
-function textSummary(data) {
-  const lines = [];
-  lines.push(`scenario ${S.scenario}, target ${TARGET}, run id ${RUN_ID}`);
-  if (S.scenario === 'reference') {
-    for (const p of PLAN.phases) {
-      const st = phaseStats(data, p);
-      const l = st.latency || {};
-      lines.push(
-        `${p.name.padEnd(8)} ${String(p.rate).padStart(5)}/s ${st.requests} reqs ${st.rps.toFixed(0)} req/s  avg ${ms(l.avg)}  p70 ${ms(l.p70)}  p80 ${ms(l.p80)}  p95 ${ms(l.p95)}  p99 ${ms(l.p99)}  p99.9 ${ms(l.p999)} ms  errors ${st.errorRate === null ? '-' : (st.errorRate * 100).toFixed(3) + ' %'}  dropped ${st.dropped}`,
-      );
+  if (NOTICE_SHARE > 0 && Math.random() < NOTICE_SHARE) {
+    if (body !== null) {
+      const win = winNotice(body);
+      const imp = impressionTracker(body);
+      if (win !== null && imp !== null) {
+        lastWin = PLAIN_HTTP ? win.replace('https://', 'http://') : win;
+        lastImp = PLAIN_HTTP ? imp.replace('https://', 'http://') : imp;
+      }
     }
-  } else {
-    const r = rampResult(data, PLAN);
-    for (const st of r.steps) {
-      const l = st.latency || {};
-      lines.push(
-        `${st.name} ${String(st.offered).padStart(6)}/s sent ${st.rps.toFixed(0).padStart(6)}/s  p50 ${ms(l.med)}  p99 ${ms(l.p99)}  p99.9 ${ms(l.p999)} ms  dropped ${st.dropped}  ${st.sustained ? 'ok' : 'NOT sustained: ' + st.why}`,
-      );
-    }
-    lines.push(`highest sustained rate (p99 <= ${S.rampP99} ms): ${r.sustained}/s`);
+    if (lastWin !== null && lastImp !== null) notices(lastWin, lastImp);
   }
-  const failed = [];
-  for (const [name, m] of Object.entries(data.metrics)) {
-    if (!m.thresholds) continue;
-    for (const [expr, t] of Object.entries(m.thresholds)) if (!t.ok) failed.push(`${name}: ${expr}`);
-  }
-  lines.push(failed.length ? `thresholds crossed: ${failed.join('; ')}` : 'all thresholds passed');
-  return lines.join('\n') + '\n';
+}
+
+/** The exchange's win notice and the impression tracker a browser would call. */
+function notices(win, imp) {
+  const w = get(win, NOTICE_PARAMS);
+  noticeDuration.add(w.timings.duration);
+  if (w.status !== 204) noticeFailed.add(1);
+  const i = get(imp, NOTICE_PARAMS);
+  noticeDuration.add(i.timings.duration);
+  if (i.status !== 200) noticeFailed.add(1);
 }
 
 export function handleSummary(data) {
-  const out = { stdout: textSummary(data) };
-  data.loadtest = { runId: RUN_ID, target: TARGET, strict: STRICT, poolSize: POOL_SIZE, seed: SEED, plan: PLAN };
+  const out = { stdout: textSummary(data, PLAN, `target ${TARGET}, run id ${RUN_ID}`) };
+  data.loadtest = { script: 'bid', runId: RUN_ID, target: TARGET, strict: STRICT, validateShare: VALIDATE_SHARE, poolSize: POOL_SIZE, seed: SEED, plan: PLAN };
   if (__ENV.SUMMARY_JSON) out[__ENV.SUMMARY_JSON] = JSON.stringify(data, null, 1);
   return out;
 }

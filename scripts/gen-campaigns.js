@@ -217,9 +217,19 @@ function campaign(n, adv, extra) {
   c.targeting = targeting(extra.targeting ?? {});
   c.deals = extra.deals ?? [];
   if (extra.dealsOnly) c.dealsOnly = true;
+  // Policy fields, derived from the campaign number and brand rather than drawn, so that adding
+  // them left every drawn value (and so every auction on the samples) as it was.
+  if (NOT_FOR_CHILDREN.has(adv.domain)) c.coppa = false;
+  if (PERSONALIZED.has(adv.domain)) c.personalized = true;
+  if (n % 2 === 1) c.dsa = { behalf: adv.brand, paid: n % 6 === 1 ? 'Demo DSP Media Agency' : adv.brand, adrender: n % 4 === 1 ? 1 : 0 };
   c.creatives = extra.creatives(id);
   return c;
 }
+
+// Alcohol brands stay off child-directed inventory (regs.coppa = 1).
+const NOT_FOR_CHILDREN = new Set(['heineken.com', 'barefootwine.com']);
+// Retargeting-style campaigns that rely on user-level data: they bid only where the request allows it.
+const PERSONALIZED = new Set(['zalando.de', 'asos.com', 'wayfair.com']);
 
 const byDomain = (d) => ADVERTISERS.find((a) => a.domain === d);
 const campaigns = [];

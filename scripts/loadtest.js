@@ -2,22 +2,26 @@
 // `npm run loadtest`: the one-command benchmark (docs/loadtest.md).
 //
 // Finds (or builds) k6, brings up Redis and the bidder's PM2 cluster when they are not running
-// (scripts/start.js, which also builds dist/ when src/ is newer), runs a k6 scenario (k6/bid.js) against it while sampling the server's
-// CPU and memory from /proc, checks that every request left its records in the bid log, then runs
-// the same load against a bare Fastify baseline (bench/baseline/) with as many workers, stops what
-// it started, and writes a report (JSON, Markdown, SVG plots, HTML) to k6/results/<timestamp>/.
+// (scripts/start.js, which also builds dist/ when src/ is newer), runs a k6 scenario (k6/bid.js)
+// against it while sampling the server's and k6's CPU and memory from /proc, checks that every
+// request left its records in the bid log, runs the same load against a bare Fastify baseline
+// (bench/baseline/) with as many workers, measures the generator itself (k6/bid.js beside the
+// minimal k6/minimal.js at the same rate), stops what it started, and writes a report (JSON,
+// Markdown, SVG plots, HTML) to k6/results/<timestamp>/. With `--target <url>` only k6 runs,
+// against a bidder deployed elsewhere.
 const { spawn, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 const { findK6 } = require('./lib/loadtest-k6');
-const { cpuSeconds, memory, machineCpu, machine, pm2Processes, pm2DaemonPid } = require('./lib/loadtest-proc');
+const { cpuSeconds, memory, machineCpu, machine, pm2Processes, pm2DaemonPid, cpuSplit, pin } = require('./lib/loadtest-proc');
 const cluster = require('./lib/loadtest-cluster');
 const { LogCounter } = require('./lib/loadtest-logs');
 const report = require('./lib/loadtest-report');
 const { freePort } = require('./lib/redis');
 
 const ROOT = path.resolve(__dirname, '..');
-const K6_SCRIPT = path.join(ROOT, 'k6', 'bid.js');
+const K6_SCRIPTS = { bid: path.join(ROOT, 'k6', 'bid.js'), minimal: path.join(ROOT, 'k6', 'minimal.js') };
 const GOGC = '400';
 const IDLE_SAMPLE_MS = 2000;
 // Stop k6, then clean up what the run started, on any of these.
@@ -25,24 +29,40 @@ const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 const HELP = `usage: npm run loadtest -- [options]
 
-  --scenario reference|ramp   reference: 100/s for 5 s, then 1300/s for 3 min (default)
-                              ramp: raise the rate step by step until p99, drops or errors fail
-  --duration <d>              reference: length of the 1300/s phase (e.g. 30s, 3m);
+  --scenario reference|ramp|overload
+                              reference: 100/s for 5 s, then 1300/s for 3 min (default)
+                              ramp: raise the rate step by step until p99, drops, errors or
+                              shedding fail, then run at --overload x the highest sustained rate
+                              overload: --rate for --duration, judged by nothing
+  --duration <d>              reference, overload: length of the measured phase (e.g. 30s, 3m);
                               ramp: length of each step (default 10s)
-  --rate <n>                  reference: rate of the measured phase (default 1300)
+  --rate <n>                  reference, overload: rate of the measured phase (default 1300)
   --warmup <d>                warm-up length (default 5s); --warmup-rate <n> (default 100)
   --workers <n>               PM2 workers for the bidder and the baseline (default 2)
   --p99 <ms> --avg <ms>       reference thresholds of the measured phase (default 3 and 1.2)
   --ramp-start <n> --ramp-step <n> --ramp-max <n> --ramp-p99 <ms>
                               ramp settings (defaults 500, 500, 20000, 10 ms)
+  --overload <factor>         ramp: after the ramp, a run at factor x the highest sustained rate
+                              (default 2, 0 for none); --overload-duration <d> (default 20s)
   --notices <share>           share of bid requests followed by a win notice and an impression (default 0.1)
-  --target both|bidder|baseline
-                              what to load (default both: the bidder, then the baseline)
+  --validate                  validate every response in full (default: 1 % of them; the rest get
+                              a status and id check)
+  --target both|bidder|baseline|<url>
+                              what to load (default both: the bidder, then the baseline); a URL
+                              (http://host:port) runs only k6 and the report against a bidder
+                              deployed elsewhere
   --cpu-rounds <n>            reference, both targets: after the two main runs, n rounds of short
                               runs alternating bidder and baseline (both clusters up) for a CPU
                               ratio that machine noise moves less (default 4 for a full-length
                               run, else 0)
   --cpu-round-duration <d>    measured length of each of those runs (default 20s, at --rate)
+  --generator-rounds <n>      rounds of the minimal k6 script and k6/bid.js at the measured rate,
+                              alternating, for k6's own CPU per request (default 2 for a
+                              full-length run, else 1; 0 for none)
+  --generator-round-duration <d>
+                              measured length of each of those runs (default 20s)
+  --no-pin                    with 4 cores or more, k6 and the servers are pinned to separate
+                              cores (taskset); this leaves them unpinned
   --out <dir>                 report directory (default k6/results/<timestamp>-<scenario>)
   --results-md | --no-results-md
                               update bench/RESULTS.md (default: only for full-length runs)
@@ -76,6 +96,13 @@ function parseArgs(argv) {
     logWait: 40,
     cpuRounds: null,
     cpuRoundDuration: '20s',
+    generatorRounds: null,
+    generatorRoundDuration: '20s',
+    overload: 2,
+    overloadDuration: '20s',
+    validate: false,
+    pin: true,
+    remote: null,
   };
   const valued = {
     '--scenario': 'scenario',
@@ -96,6 +123,10 @@ function parseArgs(argv) {
     '--log-wait': 'logWait',
     '--cpu-rounds': 'cpuRounds',
     '--cpu-round-duration': 'cpuRoundDuration',
+    '--generator-rounds': 'generatorRounds',
+    '--generator-round-duration': 'generatorRoundDuration',
+    '--overload': 'overload',
+    '--overload-duration': 'overloadDuration',
   };
   for (let i = 0; i < argv.length; i++) {
     let a = argv[i];
@@ -111,20 +142,33 @@ function parseArgs(argv) {
     } else if (a === '--results-md') o.resultsMd = true;
     else if (a === '--no-results-md') o.resultsMd = false;
     else if (a === '--keep-logs') o.keepLogs = true;
+    else if (a === '--validate') o.validate = true;
+    else if (a === '--no-pin') o.pin = false;
     else if (valued[a]) {
       if (v === undefined) v = argv[++i];
       if (v === undefined) throw new Error(`${a} needs a value`);
       o[valued[a]] = v;
     } else throw new Error(`unknown option ${argv[i]} (see --help)`);
   }
-  if (!['reference', 'ramp'].includes(o.scenario)) throw new Error(`--scenario must be reference or ramp`);
-  if (!['both', 'bidder', 'baseline'].includes(o.target)) throw new Error(`--target must be both, bidder or baseline`);
-  for (const k of ['workers', 'rate', 'warmupRate', 'p99', 'avg', 'rampStart', 'rampStep', 'rampMax', 'rampP99', 'logWait', 'notices', 'cpuRounds']) {
+  if (!['reference', 'ramp', 'overload'].includes(o.scenario)) throw new Error(`--scenario must be reference, ramp or overload`);
+  if (/^https?:\/\//.test(o.target)) {
+    let u;
+    try {
+      u = new URL(o.target);
+    } catch {
+      throw new Error(`--target ${o.target}: not a URL`);
+    }
+    // A bare http://host:port means the bidder's own route; a path is taken as the bid endpoint.
+    o.remote = u.pathname === '/' ? `${u.origin}/openrtb2/bid` : `${u.origin}${u.pathname}`;
+  } else if (!['both', 'bidder', 'baseline'].includes(o.target)) throw new Error(`--target must be both, bidder, baseline or a URL (http://host:port)`);
+  const integers = ['workers', 'cpuRounds', 'generatorRounds'];
+  for (const k of ['workers', 'rate', 'warmupRate', 'p99', 'avg', 'rampStart', 'rampStep', 'rampMax', 'rampP99', 'logWait', 'notices', 'cpuRounds', 'generatorRounds', 'overload']) {
     if (o[k] === null) continue;
     const n = Number(o[k]);
-    if (!(n >= 0) || (k === 'workers' && !(Number.isInteger(n) && n >= 1)) || (k === 'cpuRounds' && !Number.isInteger(n))) throw new Error(`bad value for --${k}: ${o[k]}`);
+    if (!(n >= 0) || (k === 'workers' && !(n >= 1)) || (integers.includes(k) && !Number.isInteger(n))) throw new Error(`bad value for --${k}: ${o[k]}`);
     o[k] = n;
   }
+  if (o.notices !== null && o.notices > 1) throw new Error(`--notices is a share between 0 and 1, not ${o.notices}`);
   if (o.cpuRounds > 0 && (o.scenario !== 'reference' || o.target !== 'both')) throw new Error('--cpu-rounds needs the reference scenario and both targets');
   return o;
 }
@@ -132,7 +176,7 @@ function parseArgs(argv) {
 /** The k6 environment of the scenario; the plan is rebuilt from the same values by k6/lib/plan.js. */
 function k6Env(o) {
   const e = { SCENARIO: o.scenario };
-  if (o.scenario === 'reference' && o.duration) e.DURATION = o.duration;
+  if (o.scenario !== 'ramp' && o.duration) e.DURATION = o.duration;
   if (o.scenario === 'ramp' && o.duration) e.RAMP_STEP_DURATION = o.duration;
   const set = (k, v) => {
     if (v !== null && v !== undefined) e[k] = String(v);
@@ -147,6 +191,7 @@ function k6Env(o) {
   set('RAMP_MAX', o.rampMax);
   set('RAMP_P99_MS', o.rampP99);
   set('NOTICE_SHARE', o.notices);
+  if (o.validate) e.VALIDATE_SHARE = '1';
   return e;
 }
 
@@ -191,17 +236,23 @@ async function redisCpu(conn) {
 }
 
 /**
- * Runs k6 against `url` while sampling the server's processes. `server.pm2Home` gives the PM2
- * daemon and workers; `server.redisUrl` (bidder only) adds Redis's CPU.
+ * Runs k6 (`script`: bid or minimal) against the bid endpoint `target` while sampling the
+ * server's processes and k6's own CPU. `server.pm2Home` gives the PM2 daemon and workers;
+ * `server.redisUrl` (bidder only) adds Redis's CPU; without `server` (a remote target) only k6
+ * and the machine are measured. `k6Cpus`: the cores k6 is pinned to (taskset), or null.
  */
-async function runLoad({ name, k6, url, strict, server, env, outDir, runId, interrupted }) {
-  const procs = (await pm2Processes(server.pm2Home)).filter((p) => p.status === 'online' && p.name === server.app);
-  const daemon = pm2DaemonPid(server.pm2Home);
-  if (!procs.length || !daemon) log(`loadtest: ${name}: no PM2 processes found under ${server.pm2Home}: server CPU will not be measured`);
+async function runLoad({ name, k6, target, strict, server, env, outDir, runId, interrupted, script = 'bid', k6Cpus = null }) {
+  let procs = [];
+  let daemon = null;
+  if (server) {
+    procs = (await pm2Processes(server.pm2Home)).filter((p) => p.status === 'online' && p.name === server.app);
+    daemon = pm2DaemonPid(server.pm2Home);
+    if (!procs.length || !daemon) log(`loadtest: ${name}: no PM2 processes found under ${server.pm2Home}: server CPU will not be measured`);
+  }
   const pids = procs.map((p) => p.pid);
   if (daemon) pids.push(daemon);
   let redisConn = null;
-  if (server.redisUrl) {
+  if (server && server.redisUrl) {
     const Redis = require(path.join(ROOT, 'node_modules', 'ioredis'));
     redisConn = new Redis(server.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
     await redisConn.connect().catch(() => (redisConn = null));
@@ -211,22 +262,26 @@ async function runLoad({ name, k6, url, strict, server, env, outDir, runId, inte
   const k6Env = { ...process.env, GOGC, K6_NO_USAGE_REPORT: 'true' };
   // Settings go in as -e flags and k6 sees no other environment variables in __ENV, so the plan
   // k6 builds is the one rebuilt here from the same values.
-  const vars = { ...env, TARGET_URL: `${url}/openrtb2/bid`, STRICT: strict ? '1' : '0', RUN_ID: runId, SUMMARY_JSON: summaryPath };
+  const vars = { ...env, TARGET_URL: target, STRICT: strict ? '1' : '0', RUN_ID: runId, SUMMARY_JSON: summaryPath };
   const args = ['run', '--quiet', '--no-color', '--no-usage-report', '--address', '127.0.0.1:0', '--include-system-env-vars=false'];
   for (const [k, v] of Object.entries(vars)) args.push('-e', `${k}=${v}`);
-  args.push(K6_SCRIPT);
+  args.push(K6_SCRIPTS[script]);
   const shown = Object.entries(vars).map(([k, v]) => `-e ${k}=${k === 'SUMMARY_JSON' ? path.relative(ROOT, v) : v}`);
-  log(`loadtest: ${name}: GOGC=${GOGC} k6 run ${shown.join(' ')} k6/bid.js`);
+  log(`loadtest: ${name}: ${k6Cpus ? `taskset -c ${k6Cpus} ` : ''}GOGC=${GOGC} k6 run ${shown.join(' ')} k6/${script}.js`);
   // The server's CPU at rest, for reading per-request figures at low rates.
-  const idleA = pids.map(cpuSeconds);
-  const idleT = Date.now();
-  await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
-  const idleB = pids.map(cpuSeconds);
-  const idleCores = idleA.reduce((acc, v, i) => acc + (idleB[i] ?? NaN) - (v ?? NaN), 0) / ((Date.now() - idleT) / 1000);
+  let idleCores = null;
+  if (pids.length) {
+    const idleA = pids.map(cpuSeconds);
+    const idleT = Date.now();
+    await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
+    const idleB = pids.map(cpuSeconds);
+    idleCores = idleA.reduce((acc, v, i) => acc + (idleB[i] ?? NaN) - (v ?? NaN), 0) / ((Date.now() - idleT) / 1000);
+  }
 
   // k6 runs in its own process group: a Ctrl-C reaches it once, forwarded from here (a second one
-  // would make k6 quit without its summary).
-  const child = spawn(k6.bin, args, { cwd: ROOT, env: k6Env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  // would make k6 quit without its summary). taskset execs k6 in its own process (same pid).
+  const [cmd, cmdArgs] = k6Cpus ? ['taskset', ['-c', k6Cpus, k6.bin, ...args]] : [k6.bin, args];
+  const child = spawn(cmd, cmdArgs, { cwd: ROOT, env: k6Env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const stdoutFile = fs.createWriteStream(path.join(outDir, `k6-${name}.stdout.txt`));
   const stderrFile = fs.createWriteStream(path.join(outDir, `k6-${name}.stderr.txt`));
   let stdout = '';
@@ -294,7 +349,13 @@ async function runLoad({ name, k6, url, strict, server, env, outDir, runId, inte
 
   const stopK6 = () => child.kill('SIGINT');
   for (const sig of SIGNALS) process.on(sig, stopK6);
-  const exitCode = await new Promise((resolve) => child.once('exit', (code) => resolve(code === null ? -1 : code)));
+  const exitCode = await new Promise((resolve) => {
+    child.once('error', (e) => {
+      log(`loadtest: ${name}: cannot run ${cmd}: ${e.message}`);
+      resolve(-1);
+    });
+    child.once('exit', (code) => resolve(code === null ? -1 : code));
+  });
   for (const sig of SIGNALS) process.removeListener(sig, stopK6);
   clearInterval(rssTimer);
   clearInterval(progress);
@@ -310,8 +371,11 @@ async function runLoad({ name, k6, url, strict, server, env, outDir, runId, inte
     const m = memory(p.pid);
     return { pmId: p.pmId, pid: p.pid, peakRssMB: m && m.hwmMB !== null ? m.hwmMB : maxRss[p.pid] || null, maxSampledRssMB: maxRss[p.pid] || null };
   });
-  const after = await pm2Processes(server.pm2Home).catch(() => []);
-  const restarts = after.filter((p) => procs.some((q) => q.pmId === p.pmId && (q.pid !== p.pid || q.restarts !== p.restarts))).length;
+  let restarts = 0;
+  if (server) {
+    const after = await pm2Processes(server.pm2Home).catch(() => []);
+    restarts = after.filter((p) => procs.some((q) => q.pmId === p.pmId && (q.pid !== p.pid || q.restarts !== p.restarts))).length;
+  }
 
   let data = null;
   try {
@@ -322,9 +386,10 @@ async function runLoad({ name, k6, url, strict, server, env, outDir, runId, inte
   }
   process.stdout.write(stdout.trim() ? `${stdout.trim()}\n` : '');
   return {
-    name, url, exitCode, data, plan, t0, snaps, final, pids, workers: procs, daemonPid: daemon, memoryByWorker, restarts,
-    idleCores: Number.isFinite(idleCores) ? idleCores : null,
+    name, script, url: target, exitCode, data, plan, t0, snaps, final, pids, workers: procs, daemonPid: daemon, memoryByWorker, restarts,
+    idleCores: idleCores !== null && Number.isFinite(idleCores) ? idleCores : null,
     k6Last,
+    k6Cpus,
   };
 }
 
@@ -341,7 +406,7 @@ function phaseCpu(run) {
     const b = run.snaps.get(p.start + p.duration) || run.final;
     if (!a || !b) continue;
     const sum = (s) => run.pids.reduce((acc, pid) => acc + (s.cpu[pid] === null || s.cpu[pid] === undefined ? NaN : s.cpu[pid]), 0);
-    const server = sum(b) - sum(a);
+    const server = run.pids.length ? sum(b) - sum(a) : NaN;
     const delta = (pid) => (a.cpu[pid] === null || b.cpu[pid] === null ? null : b.cpu[pid] - a.cpu[pid]);
     const k6End = b.k6 !== null ? b.k6 : k6Final;
     const seconds = (b.t - a.t) / 1000;
@@ -419,6 +484,24 @@ async function finishBidder(side, { runId, o, interrupted }) {
   }
 }
 
+/** The highest sustained rate of a ramp run, or 0. */
+function sustainedOf(run, planLib) {
+  return run && run.data ? planLib.rampResult(run.data, run.plan).sustained : 0;
+}
+
+/**
+ * Pins a cluster this run started (PM2 daemon and workers, and the Redis it started) to `cpus`
+ * (every thread: `taskset -a`). A cluster that was already running is left as it is.
+ */
+async function pinServer(server, cpus, redisPid) {
+  const pids = (await pm2Processes(server.pm2Home)).map((p) => p.pid);
+  const daemon = pm2DaemonPid(server.pm2Home);
+  if (daemon) pids.push(daemon);
+  if (redisPid) pids.push(redisPid);
+  const failed = pin(pids, cpus);
+  if (failed.length) log(`loadtest: could not pin pids ${failed.join(', ')} to cores ${cpus}`);
+}
+
 async function main() {
   if (Number(process.versions.node.split('.')[0]) < 24) {
     log(`npm run loadtest needs Node 24 (this is ${process.version}); run it through npm so node_modules/.bin/node is used.`);
@@ -436,26 +519,39 @@ async function main() {
   let plan;
   try {
     plan = planLib.makePlan(planLib.settings(env));
+    for (const [flag, d] of [
+      ['--cpu-round-duration', o.cpuRoundDuration],
+      ['--generator-round-duration', o.generatorRoundDuration],
+      ['--overload-duration', o.overloadDuration],
+    ]) {
+      try {
+        planLib.seconds(d);
+      } catch (e) {
+        throw new Error(`${flag}: ${e.message}`);
+      }
+    }
   } catch (e) {
     log(`loadtest: ${e.message}`);
     return 2;
   }
+  const remote = o.remote !== null;
   const fullLength =
     o.duration === null && o.rate === null && o.warmup === null && o.warmupRate === null && o.rampStart === null && o.rampStep === null && o.rampMax === null;
-  const writeResultsMd = o.resultsMd === null ? fullLength && o.target === 'both' : o.resultsMd;
+  const writeResultsMd = o.resultsMd === null ? fullLength && o.target === 'both' && o.scenario !== 'overload' : o.resultsMd;
   if (o.cpuRounds === null) o.cpuRounds = fullLength && o.target === 'both' && o.scenario === 'reference' ? 4 : 0;
-  try {
-    planLib.seconds(o.cpuRoundDuration);
-  } catch (e) {
-    log(`loadtest: --cpu-round-duration: ${e.message}`);
-    return 2;
-  }
+  if (o.generatorRounds === null) o.generatorRounds = fullLength ? 2 : 1;
   const startedAt = new Date();
   const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
   const runId = `lt${startedAt.getTime().toString(36)}${Math.floor(Math.random() * 1296).toString(36).padStart(2, '0')}`;
   const outDir = path.resolve(o.out || path.join(ROOT, 'k6', 'results', `${stamp}-${o.scenario}`));
   fs.mkdirSync(outDir, { recursive: true });
   const runDir = path.join(ROOT, '.run', 'loadtest', runId);
+  // With 4 cores or more, k6 and the servers get cores of their own; with fewer they share them.
+  const split = remote ? null : cpuSplit(os.cpus().length);
+  const pinning = { cpus: os.cpus().length, pinned: Boolean(split && o.pin), k6Cpus: split && o.pin ? split.k6 : null, serverCpus: split && o.pin ? split.servers : null };
+  if (split && !o.pin) pinning.reason = '--no-pin';
+  else if (!split && !remote) pinning.reason = os.cpus().length < 4 ? 'fewer than 4 cores' : 'taskset is not available';
+  const k6Cpus = pinning.k6Cpus;
 
   let interrupted = false;
   const onSigint = () => {
@@ -477,92 +573,174 @@ async function main() {
     fs.rmSync(runDir, { recursive: true, force: true });
   };
 
-  const ctx = { runId, outDir, options: o, argv: process.argv.slice(2), plan, planLib, fullLength, startedAt, k6: null, git: gitInfo(), machine: machine(), node: process.version, gogc: GOGC, targets: {} };
+  const ctx = {
+    runId, outDir, options: o, argv: process.argv.slice(2), plan, planLib, fullLength, startedAt, k6: null, git: gitInfo(), machine: machine(), node: process.version, gogc: GOGC,
+    targets: {}, overload: {}, generator: [], pinning, remote: o.remote,
+  };
+  const common = { k6: null, outDir, interrupted: () => interrupted, k6Cpus };
+
+  /** ramp: a run at --overload x the highest sustained rate of `run` against the same server. */
+  const overload = async (name, run, { target, strict, server, id }) => {
+    if (o.scenario !== 'ramp' || !(o.overload > 0) || interrupted) return;
+    const sustained = sustainedOf(run, planLib);
+    if (!sustained) {
+      log(`loadtest: ${name}: no ramp step was sustained: no overload run`);
+      return;
+    }
+    const rate = Math.round(sustained * o.overload);
+    const oEnv = { ...env, SCENARIO: 'overload', RATE: String(rate), DURATION: o.overloadDuration, WARMUP_DURATION: '3s', WARMUP_RATE: String(sustained) };
+    log(`loadtest: ${name}: overload run at ${rate}/s (${o.overload} x the highest sustained rate, ${sustained}/s)`);
+    const r = await runLoad({ ...common, name: `${name}-overload`, target, strict, server, env: oEnv, runId: id });
+    r.cpu = phaseCpu(r);
+    r.sustained = sustained;
+    ctx.overload[name] = r;
+    return r;
+  };
+
+  /**
+   * The generator's own cost: the minimal script and k6/bid.js at the same rate against the same
+   * server, round after round, the minimal one first in odd rounds.
+   */
+  const generatorRounds = async ({ target, strict, server, rate, onBidRun }) => {
+    if (!(o.generatorRounds > 0) || !rate) return;
+    const gEnv = { SCENARIO: 'reference', RATE: String(rate), DURATION: o.generatorRoundDuration, WARMUP_DURATION: '3s', WARMUP_RATE: String(rate), P99_MS: '60000', AVG_MS: '60000' };
+    for (const k of ['NOTICE_SHARE', 'VALIDATE_SHARE']) if (env[k] !== undefined) gEnv[k] = env[k];
+    for (let i = 1; i <= o.generatorRounds && !interrupted; i++) {
+      log(`loadtest: generator round ${i} of ${o.generatorRounds} at ${rate}/s`);
+      const pair = {};
+      const order = [
+        ['minimal', `${runId}m${i}`],
+        ['bid', `${runId}-g${i}`],
+      ];
+      if (i % 2 === 0) order.reverse();
+      for (const [script, id] of order) {
+        if (interrupted) break;
+        const r = await runLoad({ ...common, name: `generator${i}-${script}`, script, target, strict, server, env: gEnv, runId: id });
+        r.cpu = phaseCpu(r);
+        if (script === 'bid' && onBidRun) onBidRun(r);
+        pair[script] = r;
+      }
+      ctx.generator.push(pair);
+    }
+  };
+
   try {
     ctx.k6 = await findK6({ log });
+    common.k6 = ctx.k6;
     log(`loadtest: run ${runId}, ${o.scenario}, report in ${path.relative(ROOT, outDir) || outDir}`);
+    if (pinning.pinned) log(`loadtest: k6 on cores ${pinning.k6Cpus}, the servers this run starts on cores ${pinning.serverCpus}`);
+    const measuredRate = (run) => (o.scenario === 'ramp' ? sustainedOf(run, planLib) || plan.settings.rampStart : plan.settings.rate);
 
-    // The bidder stays up through the CPU rounds; its log is counted once it is stopped.
-    let bidderSide = null;
-    if (o.target !== 'baseline') {
-      const redis = await cluster.ensureRedis({ log, dir: path.join(runDir, 'redis') });
-      cleanups.push(() => redis.stop());
-      const logKey = redis.started ? process.env.LOG_REDIS_KEY || 'bidlog' : `loadtest:${runId}:bidlog`;
-      const port = process.env.PORT ? Number(process.env.PORT) : await freePort();
-      const bidder = await cluster.startBidder({ workers: o.workers, port, redisUrl: redis.url, logKey, log });
-      bidder.logWait = o.logWait;
-      if (!bidder.startedPm2) {
-        let built = 0;
-        try {
-          built = fs.statSync(path.join(ROOT, 'dist', '.tsbuildinfo')).mtimeMs;
-        } catch {
-          /* never built */
-        }
-        if (newestSource(path.join(ROOT, 'src')) > built) log('loadtest: note: src/ changed since the last build; the running bidder may run older code (npm stop, then run again)');
-      }
-      bidderSide = { bidder, stopped: !bidder.startedPm2, run: null, sent: 0, from: 0, logsCounted: false };
-      const side = bidderSide;
-      if (bidder.startedPm2) cleanups.push(async () => {
-        if (!side.stopped) await bidder.stop();
-      });
-      if (bidder.redisUrl !== redis.url && redis.started) {
-        // The cluster was already running with its own Redis: ours is not needed.
-        await redis.stop();
-      }
-      if (interrupted) throw new Error('interrupted');
-      side.from = await LogCounter.listLength(bidder.redisUrl, bidder.logKey);
-      const run = await runLoad({ name: 'bidder', k6: ctx.k6, url: bidder.url, strict: true, server: bidder, env, outDir, runId, interrupted: () => interrupted });
+    if (remote) {
+      // Only k6 runs here: the bidder, its Redis and its log are elsewhere.
+      const run = await runLoad({ ...common, name: 'remote', target: o.remote, strict: true, server: null, env, runId });
       run.cpu = phaseCpu(run);
-      side.run = run;
-      side.sent += bidRequests(run);
-      run.server = { startedPm2: bidder.startedPm2, pm2Home: bidder.pm2Home, redisUrl: bidder.redisUrl, logKey: bidder.logKey, workers: run.workers.length };
-      ctx.targets.bidder = run;
-      if (o.cpuRounds === 0) await finishBidder(side, { runId, o, interrupted });
-    }
-
-    let baseline = null;
-    if (o.target !== 'bidder' && !interrupted) {
-      const workers = ctx.targets.bidder && ctx.targets.bidder.workers.length ? ctx.targets.bidder.workers.length : o.workers;
-      const port = await freePort();
-      baseline = await cluster.startBaseline({ workers, port, home: path.join(runDir, 'pm2-baseline'), log });
-      cleanups.push(() => baseline.stop());
-      if (interrupted) throw new Error('interrupted');
-      const run = await runLoad({ name: 'baseline', k6: ctx.k6, url: baseline.url, strict: false, server: baseline, env, outDir, runId: `${runId}b`, interrupted: () => interrupted });
-      run.cpu = phaseCpu(run);
-      run.server = { startedPm2: true, pm2Home: baseline.pm2Home, workers: run.workers.length };
-      ctx.targets.baseline = run;
-    }
-
-    if (o.cpuRounds > 0 && bidderSide && baseline) {
-      // Short runs of the two servers, again and again: each pair meets about the same machine
-      // noise, which the two long runs above (minutes apart) do not. The order alternates (bidder
-      // first in odd rounds, baseline first in even ones), so neither always follows the other's
-      // load or always comes first after a pause. Each run warms up for 3 s at the measured rate:
-      // an idle V8 shrinks its young generation, and the first seconds of load would regrow it.
-      const roundEnv = { ...env, DURATION: o.cpuRoundDuration, WARMUP_DURATION: '3s', WARMUP_RATE: String(plan.settings.rate) };
-      ctx.rounds = [];
-      for (let i = 1; i <= o.cpuRounds && !interrupted; i++) {
-        log(`loadtest: CPU round ${i} of ${o.cpuRounds}`);
-        const pair = {};
-        const order = [
-          ['bidder', bidderSide.bidder, true, `${runId}-c${i}`],
-          ['baseline', baseline, false, `${runId}b-c${i}`],
-        ];
-        if (i % 2 === 0) order.reverse();
-        for (const [name, server, strict, id] of order) {
-          if (interrupted) break;
-          const run = await runLoad({ name: `${name}-round${i}`, k6: ctx.k6, url: server.url, strict, server, env: roundEnv, outDir, runId: id, interrupted: () => interrupted });
-          run.cpu = phaseCpu(run);
-          if (name === 'bidder') bidderSide.sent += bidRequests(run);
-          pair[name] = run;
+      run.server = null;
+      ctx.targets.remote = run;
+      await overload('remote', run, { target: o.remote, strict: true, server: null, id: `${runId}-o` });
+      await generatorRounds({ target: o.remote, strict: true, server: null, rate: measuredRate(run) });
+    } else {
+      // The bidder stays up through the CPU rounds; its log is counted once it is stopped.
+      let bidderSide = null;
+      if (o.target !== 'baseline') {
+        const redis = await cluster.ensureRedis({ log, dir: path.join(runDir, 'redis') });
+        cleanups.push(() => redis.stop());
+        const logKey = redis.started ? process.env.LOG_REDIS_KEY || 'bidlog' : `loadtest:${runId}:bidlog`;
+        const port = process.env.PORT ? Number(process.env.PORT) : await freePort();
+        const bidder = await cluster.startBidder({ workers: o.workers, port, redisUrl: redis.url, logKey, log });
+        bidder.logWait = o.logWait;
+        bidder.target = `${bidder.url}/openrtb2/bid`;
+        if (!bidder.startedPm2) {
+          let built = 0;
+          try {
+            built = fs.statSync(path.join(ROOT, 'dist', '.tsbuildinfo')).mtimeMs;
+          } catch {
+            /* never built */
+          }
+          if (newestSource(path.join(ROOT, 'src')) > built) log('loadtest: note: src/ changed since the last build; the running bidder may run older code (npm stop, then run again)');
         }
-        ctx.rounds.push(pair);
+        bidderSide = { bidder, stopped: !bidder.startedPm2, run: null, sent: 0, from: 0, logsCounted: false };
+        const side = bidderSide;
+        if (bidder.startedPm2) cleanups.push(async () => {
+          if (!side.stopped) await bidder.stop();
+        });
+        if (bidder.redisUrl !== redis.url && redis.started) {
+          // The cluster was already running with its own Redis: ours is not needed.
+          await redis.stop();
+        }
+        if (pinning.pinned) {
+          if (bidder.startedPm2) await pinServer(bidder, pinning.serverCpus, bidder.redisUrl === redis.url ? redis.pid : null);
+          else pinning.note = 'the bidder cluster was already running and was left unpinned';
+        }
+        if (interrupted) throw new Error('interrupted');
+        side.from = await LogCounter.listLength(bidder.redisUrl, bidder.logKey);
+        const run = await runLoad({ ...common, name: 'bidder', target: bidder.target, strict: true, server: bidder, env, runId });
+        run.cpu = phaseCpu(run);
+        side.run = run;
+        side.sent += bidRequests(run);
+        run.server = { startedPm2: bidder.startedPm2, pm2Home: bidder.pm2Home, redisUrl: bidder.redisUrl, logKey: bidder.logKey, workers: run.workers.length };
+        ctx.targets.bidder = run;
+        const counted = (r) => (side.sent += bidRequests(r));
+        const over = await overload('bidder', run, { target: bidder.target, strict: true, server: bidder, id: `${runId}-o` });
+        if (over) counted(over);
+        if (o.cpuRounds === 0) {
+          await generatorRounds({ target: bidder.target, strict: true, server: bidder, rate: measuredRate(run), onBidRun: counted });
+          await finishBidder(side, { runId, o, interrupted });
+        }
       }
-    }
-    if (bidderSide && !bidderSide.logsCounted) await finishBidder(bidderSide, { runId, o, interrupted });
-    if (baseline) {
-      await baseline.stop();
-      cleanups.pop();
+
+      let baseline = null;
+      if (o.target !== 'bidder' && !interrupted) {
+        const workers = ctx.targets.bidder && ctx.targets.bidder.workers.length ? ctx.targets.bidder.workers.length : o.workers;
+        const port = await freePort();
+        baseline = await cluster.startBaseline({ workers, port, home: path.join(runDir, 'pm2-baseline'), log });
+        baseline.target = `${baseline.url}/openrtb2/bid`;
+        cleanups.push(() => baseline.stop());
+        if (pinning.pinned) await pinServer(baseline, pinning.serverCpus, null);
+        if (interrupted) throw new Error('interrupted');
+        const run = await runLoad({ ...common, name: 'baseline', target: baseline.target, strict: false, server: baseline, env, runId: `${runId}b` });
+        run.cpu = phaseCpu(run);
+        run.server = { startedPm2: true, pm2Home: baseline.pm2Home, workers: run.workers.length };
+        ctx.targets.baseline = run;
+        await overload('baseline', run, { target: baseline.target, strict: false, server: baseline, id: `${runId}b-o` });
+        if (!bidderSide) await generatorRounds({ target: baseline.target, strict: false, server: baseline, rate: measuredRate(run) });
+      }
+
+      if (o.cpuRounds > 0 && bidderSide && baseline) {
+        // Short runs of the two servers, again and again: each pair meets about the same machine
+        // noise, which the two long runs above (minutes apart) do not. The order alternates (bidder
+        // first in odd rounds, baseline first in even ones), so neither always follows the other's
+        // load or always comes first after a pause. Each run warms up for 3 s at the measured rate:
+        // an idle V8 shrinks its young generation, and the first seconds of load would regrow it.
+        const roundEnv = { ...env, DURATION: o.cpuRoundDuration, WARMUP_DURATION: '3s', WARMUP_RATE: String(plan.settings.rate) };
+        ctx.rounds = [];
+        for (let i = 1; i <= o.cpuRounds && !interrupted; i++) {
+          log(`loadtest: CPU round ${i} of ${o.cpuRounds}`);
+          const pair = {};
+          const order = [
+            ['bidder', bidderSide.bidder, true, `${runId}-c${i}`],
+            ['baseline', baseline, false, `${runId}b-c${i}`],
+          ];
+          if (i % 2 === 0) order.reverse();
+          for (const [name, server, strict, id] of order) {
+            if (interrupted) break;
+            const run = await runLoad({ ...common, name: `${name}-round${i}`, target: server.target, strict, server, env: roundEnv, runId: id });
+            run.cpu = phaseCpu(run);
+            if (name === 'bidder') bidderSide.sent += bidRequests(run);
+            pair[name] = run;
+          }
+          ctx.rounds.push(pair);
+        }
+      }
+      if (bidderSide && !bidderSide.logsCounted) {
+        const side = bidderSide;
+        await generatorRounds({ target: side.bidder.target, strict: true, server: side.bidder, rate: measuredRate(side.run), onBidRun: (r) => (side.sent += bidRequests(r)) });
+        await finishBidder(side, { runId, o, interrupted });
+      }
+      if (baseline) {
+        await baseline.stop();
+        cleanups.pop();
+      }
     }
   } catch (e) {
     log(`loadtest: ${e.message}`);
@@ -576,7 +754,7 @@ async function main() {
   ctx.finishedAt = new Date();
   const rep = report.build(ctx);
   report.write(outDir, rep);
-  if (writeResultsMd) {
+  if (writeResultsMd && !remote) {
     report.updateResultsMd(path.join(ROOT, 'bench', 'RESULTS.md'), rep, path.relative(ROOT, outDir));
     log('loadtest: bench/RESULTS.md updated');
   }

@@ -248,6 +248,40 @@ function readyLine(info) {
   return `BIDDER_READY ${JSON.stringify(info)}`;
 }
 
+// ---------------------------------------------------------------------------------------- secrets
+
+/**
+ * The workers run with NODE_ENV=production, which refuses the development secrets. On one machine
+ * `npm start` makes its own: random secrets kept in $BIDDER_RUN_DIR/secrets.json (mode 0600), the
+ * same at every start, so tracking URLs and hashed user keys stay valid across restarts. Secrets set
+ * in the environment win; several hosts must share theirs (set them, docs/operations.md).
+ */
+function localSecrets() {
+  const file = path.join(runDir(), 'secrets.json');
+  let saved = {};
+  try {
+    saved = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    // first start
+  }
+  const out = {};
+  let changed = false;
+  for (const name of ['TRACKING_SECRET', 'PII_HASH_SECRET']) {
+    if (process.env[name] && process.env[name].trim() !== '') continue;
+    if (typeof saved[name] !== 'string' || saved[name].length < 32) {
+      saved[name] = require('node:crypto').randomBytes(48).toString('base64url');
+      changed = true;
+    }
+    out[name] = saved[name];
+  }
+  if (changed) {
+    fs.mkdirSync(runDir(), { recursive: true });
+    fs.writeFileSync(file, `${JSON.stringify(saved, null, 2)}\n`, { mode: 0o600 });
+    say(`bidder: generated local secrets in ${file} (set TRACKING_SECRET and PII_HASH_SECRET to share them across hosts)`);
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------- commands
 
 async function start() {
@@ -293,7 +327,7 @@ async function start() {
 
   const workers = intEnv('WORKERS', 0);
   const url = localUrl(port);
-  const env = { PORT: String(port), REDIS_URL: redis.url };
+  const env = { PORT: String(port), REDIS_URL: redis.url, ...localSecrets() };
   if (workers > 0) env.WORKERS = String(workers);
   say(`bidder: starting ${workers || 'one per core'} worker(s) under PM2 (PM2_HOME ${pm2Home()})`);
   const r = pm2(['start', ECOSYSTEM, '--only', `${APP},${SHIPPER}`], { env, timeout: READY_TIMEOUT_MS + 30_000 });
@@ -309,7 +343,7 @@ async function start() {
     process.stderr.write(`${tail(logs)}\n`);
     fail(`${err}; see ${logs}, \`npm run pm2 -- logs\`; \`npm stop\` cleans up`);
   }
-  say(`bidder: ${expected} workers listening on ${url} (bid: POST ${url}/openrtb2/bid, metrics: ${url}/metrics)`);
+  say(`bidder: ${expected} workers listening on ${url} (bid: POST ${url}/openrtb2/bid; metrics on the admin port: http://127.0.0.1:${process.env.ADMIN_PORT || 8081}/metrics)`);
   say(`bidder: bid log in ${redis.url}${redis.started ? ` (private redis-server, pid ${redis.pid})` : ''}, shipped to Parquet by the shipper (\`npm run report\`)`);
   say('bidder: stop with `npm stop`; scale with `npm run pm2 -- scale bidder <n>`; reload with `npm run pm2 -- reload bidder`');
   say(readyLine({ url, redisUrl: redis.url, startedRedis: redis.started, startedPm2: true, workers: expected }));

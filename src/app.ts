@@ -1,16 +1,13 @@
 import 'reflect-metadata';
-import * as http from 'node:http';
 import type { LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import pino from 'pino';
 import { AppModule } from './app.module';
-import { BID_PATH, BidRoute, isBidTarget } from './bidding/bid-route';
 import type { Config } from './config/config';
 import { Lifecycle } from './health/lifecycle';
 import { ClusterMetrics } from './metrics/cluster-metrics';
-import { MetricsService } from './metrics/metrics.service';
-import { isNoticeTarget, TrackingRoutes } from './tracking/tracking.routes';
+import { HttpFront } from './http/front';
 
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -113,94 +110,49 @@ export class NestPinoLogger implements LoggerService {
   }
 }
 
-// Exchanges keep connections alive (OpenRTB 2.6 §2.1): don't close idle ones early.
-const KEEP_ALIVE_MS = 65_000;
-
-/** The hot routes served without Fastify once set (null: through Fastify). */
-interface FrontRoutes {
-  bid: http.RequestListener | null;
-  notice: http.RequestListener | null;
-}
-
 /**
- * The HTTP server, in front of Fastify: bid POSTs and notice GETs go straight to their routes' raw
- * handlers once set (the hot paths without Fastify's per-request machinery, see BidRoute),
- * everything else to Fastify. Timeouts as Fastify sets them on a server it creates itself.
- */
-function frontServer(fastifyHandler: http.RequestListener, front: FrontRoutes): http.Server {
-  const server = http.createServer((req, res) => {
-    const method = req.method;
-    if (method === 'POST') {
-      if (front.bid !== null && isBidTarget(req.url)) return front.bid(req, res);
-    } else if (method === 'GET') {
-      if (front.notice !== null && isNoticeTarget(req.url)) return front.notice(req, res);
-    }
-    fastifyHandler(req, res);
-  });
-  server.keepAliveTimeout = KEEP_ALIVE_MS;
-  server.requestTimeout = 0;
-  server.setTimeout(0);
-  return server;
-}
-
-/**
- * Builds the Nest application on Fastify. Bodies are read as raw buffers by one catch-all parser
- * so that the bid route decides itself about gzip, size (413) and malformed JSON (400):
- * exchanges send JSON with or without Content-Type (OpenRTB 2.6 §2.3).
+ * Builds the Nest application on Fastify, behind the HTTP front (src/http/front.ts): the front owns
+ * the servers, their deadlines and limits, and serves the hot routes (bids, notices, debug) itself;
+ * Fastify serves the Nest controllers (health, metrics). Fastify reads no request body: every route
+ * that takes one is the front's.
  */
 export async function createApp(config: Config): Promise<NestFastifyApplication> {
   const logger = createPino(config);
-  const front: FrontRoutes = { bid: null, notice: null };
+  const front = new HttpFront(config, config.accessLog ? logger : null, logger);
   const adapter = new FastifyAdapter({
-    bodyLimit: config.bodyLimitBytes,
-    keepAliveTimeout: KEEP_ALIVE_MS,
-    serverFactory: (handler: http.RequestListener) => frontServer(handler, front),
+    // The controllers take no body; anything sent to them is refused past this.
+    bodyLimit: 16 * 1024,
+    serverFactory: front.serverFactory,
+    clientErrorHandler: front.onClientError,
     // On close, finish what arrives on open keep-alive connections instead of answering 503, so
     // that `pm2 reload` fails no request (Lifecycle drains open connections before this close).
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     // No Nest middleware is used: without @fastify/middie no request pays for its hook.
     skipMiddie: true,
-    // No per-request logger on the hot path unless the access log is asked for (ACCESS_LOG):
-    // Fastify then logs one line per request and one per response through the same pino.
+    // The access log of the controllers' routes (the front writes the hot routes' own lines).
     ...(config.accessLog ? { loggerInstance: logger } : { logger: false }),
   });
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config), adapter, {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, front), adapter, {
     bodyParser: false,
     logger: new NestPinoLogger(logger),
   });
-  const fastify = app.getHttpAdapter().getInstance();
-  fastify.removeAllContentTypeParsers();
-  fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: config.bodyLimitBytes }, (_req, body, done) => {
-    done(null, body);
-  });
-  // On the Fastify route (access log on), a body over the limit (413) or with a bad Content-Length
-  // (400) is refused by Fastify before the bid handler runs; count it with the bid outcomes all the
-  // same. onError hooks cost nothing on requests that succeed.
-  const metrics = app.get(MetricsService);
-  fastify.addHook('onError', (req, reply, err: Error & { statusCode?: number }, done) => {
-    if (req.routeOptions.url === BID_PATH) {
-      const seconds = reply.elapsedTime / 1000;
-      if (err.statusCode === 413) metrics.bidRequest('too_large', null, seconds);
-      else if (err.statusCode === 400) metrics.bidRequest('bad_request', null, seconds);
-    }
-    done();
-  });
-  // With the access log on, bids and notices go through Fastify too, which logs each request and response.
-  if (!config.accessLog) {
-    front.bid = app.get(BidRoute).handleRaw;
-    front.notice = app.get(TrackingRoutes).handleRaw;
-  }
   // useProcessExit: exit 0 after the hooks (log flush) instead of re-raising the signal.
   app.enableShutdownHooks(['SIGINT', 'SIGTERM'], { useProcessExit: true });
   return app;
 }
 
-/** Starts listening and marks the worker ready. */
+/** Starts listening (public port, then admin port) and marks the worker ready. */
 export async function listen(app: NestFastifyApplication, config: Config): Promise<string> {
   await app.listen(config.port, config.host);
+  await app.get(HttpFront).listenAdmin();
   app.get(Lifecycle).started = true;
   // Show this worker as ready in the machine view now rather than at the next period.
   app.get(ClusterMetrics).publishInBackground();
   return app.getUrl();
+}
+
+/** The admin server's URL (`http://host:port`), once listening. */
+export function adminUrl(app: NestFastifyApplication): string {
+  return app.get(HttpFront).adminUrl();
 }

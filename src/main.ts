@@ -5,6 +5,7 @@ import { Logger } from '@nestjs/common';
 import { createApp, listen } from './app';
 import { ConfigError, loadConfig, type Config } from './config/config';
 import { DRAIN_MAX_MS } from './health/lifecycle';
+import { LogService } from './log/log.service';
 
 /**
  * Whatever happens during a graceful stop (drain, final log flush bounded by SHUTDOWN_TIMEOUT_MS),
@@ -36,14 +37,23 @@ async function main(): Promise<void> {
   }
   const app = await createApp(config);
   const logger = new Logger('main');
-  process.on('uncaughtException', (e) => {
-    logger.fatal({ msg: 'uncaught exception', err: e });
+  const log = app.get(LogService);
+  // A bug no handler caught: the process state can no longer be trusted, so it exits, but the bid
+  // log records still only in memory are written to the spill directory first (synchronously: no
+  // callback will run again), and the next start pushes them.
+  const fatal = (what: string, e: unknown): void => {
+    let saved = '';
+    try {
+      const r = log.emergencySpill();
+      saved = `wrote ${r.written} records to the spill directory${r.lost > 0 ? `, ${r.lost} lost (spill directory full or not writable)` : ''}`;
+    } catch (x) {
+      saved = `could not write the queued records: ${x instanceof Error ? x.message : String(x)}`;
+    }
+    logger.fatal({ msg: `${what}; ${saved}`, err: e });
     process.exit(1);
-  });
-  process.on('unhandledRejection', (e) => {
-    logger.fatal({ msg: 'unhandled rejection', err: e });
-    process.exit(1);
-  });
+  };
+  process.on('uncaughtException', (e) => fatal('uncaught exception', e));
+  process.on('unhandledRejection', (e) => fatal('unhandled rejection', e));
   shutdownWatchdog(config, logger);
   const url = await listen(app, config);
   logger.log({ msg: 'listening', url, node: process.version, accessLog: config.accessLog });

@@ -2,9 +2,8 @@
 //
 // Pure JavaScript with no k6 or Node imports, so k6 (in a SharedArray) and Node (tests, the
 // report) use the same code. Requests are built once into a pool of templates; per iteration the
-// script only prepends a unique id (string concatenation), which keeps the generator's CPU cost
-// out of the measurement: k6 already costs ~80 µs of CPU per request on the same cores
-// (REFERENCE.md).
+// script only splices in a unique id (string concatenation, k6/lib/lean.js): k6 itself already
+// costs a few hundred µs of CPU per request, on the cores it shares with the servers.
 //
 // The mix: site and app inventory; banners (w/h or format[] lists, common and odd sizes, battr);
 // native (Native 1.2 request as a JSON string, as an object, and in the Native 1.0 `{"native":…}`

@@ -1,7 +1,7 @@
 'use strict';
 // /proc readings for the load test: CPU time and memory of processes, machine-wide CPU, and the
 // PM2 processes (daemon + workers) of one PM2_HOME.
-const { execFile } = require('node:child_process');
+const { execFile, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -106,4 +106,33 @@ async function pm2Processes(home) {
   }));
 }
 
-module.exports = { cpuSeconds, memory, machineCpu, machine, pm2, pm2DaemonPid, pm2Processes, PM2_BIN };
+/** Below this many cores k6 and the servers share them: too few to give each a core of its own. */
+const MIN_PINNED_CPUS = 4;
+
+function hasTaskset() {
+  const r = spawnSync('taskset', ['--version'], { stdio: 'ignore' });
+  return r.status === 0;
+}
+
+/**
+ * How the load test splits the machine: with MIN_PINNED_CPUS cores or more, the upper half for
+ * k6 and the lower half for the servers (taskset lists, e.g. {k6: '2-3', servers: '0-1'}); null
+ * with fewer cores or without taskset.
+ */
+function cpuSplit(cpus, taskset = hasTaskset()) {
+  if (cpus < MIN_PINNED_CPUS || !taskset) return null;
+  const half = Math.floor(cpus / 2);
+  return { servers: `0-${half - 1}`, k6: `${half}-${cpus - 1}` };
+}
+
+/** Pins every thread of each pid to the cores `cpus` (a taskset list); returns the pids it could not pin. */
+function pin(pids, cpus) {
+  const failed = [];
+  for (const pid of pids) {
+    const r = spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+    if (r.status !== 0) failed.push(pid);
+  }
+  return failed;
+}
+
+module.exports = { cpuSeconds, memory, machineCpu, machine, pm2, pm2DaemonPid, pm2Processes, cpuSplit, pin, MIN_PINNED_CPUS, PM2_BIN };

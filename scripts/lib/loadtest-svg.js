@@ -155,4 +155,67 @@ function lineChart(o) {
   return parts.join('\n');
 }
 
-module.exports = { lineChart, PALETTE };
+/**
+ * Grouped bars: one group per label, one bar per series in each group (a null value leaves a gap).
+ * @param {object} o
+ * @param {string} o.title
+ * @param {string} o.yLabel
+ * @param {string[]} o.groups
+ * @param {{name: string, values: (number|null)[], color?: string}[]} o.series
+ * @param {string} [o.note]
+ */
+function barChart(o) {
+  const W = o.width || 860;
+  const H = o.height || 420;
+  const m = { top: o.note ? 62 : 46, right: 24, bottom: 70, left: 64 };
+  const pw = W - m.left - m.right;
+  const ph = H - m.top - m.bottom - 22 * Math.ceil(o.series.length / 3);
+  const parts = [];
+  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif" font-size="12">`);
+  parts.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
+  parts.push(`<text x="${W / 2}" y="22" text-anchor="middle" font-size="16" font-weight="bold">${esc(o.title)}</text>`);
+  if (o.note) parts.push(`<text x="${W / 2}" y="40" text-anchor="middle" fill="#555">${esc(o.note)}</text>`);
+  const ys = [];
+  for (const s of o.series) for (const v of s.values) if (v !== null && v !== undefined && Number.isFinite(v)) ys.push(v);
+  if (ys.length === 0 || o.groups.length === 0) {
+    parts.push(`<text x="${W / 2}" y="${H / 2}" text-anchor="middle" fill="#888">no data</text></svg>`);
+    return parts.join('\n');
+  }
+  const ya = linearTicks(0, Math.max(...ys) * 1.1, 6);
+  const Y = (y) => m.top + ph - ((y - ya.lo) / (ya.hi - ya.lo || 1)) * ph;
+  for (const t of ya.ticks) {
+    const y = Y(t).toFixed(1);
+    parts.push(`<line x1="${m.left}" x2="${m.left + pw}" y1="${y}" y2="${y}" stroke="#e5e5e5"/>`);
+    parts.push(`<text x="${m.left - 6}" y="${y}" text-anchor="end" dominant-baseline="middle" fill="#333">${fmt(t)}</text>`);
+  }
+  parts.push(`<rect x="${m.left}" y="${m.top}" width="${pw}" height="${ph}" fill="none" stroke="#999"/>`);
+  parts.push(`<text transform="translate(16 ${m.top + ph / 2}) rotate(-90)" text-anchor="middle">${esc(o.yLabel)}</text>`);
+  const gw = pw / o.groups.length;
+  // The bars a group has sit side by side, centred in it; a series keeps its colour throughout.
+  const most = Math.max(1, ...o.groups.map((_, gi) => o.series.filter((s) => Number.isFinite(s.values[gi])).length));
+  const bw = Math.min(60, (gw * 0.8) / most);
+  o.groups.forEach((g, gi) => {
+    const present = o.series.map((s, si) => [s, si]).filter(([s]) => Number.isFinite(s.values[gi]));
+    const gx = m.left + gi * gw + (gw - present.length * bw) / 2;
+    present.forEach(([s, si], k) => {
+      const v = s.values[gi];
+      const color = s.color || PALETTE[si % PALETTE.length];
+      const x = gx + k * bw;
+      const y = Y(v);
+      parts.push(`<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${Math.max(1, bw - 2).toFixed(1)}" height="${(m.top + ph - y).toFixed(1)}" fill="${color}"><title>${esc(`${s.name}: ${fmt(v)}`)}</title></rect>`);
+      if (bw >= 22) parts.push(`<text x="${(x + bw / 2 - 1).toFixed(1)}" y="${(y - 3).toFixed(1)}" text-anchor="middle" font-size="10" fill="#333">${fmt(v)}</text>`);
+    });
+    parts.push(`<text x="${(m.left + gi * gw + gw / 2).toFixed(1)}" y="${m.top + ph + 16}" text-anchor="middle" fill="#333">${esc(g)}</text>`);
+  });
+  o.series.forEach((s, i) => {
+    const color = s.color || PALETTE[i % PALETTE.length];
+    const lx = m.left + (i % 3) * (pw / 3);
+    const ly = m.top + ph + 46 + Math.floor(i / 3) * 20;
+    parts.push(`<rect x="${lx}" y="${ly - 10}" width="14" height="10" fill="${color}"/>`);
+    parts.push(`<text x="${lx + 20}" y="${ly}">${esc(s.name)}</text>`);
+  });
+  parts.push('</svg>');
+  return parts.join('\n');
+}
+
+module.exports = { lineChart, barChart, PALETTE };

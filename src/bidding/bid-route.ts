@@ -1,77 +1,33 @@
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { gzipSync } from 'node:zlib';
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { HttpAdapterHost } from '@nestjs/core';
-import type { FastifyInstance } from 'fastify';
-import { CONFIG, type Config } from '../config/config';
-import { type HttpAnswer, internalError, JSON_TYPE, sendFastify, sendRaw } from '../http-answer';
+import { Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common';
+import { type HttpAnswer, JSON_TYPE } from '../http/answer';
+import { type FrontRequest, type FrontRoute, HttpFront } from '../http/front';
 import { type BidAnswer, BiddingService } from './bidding.service';
-import { readBody } from './body';
 
 export const BID_PATH = '/openrtb2/bid';
 
-/** Whether a request line's target is the bid route (its path, with or without a query string). */
-export function isBidTarget(url: string | undefined): boolean {
-  return url !== undefined && url.startsWith(BID_PATH) && (url.length === BID_PATH.length || url.charCodeAt(BID_PATH.length) === 63 /* ? */);
-}
-
 /**
- * `POST /openrtb2/bid` (INTERFACE.md). Thin: HTTP in and out; the work is in BiddingService.
- *
- * Two ways in, with the same answers. `handleRaw` takes the request straight from the HTTP server
- * (src/app.ts routes bid POSTs to it before Fastify sees them): it skips Fastify's request and
- * reply objects, its hooks (five of them Nest's) and its content-type parsing: ~35 µs per request
- * on one process in a closed loop, 60–85 µs in the full load test (bench/README.md). The Fastify
- * route answers when the access log is on (so that Fastify logs every request) and to `inject()`.
+ * `POST /openrtb2/bid`: HTTP in and out; the HTTP front (src/http/front.ts) has read and decoded the
+ * body within its limits, the work is in BiddingService.
  */
 @Injectable()
-export class BidRoute implements OnModuleInit {
-  private readonly logger = new Logger('BidRoute');
-  private readonly limit: number;
-
+export class BidRoute implements FrontRoute, OnModuleInit {
   constructor(
-    private readonly host: HttpAdapterHost,
+    @Optional() @Inject(HttpFront) private readonly front: HttpFront | null,
     private readonly bidding: BiddingService,
-    @Inject(CONFIG) config: Config,
-  ) {
-    this.limit = config.bodyLimitBytes;
-  }
+  ) {}
 
   onModuleInit(): void {
-    // An application context without HTTP (the micro-benchmark, some tests) has no adapter.
-    const adapter = this.host.httpAdapter as HttpAdapterHost['httpAdapter'] | null;
-    if (adapter === null) return;
-    const fastify = adapter.getInstance<FastifyInstance>();
-    fastify.post(BID_PATH, (req, reply) => {
-      sendFastify(reply, this.answer(req.body, req.headers, performance.now()));
-    });
+    this.front?.route({ method: 'POST', path: BID_PATH, port: 'public', route: this });
   }
 
-  /** The bid route without Fastify: reads the body (limit, Content-Length), bids, answers. */
-  readonly handleRaw = (req: IncomingMessage, res: ServerResponse): void => {
-    readBody(req, this.limit, (err, body) => {
-      const startedAt = performance.now();
-      let a: HttpAnswer;
-      try {
-        if (err === null) {
-          a = this.answer(body, req.headers, startedAt);
-        } else {
-          a = this.http(this.bidding.refuse(err.status, err.reason, startedAt), req.headers);
-          // The rest of a body over the limit is not worth reading before the next request would:
-          // the connection closes after this answer instead.
-          if (err.status === 413) a.headers.connection = 'close';
-        }
-      } catch (e) {
-        // A bug, not the client's doing: what Fastify would make of it, without the process dying.
-        this.logger.error({ msg: 'bid request failed', err: e });
-        a = internalError();
-      }
-      sendRaw(res, a);
-    });
-  };
+  handle(r: FrontRequest): HttpAnswer {
+    return this.http(this.bidding.bid(r.body!, r.receivedAt), r.headers);
+  }
 
-  private answer(body: unknown, h: IncomingHttpHeaders, startedAt: number): HttpAnswer {
-    return this.http(this.bidding.bid(body, h['content-encoding'], startedAt), h);
+  refused(status: 400 | 413, reason: string, r: FrontRequest): HttpAnswer {
+    return this.http(this.bidding.refuse(status, reason, r.receivedAt), r.headers);
   }
 
   /** Status, headers and payload for an answer of the bidding service. */
@@ -89,7 +45,7 @@ export class BidRoute implements OnModuleInit {
       headers.vary = 'accept-encoding';
       return { status: 200, headers, payload: gzipSync(answer.bytes ?? answer.body) };
     }
-    // Bytes when the bidding service has them: neither Fastify nor Node measures or encodes the text.
+    // Bytes when the bidding service has them: Node neither measures nor encodes the text.
     return { status: answer.status, headers, payload: answer.bytes ?? answer.body };
   }
 }

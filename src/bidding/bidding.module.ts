@@ -1,10 +1,11 @@
 import { Module } from '@nestjs/common';
+import { DeliveryModule } from '../delivery/delivery.module';
 import { LogModule } from '../log/log.module';
 import { TargetingModule } from '../targeting/targeting.module';
 import { TrackingModule } from '../tracking/tracking.module';
 import { BidRoute } from './bid-route';
 import { BiddingService } from './bidding.service';
-import { DebugController } from './debug.controller';
+import { DebugRoute } from './debug.route';
 
-@Module({ imports: [LogModule, TargetingModule, TrackingModule], controllers: [DebugController], providers: [BiddingService, BidRoute] })
+@Module({ imports: [LogModule, TargetingModule, DeliveryModule, TrackingModule], providers: [BiddingService, BidRoute, DebugRoute] })
 export class BiddingModule {}

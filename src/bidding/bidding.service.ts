@@ -1,20 +1,27 @@
-import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import type { RawJson } from '../log/log-line';
 import { LogService } from '../log/log.service';
 import { MetricsService, type BidOutcome } from '../metrics/metrics.service';
+import { readJson } from '../openrtb/json';
+import { REQUEST_LIMITS } from '../openrtb/limits';
 import { InvalidRequestError, parseBidRequest } from '../openrtb/parse';
 import { MType, type BidRequest, type Imp } from '../openrtb/types';
-import { CampaignStore, chooseBidCurrency, selectForImp } from '../targeting/campaign-store';
+import { CurrencyService } from '../currency/currency.service';
+import { STATIC_RATES } from '../currency/rates';
+import { PiiHasher } from '../privacy/pii-hasher';
+import { PrivacyPolicy } from '../privacy/policy';
+import { PrivacyStats } from '../privacy/privacy.module';
+import { redactRequest } from '../privacy/redact';
+import { readPrivacySignals } from '../privacy/signals';
+import { Auction, CampaignStore } from '../targeting/campaign-store';
 import type { Match, NoBidReason } from '../targeting/types';
-import { PacingGate } from '../tracking/pacing.gate';
+import { PacingGate } from '../delivery/pacing.gate';
+import { SpendService } from '../delivery/spend.service';
 import { PayloadCodec } from '../tracking/payload';
-import { SpendService } from '../tracking/spend.service';
-import { BodyError, decodeBody, parseJson } from './body';
 import { bannerAdm, escapeHtml, trackingUrls, vastAdm, type TrackingUrls } from './markup';
-import { candidateJson, isJsonSafe, nativeAdmLiteral } from './response-json';
+import { DsaWriter, isJsonSafe, nativeAdmLiteral } from './response-json';
 
 /** What the controller sends back. `body` is '' for 204. */
 export interface BidAnswer {
@@ -37,66 +44,93 @@ const LOSS_QS = '&price=${AUCTION_PRICE}&loss=${AUCTION_LOSS}';
  */
 @Injectable()
 export class BiddingService {
-  private readonly codec: PayloadCodec;
+  private readonly logger = new Logger('Bidding');
   private readonly base: string;
   private readonly secureBase: string;
   /** The tracking base URLs need neither HTML nor JSON escaping (checked once; true for any usual URL). */
   private readonly baseSafe: boolean;
+  private readonly selector: Auction;
+  private readonly dsa: DsaWriter;
+  private readonly logRawPii: boolean;
 
   constructor(
-    @Inject(CONFIG) private readonly config: Config,
+    @Inject(CONFIG) config: Config,
     private readonly store: CampaignStore,
     private readonly log: LogService,
     private readonly metrics: MetricsService,
-    private readonly gate: PacingGate,
+    gate: PacingGate,
     private readonly spend: SpendService,
+    private readonly codec: PayloadCodec,
+    private readonly policy: PrivacyPolicy,
+    private readonly hasher: PiiHasher,
+    private readonly privacyStats: PrivacyStats,
+    private readonly currency: CurrencyService,
   ) {
-    this.codec = new PayloadCodec(config.trackingSecret);
     this.base = config.trackingBaseUrl;
     // imp.secure = 1 needs https everywhere; TLS is expected to be terminated in front of the bidder.
     this.secureBase = config.trackingBaseUrl.replace(/^http:/, 'https:');
     this.baseSafe = [this.base, this.secureBase].every((b) => isJsonSafe(b) && escapeHtml(b) === b);
+    this.selector = new Auction(STATIC_RATES, gate);
+    this.dsa = new DsaWriter(config.dsaDomain);
+    this.logRawPii = config.logRawPii;
   }
 
-  /** Handles one POST body. Never throws for anything a client can send. */
-  bid(body: unknown, contentEncoding: string | undefined, startedAt: number): BidAnswer {
-    let logged: RawJson;
+  /**
+   * Handles one POST body (already within the body limit and decoded). Never throws: a client's bad
+   * input is a 400 with a reason, and a bug past the request record is logged and answered as a no-bid,
+   * so that every request with an id has exactly one request and one response record.
+   */
+  bid(raw: Buffer, startedAt: number): BidAnswer {
     let parsed: unknown;
     try {
-      const raw = decodeBody(body, contentEncoding, this.config.bodyLimitBytes);
-      // For the log: a scan of the bytes (memchr) is cheaper than of the string.
-      const singleLine = raw.indexOf(10) === -1 && raw.indexOf(13) === -1;
-      const text = raw.toString('utf8');
-      // The log copies the request's bytes as they came (no second encoding of the text), unless
-      // they are not valid UTF-8: then the decoded text (with U+FFFD), so the log stays UTF-8.
-      logged = isUtf8(raw) ? { key: 'req', bytes: raw, singleLine } : { key: 'req', json: text, singleLine };
-      parsed = parseJson(text);
+      parsed = readJson(raw);
     } catch (e) {
-      if (e instanceof BodyError) return this.refuse(e.status, e.reason, startedAt);
+      if (e instanceof InvalidRequestError) return this.refuse(400, e.reason, startedAt);
       throw e;
     }
+    // What the request may be used for (regs, consent, GPP, COPPA, lmt/dnt), decided once.
+    const privacy = this.policy.decide(readPrivacySignals(parsed));
+    this.privacyStats.count(privacy.reason);
     let req: BidRequest;
     try {
       req = parseBidRequest(parsed);
     } catch (e) {
-      if (!(e instanceof InvalidRequestError)) throw e;
       const id = idOf(parsed);
+      const invalid = e instanceof InvalidRequestError;
+      if (!invalid) this.logger.error({ msg: 'bid request reader failed', err: e });
       if (id !== '') {
-        this.log.log({ type: 'request', id, name: '' }, logged);
-        this.log.log({ type: 'response', id, name: '', status: 400, reason: e.reason });
+        redactRequest(parsed, this.hasher, { keepRawPii: false });
+        this.log.log({ type: 'request', id, name: '' }, requestText(parsed));
+        const reason = invalid ? e.reason : 'internal_error';
+        this.log.log({ type: 'response', id, name: '', status: invalid ? 400 : 204, reason, ms: elapsed(startedAt), privacy: privacy.reason });
       }
-      return this.refuse(400, e.reason, startedAt);
+      if (invalid) return this.refuse(400, e.reason, startedAt);
+      return this.failed(startedAt);
     }
-    this.log.log({ type: 'request', id: req.id, name: req.publisher }, logged);
-    const answer = this.auction(req);
+    // Caps and tracking payloads know the user by a keyed hash, and only when user data may be used.
+    req.userKey = privacy.userData && req.userId !== '' ? this.hasher.hash(req.userId) : '';
+    // The log keeps truncated IPs and hashed ids unless the request consented and LOG_RAW_PII is on.
+    redactRequest(parsed, this.hasher, { keepRawPii: privacy.consent && this.logRawPii });
+    this.log.log({ type: 'request', id: req.id, name: req.publisher }, requestText(parsed));
+    let answer: BidAnswer;
+    try {
+      answer = this.auction(req, privacy.userData);
+    } catch (e) {
+      this.logger.error({ msg: 'auction failed', id: req.id, err: e });
+      this.log.log({ type: 'response', id: req.id, name: req.publisher, status: 204, reason: 'internal_error', ms: elapsed(startedAt), privacy: privacy.reason });
+      return this.failed(startedAt);
+    }
     if (answer.status === 200) {
       // Encoded once: the log copies these bytes and the route sends them. The response text is
       // ours: the serializer never writes a raw line break.
       answer.bytes = Buffer.from(answer.body, 'utf8');
-      this.log.log({ type: 'response', id: req.id, name: req.publisher, status: 200 }, { key: 'res', bytes: answer.bytes, singleLine: true });
+      this.log.log(
+        { type: 'response', id: req.id, name: req.publisher, status: 200, ms: elapsed(startedAt), privacy: privacy.reason },
+        { key: 'res', bytes: answer.bytes, singleLine: true },
+      );
       this.metrics.bidRequest('bid', null, (performance.now() - startedAt) / 1000);
     } else {
-      this.log.log({ type: 'response', id: req.id, name: req.publisher, status: 204, reason: answer.reason });
+      this.log.log({ type: 'response', id: req.id, name: req.publisher, status: 204, reason: answer.reason, ms: elapsed(startedAt), privacy: privacy.reason });
       this.metrics.bidRequest('nobid', answer.reason, (performance.now() - startedAt) / 1000);
     }
     return answer;
@@ -109,9 +143,21 @@ export class BiddingService {
     return { status, body: JSON.stringify({ error: reason }), reason };
   }
 
-  /** Runs the auction for every imp; at most one bid per imp. */
-  auction(req: BidRequest): BidAnswer {
-    const cur = chooseBidCurrency(req.cur);
+  /** A bug met while bidding: the exchange gets a no-bid, the operator a log line and a count. */
+  private failed(startedAt: number): BidAnswer {
+    this.metrics.bidRequest('error', null, (performance.now() - startedAt) / 1000);
+    return { status: 204, body: '', reason: 'internal_error' };
+  }
+
+  /**
+   * Runs the auction for every imp; at most one bid per imp. `userData`: whether the request allows
+   * user-level data (else user-targeted campaigns do not bid). Prices and floors use the rates in
+   * use now (CurrencyService), one table for the whole request.
+   */
+  auction(req: BidRequest, userData: boolean): BidAnswer {
+    const rates = this.currency.current();
+    this.selector.rates = rates;
+    const cur = rates.chooseBidCurrency(req.cur);
     if (cur === null) return { status: 204, body: '', reason: 'currency' };
     const index = this.store.current();
     const now = Date.now();
@@ -119,7 +165,7 @@ export class BiddingService {
     let reason: NoBidReason | null = null;
     for (let i = 0; i < req.imps.length; i++) {
       const imp = req.imps[i];
-      const m = selectForImp(index, imp, req, cur, this.gate);
+      const m = this.selector.select(index, imp, req, cur, userData);
       if (typeof m === 'string') {
         if (reason === null) reason = m;
         continue;
@@ -150,16 +196,18 @@ export class BiddingService {
       ts: now,
       dealId: m.dealId ?? '',
       publisher: req.publisher,
-      userId: req.userId,
+      userKey: req.userKey,
     });
+    // Browser URLs carry the browser signature, notices from the exchange's servers the other one.
     // The payload query is base64url plus `&s=`: only `&` needs HTML escaping, and nothing JSON.
+    const qb = q.browser;
     const clickBase = `${base}/t/click?`;
     const impBase = `${base}/t/imp?`;
-    const qHtml = q.replace('&', '&amp;');
+    const qHtml = qb.replace('&', '&amp;');
     const urls: TrackingUrls = this.baseSafe
-      ? { click: clickBase + q, imp: impBase + q, clickHtml: clickBase + qHtml, impHtml: impBase + qHtml }
-      : trackingUrls(clickBase + q, impBase + q);
-    const cj = candidateJson(c);
+      ? { click: clickBase + qb, imp: impBase + qb, clickHtml: clickBase + qHtml, impHtml: impBase + qHtml }
+      : trackingUrls(clickBase + qb, impBase + qb);
+    const cj = m.json;
     let adm: string;
     switch (m.mtype) {
       case MType.Native:
@@ -174,13 +222,13 @@ export class BiddingService {
     let bid =
       `{"id":"${bidId}","impid":${JSON.stringify(imp.id)},"price":${JSON.stringify(m.price)},` +
       `"adm":${adm}${cj.fields},"mtype":${m.mtype},` +
-      `"nurl":${quoted(`${base}/t/win?${q}${WIN_QS}`, this.baseSafe)},` +
-      `"burl":${quoted(`${base}/t/bill?${q}${WIN_QS}`, this.baseSafe)},` +
-      `"lurl":${quoted(`${base}/t/loss?${q}${LOSS_QS}`, this.baseSafe)}`;
+      `"nurl":${quoted(`${base}/t/win?${q.s2s}${WIN_QS}`, this.baseSafe)},` +
+      `"burl":${quoted(`${base}/t/bill?${q.s2s}${WIN_QS}`, this.baseSafe)},` +
+      `"lurl":${quoted(`${base}/t/loss?${q.s2s}${LOSS_QS}`, this.baseSafe)}`;
     if (m.size !== null) bid += `,"w":${m.size.w},"h":${m.size.h}`;
     else if (m.mtype === MType.Video && c.video !== null) bid += `,"w":${c.video.w},"h":${c.video.h}`;
     if (m.dealId !== null) bid += `,"dealid":${JSON.stringify(m.dealId)}`;
-    return `${bid}}`;
+    return `${bid}${this.dsa.fragment(m, req.dsa)}}`;
   }
 }
 
@@ -197,9 +245,24 @@ function videoMime(candidate: readonly string[], allowed: readonly string[]): st
   return candidate[0] ?? 'video/mp4';
 }
 
-/** The request id of a body that failed validation, for the log; '' when there is none. */
+/** The request id of a body that failed validation, for the log ('' when there is none), cut to the id limit. */
 function idOf(body: unknown): string {
   if (typeof body !== 'object' || body === null) return '';
   const id = (body as { id?: unknown }).id;
-  return typeof id === 'string' ? id : typeof id === 'number' ? String(id) : '';
+  const s = typeof id === 'string' ? id : typeof id === 'number' ? String(id) : '';
+  return s.length > REQUEST_LIMITS.idChars ? s.slice(0, REQUEST_LIMITS.idChars) : s;
+}
+
+/**
+ * The request as the log keeps it: the parsed body serialized again, so that the line is one valid
+ * JSON object whatever was sent (duplicate keys resolved as JSON.parse does, nesting within the
+ * limit, no raw line breaks, valid UTF-8).
+ */
+function requestText(parsed: unknown): RawJson {
+  return { key: 'req', json: JSON.stringify(parsed), singleLine: true };
+}
+
+/** Milliseconds since `startedAt`, to the microsecond. */
+function elapsed(startedAt: number): number {
+  return Math.round((performance.now() - startedAt) * 1000) / 1000;
 }

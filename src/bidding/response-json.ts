@@ -3,57 +3,61 @@
  * JSON.stringify of an object. JSON.stringify has to scan every character of every string for
  * what needs escaping, about 1.5 ns a character here: 3–4 µs for the ~2 KB of a bid, most of it
  * the markup and the tracking URLs, which are known to need no escaping. What comes from the
- * campaigns is checked once per candidate; what comes from the request is short and goes through
+ * campaigns is written and checked once per candidate when the index is built
+ * (src/targeting/candidate-json.ts); what comes from the request is short and goes through
  * JSON.stringify; the tracking payload is base64url.
  */
-import { NativeAssetKind, type NativeImp } from '../openrtb/types';
-import type { Candidate, NativeFill } from '../targeting/types';
-import { escapeHtml, EVENT_IMPRESSION, METHOD_IMG, nativeAdm, nativeVersion, type TrackingUrls } from './markup';
+import { NativeAssetKind, type DsaRequest, type NativeImp } from '../openrtb/types';
+import { isJsonSafe } from '../targeting/candidate-json';
+import { bidAdrender } from '../targeting/dsa';
+import type { Match, NativeFill } from '../targeting/types';
+import { EVENT_IMPRESSION, METHOD_IMG, nativeAdm, nativeVersion, type TrackingUrls } from './markup';
 
-// Quote, backslash, control characters, surrogates (JSON.stringify escapes lone ones).
-// eslint-disable-next-line no-control-regex
-const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+export { isJsonSafe };
 
-/** True when `JSON.stringify(s)` is `"` + s + `"`. */
-export function isJsonSafe(s: string): boolean {
-  return !NEEDS_ESCAPE.test(s);
-}
+/** DSA transparency parameters (`dsaparams`): 1 profiling, 2 basic (contextual) targeting. */
+const DSA_PROFILING = 1;
+const DSA_BASIC = 2;
 
-export interface CandidateJson {
-  /** `,"adomain":[…],"crid":…,"cid":…,"cat":[…],"attr":[…]`. */
-  readonly fields: string;
-  /** The banner markup's campaign parts need no JSON escaping. */
-  readonly bannerSafe: boolean;
-  /** The VAST markup's campaign parts need no JSON escaping. */
-  readonly vastSafe: boolean;
-}
+/**
+ * Writes a bid's `ext.dsa` (OpenRTB DSA transparency extension) when the request asks for DSA
+ * information: the candidate's `behalf` and `paid` (prebuilt with the index), the `adrender` the
+ * rules of src/targeting/dsa.ts give, and our transparency entry.
+ *
+ * `dsaparams`: 2 (basic targeting) on every bid, since every bid is chosen on what the request
+ * says about its context (site or app, device type, OS, country, sizes, categories); 1 (profiling)
+ * too for a `personalized` campaign (it bids only where user-level data may be used); never 3
+ * (precise geolocation): we target by country only.
+ * `transparency` is left out when the request says `datatopub` 0 (send no transparency data to
+ * the publisher), and when no transparency domain is configured; with 1 (optional) and 2 it is sent.
+ */
+export class DsaWriter {
+  /** Tails after `dsaHead`, by adrender * 4 + (transparency ? 2 : 0) + (profiling ? 1 : 0). */
+  private readonly tails: readonly string[];
 
-const cache = new WeakMap<Candidate, CandidateJson>();
-
-/** Built on a candidate's first bid, then kept as long as the candidate (a campaign reload makes new ones). */
-export function candidateJson(c: Candidate): CandidateJson {
-  let j = cache.get(c);
-  if (j === undefined) {
-    j = {
-      fields:
-        ',"adomain":' +
-        JSON.stringify(c.adomain) +
-        ',"crid":' +
-        JSON.stringify(c.id) +
-        ',"cid":' +
-        JSON.stringify(c.campaignId) +
-        ',"cat":' +
-        JSON.stringify(c.cat) +
-        ',"attr":' +
-        JSON.stringify(c.attr),
-      bannerSafe: c.banner !== null && isJsonSafe(escapeHtml(c.banner.imageUrl)),
-      vastSafe:
-        c.video !== null &&
-        [c.id, c.campaignId, c.native?.title ?? '', c.adomain[0] ?? '', c.video.mediaUrl, ...c.video.mimes].every(isJsonSafe),
-    };
-    cache.set(c, j);
+  /** @param domain Our transparency domain (where users find the parameters used); '' for none. */
+  constructor(domain: string) {
+    const tails: string[] = [];
+    for (let adrender = 0; adrender <= 1; adrender++) {
+      for (const transparency of [false, true]) {
+        for (const profiling of [false, true]) {
+          const params = profiling ? [DSA_PROFILING, DSA_BASIC] : [DSA_BASIC];
+          const t = transparency && domain !== '' ? `"transparency":[{"domain":${JSON.stringify(domain)},"dsaparams":${JSON.stringify(params)}}],` : '';
+          tails.push(`${t}"adrender":${adrender}}}`);
+        }
+      }
+    }
+    this.tails = tails;
   }
-  return j;
+
+  /** `,"ext":{"dsa":{…}}` for this bid, or '' when it carries no DSA information. */
+  fragment(m: Match, dsa: DsaRequest | null): string {
+    if (dsa === null || dsa.required < 1 || m.json.dsaHead === '') return '';
+    const c = m.candidate;
+    const adrender = bidAdrender(c.dsa?.adrender ?? -1, dsa.pubrender);
+    if (adrender < 0) return '';
+    return m.json.dsaHead + this.tails[adrender * 4 + (dsa.datatopub === 0 ? 0 : 2) + (c.personalized === true ? 1 : 0)];
+  }
 }
 
 /**

@@ -6,8 +6,21 @@ import * as path from 'node:path';
  * A bad value stops the process with one error that names every bad variable (INTERFACE.md).
  */
 export interface Config {
+  /** NODE_ENV; `production` turns on the checks of unsafe settings (secrets). */
+  readonly nodeEnv: string;
   readonly port: number;
   readonly host: string;
+  /** The admin port: metrics, the machine view, debug routes (never the exchange-facing port). */
+  readonly adminPort: number;
+  readonly adminHost: string;
+  /** Deadline for a client to send a request's headers (ms). */
+  readonly httpHeadersTimeoutMs: number;
+  /** Deadline for a client to send a whole request, headers and body (ms). */
+  readonly httpRequestTimeoutMs: number;
+  /** Open connections per worker; past it new connections are dropped (and counted). */
+  readonly httpMaxConnections: number;
+  /** How long an idle keep-alive connection is kept (ms). */
+  readonly httpKeepAliveTimeoutMs: number;
   readonly redisUrl: string;
   readonly logRedisKey: string;
   /** How often the log buffer is flushed to Redis. */
@@ -26,8 +39,14 @@ export interface Config {
   readonly shutdownTimeoutMs: number;
   readonly campaignsFile: string;
   readonly trackingBaseUrl: string;
-  /** Secret for signing tracking payloads (HMAC). */
+  /** Secret for signing tracking payloads (HMAC): the signing key. */
   readonly trackingSecret: string;
+  /** Id of the signing key, carried in every payload (0-255). */
+  readonly trackingKeyId: number;
+  /** Earlier keys still accepted when verifying (key rotation). */
+  readonly trackingOldKeys: ReadonlyArray<{ readonly id: number; readonly secret: string }>;
+  /** Payload formats 1 and 2 of earlier versions (one signature for every URL of a bid) are still read. */
+  readonly trackingLegacyPayloads: boolean;
   /** Largest accepted request body, before and after gunzip. */
   readonly bodyLimitBytes: number;
   /** Identifies this worker in log records and metrics (PM2 sets NODE_APP_INSTANCE). */
@@ -45,7 +64,28 @@ export interface Config {
   readonly campaignsWatchMs: number;
   /** Enables POST /debug/explain (per-candidate filter verdicts); off by default. */
   readonly debugEndpoints: boolean;
+  /** Key of the keyed hash that stands in for user ids in the bid log, tracking payloads and caps. */
+  readonly piiHashSecret: string;
+  /** Our IAB TCF vendor id; null: none, so a request under GDPR never has consent. */
+  readonly tcfVendorId: number | null;
+  /** Log a consented request's personal data as sent (else IPs truncated, ids hashed, data dropped). */
+  readonly logRawPii: boolean;
+  /** Where currency rates come from (Prebid Server's currency-file format); neither: the static table. */
+  readonly currencyRatesFile: string | null;
+  readonly currencyRatesUrl: string | null;
+  /** How often the rates are read again (s). */
+  readonly currencyRefreshSeconds: number;
+  /** Rates older than this (by their dataAsOf) make the worker degraded (s; 0: never). */
+  readonly currencyMaxAgeSeconds: number;
+  /** The domain named in `ext.dsa.transparency` of DSA bids (default: TRACKING_BASE_URL's host). */
+  readonly dsaDomain: string;
 }
+
+/** The development secrets used when TRACKING_SECRET / PII_HASH_SECRET are unset outside production. */
+export const DEV_TRACKING_SECRET = 'dev-only-tracking-secret-change-me';
+export const DEV_PII_HASH_SECRET = 'dev-only-pii-hash-secret-change-me';
+/** Shortest secret accepted in production (bytes of UTF-8). */
+export const MIN_SECRET_BYTES = 32;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -118,6 +158,35 @@ export class Reader {
     return v;
   }
 
+  /** A whole number in [min, max], or null when unset. */
+  optionalInt(name: string, min: number, max: number): number | null {
+    return this.raw(name) === undefined ? null : this.int(name, 0, min, max);
+  }
+
+  /** A problem found by a check across variables. */
+  problem(text: string): void {
+    this.problems.push(text);
+  }
+
+  /** `id:secret` pairs separated by commas (ids 0-255, unique). */
+  keys(name: string): Array<{ id: number; secret: string }> {
+    const v = this.raw(name);
+    if (v === undefined) return [];
+    const out: Array<{ id: number; secret: string }> = [];
+    for (const part of v.split(',')) {
+      const p = part.trim();
+      const colon = p.indexOf(':');
+      const id = colon > 0 ? Number(p.slice(0, colon)) : NaN;
+      const secret = colon > 0 ? p.slice(colon + 1) : '';
+      if (!Number.isInteger(id) || id < 0 || id > 255 || secret === '' || out.some((k) => k.id === id)) {
+        this.problems.push(`${name}: expected comma-separated id:secret pairs with distinct ids from 0 to 255`);
+        return [];
+      }
+      out.push({ id, secret });
+    }
+    return out;
+  }
+
   oneOf<T extends string>(name: string, def: T, values: readonly T[]): T {
     const v = this.raw(name);
     if (v === undefined) return def;
@@ -134,9 +203,18 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as
 export function loadConfig(env: Env = process.env): Config {
   const r = new Reader(env);
   const MiB = 1024 * 1024;
+  const nodeEnv = r.str('NODE_ENV', 'development');
+  const production = nodeEnv === 'production';
   const cfg: Config = {
+    nodeEnv,
     port: r.int('PORT', 8080, 0, 65535),
     host: r.str('HOST', '0.0.0.0'),
+    adminPort: r.int('ADMIN_PORT', 8081, 0, 65535),
+    adminHost: r.str('ADMIN_HOST', '127.0.0.1'),
+    httpHeadersTimeoutMs: r.int('HTTP_HEADERS_TIMEOUT_MS', 2_000, 100, 60_000),
+    httpRequestTimeoutMs: r.int('HTTP_REQUEST_TIMEOUT_MS', 3_000, 100, 120_000),
+    httpMaxConnections: r.int('HTTP_MAX_CONNECTIONS', 2_048, 1, 1_000_000),
+    httpKeepAliveTimeoutMs: r.int('HTTP_KEEPALIVE_TIMEOUT_MS', 65_000, 1_000, 600_000),
     redisUrl: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     logRedisKey: r.str('LOG_REDIS_KEY', 'bidlog'),
     logFlushIntervalMs: r.int('LOG_FLUSH_INTERVAL_MS', 10_000, 10, 3_600_000),
@@ -149,7 +227,10 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),
     campaignsFile: path.resolve(r.str('CAMPAIGNS_FILE', DEFAULT_CAMPAIGNS_FILE)),
     trackingBaseUrl: r.url('TRACKING_BASE_URL', 'http://127.0.0.1:8080', ['http:', 'https:']).replace(/\/+$/, ''),
-    trackingSecret: r.str('TRACKING_SECRET', 'dev-only-tracking-secret-change-me'),
+    trackingSecret: r.str('TRACKING_SECRET', DEV_TRACKING_SECRET),
+    trackingKeyId: r.int('TRACKING_KEY_ID', 1, 0, 255),
+    trackingOldKeys: Object.freeze(r.keys('TRACKING_OLD_KEYS')),
+    trackingLegacyPayloads: r.bool('TRACKING_LEGACY_PAYLOADS', true),
     bodyLimitBytes: r.int('BODY_LIMIT_BYTES', MiB, 1024, 64 * MiB),
     workerId: r.str('WORKER_ID', env.NODE_APP_INSTANCE ?? env.pm_id ?? String(process.pid)),
     accessLog: r.bool('ACCESS_LOG', false),
@@ -159,9 +240,56 @@ export function loadConfig(env: Env = process.env): Config {
     billDedupeTtlSeconds: r.int('BILL_DEDUPE_TTL_S', 7 * 24 * 3600, 60, 90 * 24 * 3600),
     campaignsWatchMs: r.int('CAMPAIGNS_WATCH_MS', 1_000, 0, 3_600_000),
     debugEndpoints: r.bool('DEBUG_ENDPOINTS', false),
+    piiHashSecret: r.str('PII_HASH_SECRET', DEV_PII_HASH_SECRET),
+    tcfVendorId: r.optionalInt('TCF_VENDOR_ID', 1, 65535),
+    logRawPii: r.bool('LOG_RAW_PII', false),
+    currencyRatesFile: env.CURRENCY_RATES_FILE?.trim() ? path.resolve(env.CURRENCY_RATES_FILE.trim()) : null,
+    currencyRatesUrl: env.CURRENCY_RATES_URL?.trim() ? r.url('CURRENCY_RATES_URL', '', ['http:', 'https:']) : null,
+    currencyRefreshSeconds: r.int('CURRENCY_REFRESH_S', 3600, 10, 7 * 24 * 3600),
+    currencyMaxAgeSeconds: r.int('CURRENCY_MAX_AGE_S', 2 * 24 * 3600, 0, 365 * 24 * 3600),
+    dsaDomain: r.str('DSA_DOMAIN', ''),
   };
+  if (cfg.dsaDomain === '') {
+    try {
+      (cfg as { dsaDomain: string }).dsaDomain = new URL(cfg.trackingBaseUrl).hostname;
+    } catch {
+      // TRACKING_BASE_URL is reported above
+    }
+  }
+  if (cfg.currencyRatesFile !== null && cfg.currencyRatesUrl !== null) r.problem('CURRENCY_RATES_FILE, CURRENCY_RATES_URL: set one of them, not both');
+  if (Buffer.byteLength(cfg.piiHashSecret) < 16) r.problem(`PII_HASH_SECRET: at least 16 bytes (${MIN_SECRET_BYTES} in production)`);
+  if (cfg.httpHeadersTimeoutMs > cfg.httpRequestTimeoutMs) {
+    r.problem(`HTTP_HEADERS_TIMEOUT_MS=${cfg.httpHeadersTimeoutMs}: must not exceed HTTP_REQUEST_TIMEOUT_MS (${cfg.httpRequestTimeoutMs})`);
+  }
+  if (cfg.trackingOldKeys.some((k) => k.id === cfg.trackingKeyId)) {
+    r.problem(`TRACKING_OLD_KEYS: key id ${cfg.trackingKeyId} is TRACKING_KEY_ID's, the signing key; give the new key a new id`);
+  }
+  if (production) checkProductionSecrets(env, cfg, r);
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return Object.freeze(cfg);
+}
+
+/**
+ * In production a tracking secret anyone can read in this repository (or guess) lets anyone forge
+ * billing notices: refuse to start, saying what to set.
+ */
+function checkProductionSecrets(env: Env, cfg: Config, r: Reader): void {
+  const how = `set a random secret of at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 48\`), the same on every worker and host`;
+  if (env.TRACKING_SECRET === undefined || env.TRACKING_SECRET.trim() === '' || cfg.trackingSecret === DEV_TRACKING_SECRET) {
+    r.problem(`TRACKING_SECRET: not set, and NODE_ENV=production needs it: ${how}; it signs every tracking URL`);
+  } else if (Buffer.byteLength(cfg.trackingSecret) < MIN_SECRET_BYTES) {
+    r.problem(`TRACKING_SECRET: ${Buffer.byteLength(cfg.trackingSecret)} bytes is too short for production: ${how}`);
+  }
+  for (const k of cfg.trackingOldKeys) {
+    if (Buffer.byteLength(k.secret) < MIN_SECRET_BYTES) r.problem(`TRACKING_OLD_KEYS: key ${k.id} is shorter than ${MIN_SECRET_BYTES} bytes`);
+  }
+  // The same for the key of the hash that stands in for user ids: guessable, it unmasks them.
+  const pii = `set a random secret of at least ${MIN_SECRET_BYTES} bytes, the same on every worker and host (it keys the hash that stands in for user ids)`;
+  if (env.PII_HASH_SECRET === undefined || env.PII_HASH_SECRET.trim() === '' || cfg.piiHashSecret === DEV_PII_HASH_SECRET) {
+    r.problem(`PII_HASH_SECRET: not set, and NODE_ENV=production needs it: ${pii}`);
+  } else if (Buffer.byteLength(cfg.piiHashSecret) < MIN_SECRET_BYTES) {
+    r.problem(`PII_HASH_SECRET: ${Buffer.byteLength(cfg.piiHashSecret)} bytes is too short for production: ${pii}`);
+  }
 }
 
 /** Nest injection token for the frozen config. */

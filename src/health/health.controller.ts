@@ -1,14 +1,13 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { CONFIG, type Config } from '../config/config';
-import { LogService } from '../log/log.service';
-import { Lifecycle } from './lifecycle';
+import { Health } from './health.service';
 
+/** `GET /health/live`, `GET /health/ready`: on the public port (load balancers) and the admin port. */
 @Controller('health')
 export class HealthController {
   constructor(
-    private readonly lifecycle: Lifecycle,
-    private readonly log: LogService,
+    private readonly health: Health,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -21,14 +20,14 @@ export class HealthController {
     void reply.code(200).send({ status: 'ok', worker: this.config.workerId, pid: process.pid });
   }
 
-  /** Ready: started, not shutting down, log sink within its bounds. */
+  /**
+   * Ready (200) unless a module says it cannot take traffic (503): starting, shutting down, the bid
+   * log over its memory bound... `degraded` (still 200) lists what an operator should look at.
+   */
   @Get('ready')
   ready(@Res() reply: FastifyReply): void {
-    const problems: string[] = [];
-    if (!this.lifecycle.started) problems.push('starting');
-    if (this.lifecycle.stopping) problems.push('shutting down');
-    if (!this.log.isHealthy()) problems.push('log pipeline over its memory bound');
-    const body = { status: problems.length === 0 ? 'ready' : 'not ready', worker: this.config.workerId, pid: process.pid, problems };
-    void reply.code(problems.length === 0 ? 200 : 503).send(body);
+    const s = this.health.state();
+    const body = { status: s.status, worker: this.config.workerId, pid: process.pid, problems: s.problems, warnings: s.warnings };
+    void reply.code(s.status === 'not ready' ? 503 : 200).send(body);
   }
 }

@@ -1,8 +1,32 @@
-import { Global, Module } from '@nestjs/common';
-import { LogModule } from '../log/log.module';
+import { Global, Injectable, Module, type OnModuleInit } from '@nestjs/common';
+import { ComputedGauge } from '../metrics/fast-metrics';
+import { MetricsService } from '../metrics/metrics.service';
 import { HealthController } from './health.controller';
+import { Health } from './health.service';
 import { Lifecycle } from './lifecycle';
 
+@Injectable()
+class HealthMetrics implements OnModuleInit {
+  constructor(
+    private readonly metrics: MetricsService,
+    private readonly health: Health,
+  ) {}
+
+  onModuleInit(): void {
+    this.metrics.addComputed(
+      new ComputedGauge('bidder_ready', '1 when this worker answers /health/ready with 200.', 'sum', () => [
+        { value: this.health.state().status === 'not ready' ? 0 : 1, labels: {} },
+      ]),
+    );
+    this.metrics.addComputed(
+      new ComputedGauge('bidder_degraded', '1 while /health/ready lists warnings (serving, but look at them).', 'max', () => [
+        { value: this.health.state().status === 'degraded' ? 1 : 0, labels: {} },
+      ]),
+    );
+  }
+}
+
+/** Health: the registry of checks (Health), the worker's lifecycle, and the probes' controller. */
 @Global()
-@Module({ imports: [LogModule], controllers: [HealthController], providers: [Lifecycle], exports: [Lifecycle] })
+@Module({ controllers: [HealthController], providers: [Health, Lifecycle, HealthMetrics], exports: [Health, Lifecycle] })
 export class HealthModule {}

@@ -1,7 +1,8 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import * as net from 'node:net';
-import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
-import { HttpAdapterHost } from '@nestjs/core';
+import { BeforeApplicationShutdown, Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common';
+import { HttpFront } from '../http/front';
+import { Health } from './health.service';
 
 /** How long open keep-alive connections get to carry one more request (answered `Connection: close`). */
 export const DRAIN_IDLE_MS = 1_000;
@@ -45,18 +46,29 @@ export async function drainHttpServer(server: Server, idleMs = DRAIN_IDLE_MS, ac
   await within(closed, 500);
 }
 
-/** Tracks whether this worker has started listening and whether it is shutting down. */
+/** Tracks whether this worker has started listening and whether it is shutting down; drains both servers on the way out. */
 @Injectable()
-export class Lifecycle implements BeforeApplicationShutdown {
+export class Lifecycle implements BeforeApplicationShutdown, OnModuleInit {
   started = false;
   stopping = false;
 
-  constructor(private readonly adapterHost: HttpAdapterHost) {}
+  constructor(
+    @Optional() @Inject(HttpFront) private readonly front: HttpFront | null,
+    private readonly health: Health,
+  ) {}
+
+  onModuleInit(): void {
+    this.health.register({
+      name: 'lifecycle',
+      problem: () =>
+        !this.started ? { level: 'not_ready', text: 'starting' } : this.stopping ? { level: 'not_ready', text: 'shutting down' } : null,
+    });
+  }
 
   /** Nest calls this after onModuleDestroy and before it closes the HTTP server and runs onApplicationShutdown. */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
-    const server = this.adapterHost.httpAdapter?.getHttpServer() as Server | undefined;
-    if (this.started && server) await drainHttpServer(server);
+    if (!this.started || this.front === null) return;
+    await Promise.all([drainHttpServer(this.front.publicServer), drainHttpServer(this.front.adminServer)]);
   }
 }

@@ -18,7 +18,7 @@ usage: npm run logs -- <command> [options]
 commands:
   list     one line per batch: where it is, compressed and raw bytes, records, first and last ts
   cat      the records as NDJSON, oldest batch first (filter with --type / --id)
-  count    number of batches and records, in total and by type (JSON)
+  count    number of batches and records, in total and by type (JSON); badFrames: batches skipped
   check    every request record has exactly one response record and no record is repeated;
            prints a JSON summary, exits 1 when something is off
   help     this text
@@ -141,10 +141,14 @@ function parseArgs(argv: string[]): Options {
   return o;
 }
 
+/** Batches that could not be read (not a whole zstd frame, checksum mismatch): skipped with a note on stderr. */
+const bad = { frames: 0 };
+
 /**
  * Batches from Redis (LRANGE in pages), then from the spill directory, oldest first. A spill file
  * whose frame id Redis already acknowledges (pushed, then spilled by a final flush that ran out of
- * time) is skipped: its drain will be a no-op.
+ * time) is skipped: its drain will be a no-op. A batch that does not decompress is skipped and
+ * counted (`bad.frames`), so one corrupt element never hides the rest of the log.
  */
 async function* batches(o: Options): AsyncGenerator<ReadBatch> {
   const client = new Redis(o.redisUrl, {
@@ -181,7 +185,10 @@ async function* redisBatches(o: Options, client: Redis): AsyncGenerator<ReadBatc
   const PAGE = 50;
   for (let i = from; i <= to; i += PAGE) {
     const page = await client.lrangeBuffer(o.key, i, Math.min(to, i + PAGE - 1));
-    for (let j = 0; j < page.length; j++) yield decode(`redis:${o.key}[${i + j}]`, page[j]);
+    for (let j = 0; j < page.length; j++) {
+      const b = decode(`redis:${o.key}[${i + j}]`, page[j]);
+      if (b !== null) yield b;
+    }
   }
 }
 
@@ -205,16 +212,19 @@ async function* spillBatches(o: Options, client: Redis | null): AsyncGenerator<R
     } catch {
       continue; // drained meanwhile
     }
-    yield decode(`spill:${name}`, data);
+    const b = decode(`spill:${name}`, data);
+    if (b !== null) yield b;
   }
 }
 
-function decode(where: string, frame: Buffer): ReadBatch {
+function decode(where: string, frame: Buffer): ReadBatch | null {
   let raw: Buffer;
   try {
     raw = decompressFrame(frame);
   } catch (e) {
-    throw new Error(`${where}: not a zstd frame (${e instanceof Error ? e.message : String(e)})`);
+    bad.frames++;
+    process.stderr.write(`logs: ${where}: not a whole zstd frame (${e instanceof Error ? e.message : String(e)}); skipped\n`);
+    return null;
   }
   return { where, compressedBytes: frame.length, rawBytes: raw.length, lines: splitLines(raw) };
 }
@@ -303,7 +313,7 @@ async function cmdCount(o: Options): Promise<void> {
       byType[k] = (byType[k] ?? 0) + 1;
     }
   }
-  await write(JSON.stringify({ batches: batchCount, records, byType, compressedBytes: compressed, rawBytes: raw }) + '\n');
+  await write(JSON.stringify({ batches: batchCount, records, byType, compressedBytes: compressed, rawBytes: raw, badFrames: bad.frames }) + '\n');
 }
 
 async function cmdCheck(o: Options): Promise<number> {
@@ -340,11 +350,12 @@ async function cmdCheck(o: Options): Promise<number> {
     if (n > 1) repeatedResponses++;
     if (!requests.has(id)) responsesWithoutRequest++;
   }
-  const ok = duplicateLines + malformed + repeatedRequests + repeatedResponses + requestsWithoutResponse + responsesWithoutRequest === 0;
+  const ok = bad.frames + duplicateLines + malformed + repeatedRequests + repeatedResponses + requestsWithoutResponse + responsesWithoutRequest === 0;
   await write(
     JSON.stringify({
       ok,
       records,
+      badFrames: bad.frames,
       requestIds: requests.size,
       responseIds: responses.size,
       duplicateLines,

@@ -31,11 +31,7 @@ export function compressFrame(
   step: (ms: number, what: string) => void = noop,
   level = ZSTD_LEVEL,
 ): Promise<Buffer> {
-  const options: zlib.ZstdOptions = {
-    chunkSize: OUT_CHUNK,
-    pledgedSrcSize: bytes,
-    params: { [zlib.constants.ZSTD_c_compressionLevel]: level, [zlib.constants.ZSTD_c_checksumFlag]: 1 },
-  };
+  const options: zlib.ZstdOptions = { chunkSize: OUT_CHUNK, ...frameOptions(bytes, level) };
   if (chunks.length === 1 && bytes <= FEED_BYTES) {
     // One small buffer: a single thread-pool job, one callback.
     return new Promise<Buffer>((resolve, reject) => {
@@ -81,6 +77,39 @@ export function compressFrame(
 }
 
 function noop(): void {}
+
+/** Options of every frame: the level, the content checksum (verified on every decompression) and the content size. */
+function frameOptions(bytes: number, level: number): zlib.ZstdOptions {
+  return {
+    pledgedSrcSize: bytes,
+    params: { [zlib.constants.ZSTD_c_compressionLevel]: level, [zlib.constants.ZSTD_c_checksumFlag]: 1 },
+  };
+}
+
+/** One frame, synchronously: the fatal-error path only (it blocks the event loop). */
+export function compressFrameSync(chunks: readonly LineChunk[], bytes: number, level = ZSTD_LEVEL): Buffer {
+  const data = chunks.length === 1 ? chunks[0].data : Buffer.concat(chunks.map((c) => c.data), bytes);
+  return zlib.zstdCompressSync(data, frameOptions(bytes, level));
+}
+
+/**
+ * Verifies a frame read back from disk: decompresses it on the thread pool (zstd checks the content
+ * checksum every frame carries, and a truncated frame does not decompress) and counts its lines.
+ * Resolves the number of records, or null when the frame is not whole and sound.
+ */
+export function verifyFrame(frame: Buffer, maxBytes: number): Promise<number | null> {
+  return new Promise((resolve) => {
+    zlib.zstdDecompress(frame, { maxOutputLength: maxBytes }, (err, out) => {
+      if (err !== null || out.length === 0 || out[out.length - 1] !== 0x0a) {
+        resolve(null);
+        return;
+      }
+      let n = 0;
+      for (let i = out.indexOf(0x0a); i !== -1; i = out.indexOf(0x0a, i + 1)) n++;
+      resolve(n);
+    });
+  });
+}
 
 /** Decompresses one list element (or spill file) into its NDJSON text. */
 export function decompressFrame(frame: Buffer): Buffer {

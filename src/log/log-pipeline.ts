@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { compressFrame } from './frame';
+import { compressFrame, compressFrameSync, verifyFrame } from './frame';
 import { LogBuffer, type Batch } from './log-buffer';
 import type { FrameSink } from './log-sink';
 import type { LogStats } from './log.types';
@@ -49,12 +49,11 @@ const CLOSING_MAX_RETRY_MS = 200;
 const WARN_EVERY_MS = 10_000;
 /** After a drop the pipeline reports itself unhealthy for this long. */
 const DROP_UNHEALTHY_MS = 10_000;
-const ZSTD_MAGIC = 0xfd2fb528;
+/** Largest decompressed frame a drain verifies (a frame holds at most 4 MiB of NDJSON, FRAME_MAX_BYTES). */
+const VERIFY_MAX_BYTES = 64 << 20;
 
 type State = 'new' | 'running' | 'closing' | 'closed';
 
-/** Sees every synchronous step of every pipeline (the benchmark's hook; null otherwise). */
-export const stepObserver: { fn: ((ms: number, what: string) => void) | null } = { fn: null };
 
 /**
  * The bid log pipeline of one worker: queue → zstd frames → Redis, with disk as the overflow.
@@ -78,6 +77,8 @@ export class LogPipeline {
   private pendingBytes = 0;
   private pendingRecords = 0;
   private compressingBytes = 0;
+  /** Batches handed to the compressor and not yet back: raw records still only in memory. */
+  private readonly compressing = new Set<Batch>();
   private compressRun: Promise<void> | null = null;
   private compressAgain = false;
   private deliverRun: Promise<void> | null = null;
@@ -118,12 +119,14 @@ export class LogPipeline {
   private batchesDrained = 0;
   private recordsDrained = 0;
   private recordsDropped = 0;
+  private batchesQuarantined = 0;
+  private recordsQuarantined = 0;
 
   /** Longest synchronous step the flusher itself took on the event loop (ms). */
   private longestStepMs = 0;
   private readonly onStep = (ms: number, what: string): void => {
     if (ms > this.longestStepMs) this.longestStepMs = ms;
-    if (stepObserver.fn !== null) stepObserver.fn(ms, what);
+    this.stepHook?.(ms, what);
   };
 
   private readonly kickFromImmediate = (): void => {
@@ -145,6 +148,8 @@ export class LogPipeline {
     private readonly sink: FrameSink,
     private readonly spill: SpillStore,
     private readonly logger: PipelineLogger,
+    /** Sees every synchronous step the flusher takes on the event loop (the log benchmark's probe). */
+    private readonly stepHook: ((ms: number, what: string) => void) | null = null,
   ) {
     this.maxMemory = opts.maxMemoryBytes;
     // A flush threshold above the memory bound would never flush early enough to respect it.
@@ -236,14 +241,18 @@ export class LogPipeline {
       batchesDrained: this.batchesDrained,
       recordsDrained: this.recordsDrained,
       recordsDropped: this.recordsDropped,
+      batchesQuarantined: this.batchesQuarantined,
+      recordsQuarantined: this.recordsQuarantined,
       redisUp: this.sink.ready() ? 1 : 0,
       longestStepMs: this.longestStepMs,
     };
   }
 
   /**
-   * The final flush: compress everything, push it until `timeoutMs` minus a reserve, then write
-   * whatever Redis did not take to the spill directory. Resolves when nothing is left in memory.
+   * The final flush, within `timeoutMs` whatever Redis and the disk do: compress everything, push
+   * until the deadline minus a reserve, write to the spill directory what Redis did not take, and
+   * when the deadline comes count what is still only in memory as dropped (with a warning). Resolves
+   * by the deadline.
    */
   close(timeoutMs: number): Promise<void> {
     this.closeRun ??= this.runClose(timeoutMs);
@@ -251,36 +260,79 @@ export class LogPipeline {
   }
 
   private async runClose(timeoutMs: number): Promise<void> {
-    const start = Date.now();
+    const deadline = Date.now() + timeoutMs;
+    const left = (): number => deadline - Date.now();
     this.state = 'closing';
     if (this.interval) clearInterval(this.interval);
     this.maxBackoffMs = CLOSING_MAX_RETRY_MS;
     this.redisReady();
     this.kickCompress();
     // Keep a reserve for writing to disk what Redis did not take.
-    const deliverBy = start + timeoutMs - Math.min(2_000, Math.floor(timeoutMs / 4));
+    const deliverBy = deadline - Math.min(2_000, Math.floor(timeoutMs / 4));
     while (Date.now() < deliverBy) {
       if (this.buffer.records === 0 && this.compressRun === null && this.pending.length === 0) break;
       this.kickCompress();
       this.kickDeliver();
       await sleep(5);
     }
-    // Compression is bounded by CPU, not by Redis: let it finish.
-    while (this.compressRun !== null || this.buffer.records > 0) {
+    while ((this.compressRun !== null || this.buffer.records > 0) && left() > 0) {
       this.kickCompress();
-      await (this.compressRun ?? sleep(1));
+      await within(this.compressRun ?? sleep(1), left());
     }
-    if (this.spillRun !== null) await this.spillRun;
-    const left = this.pending.filter((f) => !f.spilling);
-    if (left.length > 0) {
-      const records = left.reduce((n, f) => n + f.records, 0);
+    if (this.spillRun !== null) await within(this.spillRun, left());
+    const unsent = this.pending.filter((f) => !f.spilling);
+    if (unsent.length > 0 && left() > 0) {
+      const records = unsent.reduce((n, f) => n + f.records, 0);
       this.logger.warn(`final flush: Redis did not take ${records} records in time; writing them to ${this.spill.dir}`);
-      for (const f of left) await this.spillFrame(f);
+      for (const f of unsent) {
+        if (left() <= 0) break;
+        await within(this.spillFrame(f), left());
+      }
     }
     this.state = 'closed';
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
+    const stranded = this.pendingRecords + this.buffer.records + [...this.compressing].reduce((n, b) => n + b.records, 0);
+    if (stranded > 0) {
+      this.drop(stranded, `the final flush ran out of its ${timeoutMs} ms (SHUTDOWN_TIMEOUT_MS) with Redis and the spill directory unable to take them`);
+      this.pending = [];
+      this.pendingBytes = 0;
+      this.pendingRecords = 0;
+    }
     this.warnDropped();
+  }
+
+  /**
+   * The fatal-error path: writes everything still only in memory (pending frames, batches being
+   * compressed, the queue) to the spill directory synchronously, since no callback will run again.
+   * Frames whose push may have reached Redis are written too: their drain is a no-op (the push is
+   * idempotent per frame id). Returns the records written and those that could not be.
+   */
+  emergencySpill(): { written: number; lost: number } {
+    let written = 0;
+    let lost = 0;
+    const keep = (ok: boolean, records: number): void => {
+      if (ok) written += records;
+      else lost += records;
+    };
+    for (const f of this.pending) keep(this.spill.writeSync(f.data, f.id, f.records, f.createdAt), f.records);
+    const raw = [...this.compressing, ...this.buffer.take(this.frameMax)];
+    for (const b of raw) {
+      let frame: Buffer;
+      try {
+        frame = compressFrameSync(b.chunks, b.bytes, this.opts.zstdLevel);
+      } catch {
+        keep(false, b.records);
+        continue;
+      }
+      keep(this.spill.writeSync(frame, newFrameId(), b.records, Date.now()), b.records);
+    }
+    this.pending = [];
+    this.compressing.clear();
+    this.state = 'closed';
+    if (lost > 0) this.recordsDropped += lost;
+    this.recordsSpilled += written;
+    return { written, lost };
   }
 
   private kickCompress(): void {
@@ -322,7 +374,10 @@ export class LogPipeline {
         const t0 = performance.now();
         const batches = b.take(this.frameMax);
         this.onStep(performance.now() - t0, 'take queue');
-        for (const batch of batches) this.compressingBytes += batch.bytes;
+        for (const batch of batches) {
+          this.compressingBytes += batch.bytes;
+          this.compressing.add(batch);
+        }
         // Small batches a few at a time (each costs a few loop turns whatever its size), large
         // ones one at a time: a compression thread per core would take CPU from the event loop
         // (and from the other workers) on a small machine. Frames stay in order.
@@ -382,9 +437,12 @@ export class LogPipeline {
       data = await compressFrame(batch.chunks, batch.bytes, this.onStep, this.opts.zstdLevel);
     } catch (e) {
       this.compressingBytes -= batch.bytes;
+      this.compressing.delete(batch);
       this.drop(batch.records, `compression failed: ${errorText(e)}`);
       return null;
     }
+    // Closed meanwhile (the final flush counted it, or a fatal error spilled it): not ours any more.
+    if (!this.compressing.delete(batch)) return null;
     this.buffer.release(batch.chunks);
     const compressMs = performance.now() - t0;
     this.compressingBytes -= batch.bytes;
@@ -481,8 +539,16 @@ export class LogPipeline {
     }
     const data = await this.spill.claim(e);
     if (data === null) return; // taken by another worker
-    if (data.length < 4 || data.readUInt32LE(0) !== ZSTD_MAGIC) {
-      this.logger.warn(`spill file ${e.path} is not a zstd frame; moved aside as .bad`);
+    // A file is trusted only once its frame decompresses whole, its checksum holds, and it has the
+    // records its name says (a truncated or corrupted file would put a bad frame in the list).
+    const records = await verifyFrame(data, VERIFY_MAX_BYTES);
+    if (records !== e.records) {
+      this.batchesQuarantined++;
+      this.recordsQuarantined += e.records;
+      this.logger.warn(
+        `spill file ${e.path} failed verification (${records === null ? 'not a whole zstd frame, or its checksum does not match' : `${records} records, its name says ${e.records}`}); ` +
+          `set aside as .bad, ${e.records} records not pushed`,
+      );
       await this.spill.quarantine(e);
       return;
     }
@@ -577,6 +643,23 @@ function spillable(f: Frame): boolean {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Waits for `p` at most `ms` (never rejects). */
+function within(p: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, Math.max(0, ms));
+    p.then(
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+    );
+  });
 }
 
 function errorText(e: unknown): string {

@@ -1,4 +1,4 @@
-import type Redis from 'ioredis';
+import type { RedisService } from '../redis/redis.service';
 
 /** Where compressed batches go. */
 export interface FrameSink {
@@ -15,41 +15,26 @@ export interface FrameSink {
 export const ACK_TTL_S = 24 * 3600;
 
 /**
- * `RPUSH key frame`, at most once per frame id. A push that timed out or whose connection broke
- * may still have been executed; the flusher then retries it (or spills it and a drain pushes it
- * later). The marker `<key>:ack:<frame id>` makes that retry a no-op, atomically with the RPUSH.
+ * `RPUSH key frame`, at most once per frame id (src/redis/scripts.ts PUSH_ONCE): a push that timed
+ * out or whose connection broke may still have run; the flusher then retries it (or spills it and a
+ * drain pushes it later), and the marker `<key>:ack:<frame id>` makes that retry a no-op.
  */
-const PUSH_ONCE = `
-if redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[2]) then
-  return redis.call('RPUSH', KEYS[1], ARGV[1])
-end
-return -1
-`;
-
-interface WithPushOnce {
-  bidlogPushOnce(list: string, ack: string, frame: Buffer, ttl: number): Promise<number>;
-}
-
 export class RedisFrameSink implements FrameSink {
   constructor(
-    private readonly client: Redis,
+    private readonly redis: RedisService,
     private readonly key: string,
-  ) {
-    if (typeof (client as unknown as Partial<WithPushOnce>).bidlogPushOnce !== 'function') {
-      client.defineCommand('bidlogPushOnce', { numberOfKeys: 2, lua: PUSH_ONCE });
-    }
-  }
+  ) {}
 
   ready(): boolean {
-    return this.client.status === 'ready';
+    return this.redis.isReady();
   }
 
   async push(frameId: string, frame: Buffer): Promise<boolean> {
-    const n = await (this.client as unknown as WithPushOnce).bidlogPushOnce(this.key, ackKey(this.key, frameId), frame, ACK_TTL_S);
-    return n !== -1;
+    return (await this.redis.pushOnce(this.key, ackKey(this.key, frameId), frame, ACK_TTL_S)) !== -1;
   }
 }
 
+/** The marker of a pushed frame; it carries the list key's hash tag, if any, so both share a slot. */
 export function ackKey(listKey: string, frameId: string): string {
   return `${listKey}:ack:${frameId}`;
 }

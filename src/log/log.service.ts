@@ -5,6 +5,7 @@ import {
   Logger,
   type OnApplicationShutdown,
   type OnModuleInit,
+  Optional,
 } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import { RedisService } from '../redis/redis.service';
@@ -20,6 +21,9 @@ import { SpillStore } from './spill';
  * RPUSHes them to `LOG_REDIS_KEY`, keeping them in memory, then on disk, while Redis is away.
  * On shutdown (after the HTTP server has finished its last requests) everything is flushed.
  */
+/** Token of an optional observer of the flusher's synchronous steps (the log benchmark provides one). */
+export const LOG_STEP_HOOK = Symbol('LOG_STEP_HOOK');
+
 @Injectable()
 export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('BidLog');
@@ -31,6 +35,7 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
   constructor(
     @Inject(CONFIG) private readonly config: Config,
     private readonly redis: RedisService,
+    @Optional() @Inject(LOG_STEP_HOOK) stepHook: ((ms: number, what: string) => void) | null = null,
   ) {
     this.workerJson = JSON.stringify(config.workerId);
     this.pipeline = new LogPipeline(
@@ -40,9 +45,10 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
         maxMemoryBytes: config.logMaxMemoryBytes,
         zstdLevel: config.logZstdLevel,
       },
-      new RedisFrameSink(redis.client, config.logRedisKey),
+      new RedisFrameSink(redis, config.logRedisKey),
       new SpillStore(config.logSpillDir, config.logSpillMaxBytes, config.workerId),
       this.logger,
+      stepHook,
     );
     this.finalFlush = new Promise<void>((resolve) => (this.finalFlushDone = resolve));
     redis.onReady(() => this.pipeline.redisReady());
@@ -76,6 +82,14 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
       tail = null;
     }
     this.pipeline.append(head, tail, lineBreaks);
+  }
+
+  /**
+   * The fatal-error path (main.ts): writes every record still only in memory to the spill directory,
+   * synchronously. Returns how many were written and how many could not be.
+   */
+  emergencySpill(): { written: number; lost: number } {
+    return this.pipeline.emergencySpill();
   }
 
   /** False when the pipeline is over its memory bound or dropped records in the last 10 s (readiness). */

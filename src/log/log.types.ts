@@ -59,8 +59,11 @@ export interface LogStats {
   /** counter: spill files (and their records) pushed to Redis. */
   readonly batchesDrained: number;
   readonly recordsDrained: number;
-  /** counter: records lost because memory and spill directory were both full. */
+  /** counter: records lost because memory and spill directory were both full (or the final flush ran out of time). */
   readonly recordsDropped: number;
+  /** counter: spill files set aside (`.bad`) because their frame failed verification, and their records. */
+  readonly batchesQuarantined: number;
+  readonly recordsQuarantined: number;
   /** gauge: 1 while the Redis connection is up. */
   readonly redisUp: number;
   /**

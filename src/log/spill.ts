@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import * as fs from 'node:fs';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 
@@ -17,6 +18,8 @@ export interface SpillEntry {
 }
 
 const NAME = /^(\d{13})_(\d{6})_([A-Za-z0-9.-]+)_(\d+)_([0-9a-f-]{36})\.zst(?:\.claim-(\d+))?$/;
+/** A file set aside because its frame failed verification: `<name>.bad`. */
+const BAD = /^\d{13}_\d{6}_[A-Za-z0-9.-]+_\d+_[0-9a-f-]{36}\.zst\.bad$/;
 const TMP = /^\..+\.(\d+)\.tmp$/;
 /** How long a drain may rely on its last directory listing before it looks for other workers' files. */
 const RESCAN_EVERY_MS = 30_000;
@@ -52,6 +55,8 @@ export function pidAlive(pid: number): boolean {
  * - a file appears atomically (written and fsynced as a dot-file, then renamed);
  * - a worker claims a file before draining it by renaming it to `<name>.claim-<pid>` (rename is
  *   atomic, so two workers never push the same file); a claim whose process is gone is taken over.
+ * - a file whose frame fails verification is renamed `<name>.bad` (quarantined): never pushed, kept
+ *   for a person to look at, and counted in the size bound like any other file.
  * The size bound covers the whole directory as last listed plus this process's own writes.
  */
 export class SpillStore {
@@ -121,9 +126,7 @@ export class SpillStore {
       if (this.knownBytes + this.reserved + frame.length > this.maxBytes) return false;
     }
     this.seq = (this.seq + 1) % 1_000_000;
-    const base =
-      `${String(createdAt).padStart(13, '0')}_${String(this.seq).padStart(6, '0')}_` +
-      `${this.worker.replace(/[^A-Za-z0-9.-]/g, '-') || 'w'}_${records}_${frameId}.zst`;
+    const base = this.name(createdAt, records, frameId);
     // Reserved until written, so that concurrent writes cannot pass the bound together (and a
     // listing meanwhile does not count the file twice).
     this.reserved += frame.length;
@@ -131,7 +134,7 @@ export class SpillStore {
     const tmp = path.join(this.dir, `.${base}.${this.pid}.tmp`);
     const final = path.join(this.dir, base);
     try {
-      const fh = await fsp.open(tmp, 'wx');
+      const fh = await fsp.open(tmp, 'wx', 0o600);
       try {
         await fh.writeFile(frame);
         await fh.sync();
@@ -153,6 +156,44 @@ export class SpillStore {
     this.writtenDuringScan?.push(e);
     this.sorted = false;
     return true;
+  }
+
+  /**
+   * Writes one frame synchronously (the fatal-error path, when no callback will ever run again).
+   * False when the bound would be passed or the write fails.
+   */
+  writeSync(frame: Buffer, frameId: string, records: number, createdAt: number): boolean {
+    if (!this.ready) return false;
+    if (this.knownBytes + this.reserved + frame.length > this.maxBytes) return false;
+    this.seq = (this.seq + 1) % 1_000_000;
+    const base = this.name(createdAt, records, frameId);
+    const tmp = path.join(this.dir, `.${base}.${this.pid}.tmp`);
+    try {
+      const fd = fs.openSync(tmp, 'wx', 0o600);
+      try {
+        fs.writeSync(fd, frame);
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+      fs.renameSync(tmp, path.join(this.dir, base));
+    } catch {
+      try {
+        fs.unlinkSync(tmp);
+      } catch {
+        // nothing written
+      }
+      return false;
+    }
+    this.knownBytes += frame.length;
+    return true;
+  }
+
+  private name(createdAt: number, records: number, frameId: string): string {
+    return (
+      `${String(createdAt).padStart(13, '0')}_${String(this.seq).padStart(6, '0')}_` +
+      `${this.worker.replace(/[^A-Za-z0-9.-]/g, '-') || 'w'}_${records}_${frameId}.zst`
+    );
   }
 
   /**
@@ -186,7 +227,7 @@ export class SpillStore {
     this.knownBytes = Math.max(0, this.knownBytes - e.bytes);
   }
 
-  /** Moves an unreadable file aside (`.bad`) so that it stops blocking the drain. */
+  /** Moves a file whose frame failed verification aside (`.bad`): it stays on disk and in the bound. */
   async quarantine(e: SpillEntry): Promise<void> {
     await fsp.rename(e.path, path.join(this.dir, `${e.base}.bad`)).catch(() => undefined);
     this.forget(e);
@@ -202,7 +243,7 @@ export class SpillStore {
     await this.counting(async (seen) => {
       let total = 0;
       for (const name of await fsp.readdir(this.dir)) {
-        if (!NAME.test(name) || this.writing.has(name)) continue;
+        if (!(NAME.test(name) || BAD.test(name)) || this.writing.has(name)) continue;
         total += await fsp.stat(path.join(this.dir, name)).then(
           (st) => (seen.add(name), st.size),
           () => 0,
@@ -252,6 +293,14 @@ export class SpillStore {
       if (tmp) {
         // A write interrupted by a crash: the batch never counted as spilled, remove the debris.
         if (!pidAlive(Number(tmp[1]))) await fsp.unlink(p).catch(() => undefined);
+        continue;
+      }
+      if (BAD.test(name)) {
+        // Quarantined: not drained, but on disk and in the bound.
+        total += await fsp.stat(p).then(
+          (st) => (seen.add(name), st.size),
+          () => 0,
+        );
         continue;
       }
       const parsed = parseSpillName(name);

@@ -7,7 +7,7 @@ interface StatsSource {
 }
 
 /** Words of a field name that mark a cumulative count (exported as a Prometheus counter). */
-const COUNTER_WORDS = new Set(['logged', 'flushed', 'spilled', 'drained', 'dropped', 'written', 'sent', 'failed', 'failures', 'errors', 'retries', 'total']);
+const COUNTER_WORDS = new Set(['logged', 'flushed', 'spilled', 'drained', 'dropped', 'quarantined', 'written', 'sent', 'failed', 'failures', 'errors', 'retries', 'total']);
 /** Words that mark a current value even next to a counter word ("lastFlushMs"). */
 const GAUGE_WORDS = new Set(['last', 'queued', 'pending', 'current', 'ratio', 'up']);
 

@@ -1,14 +1,14 @@
 import { Global, Module } from '@nestjs/common';
-import { LogModule } from '../log/log.module';
-import { TargetingModule } from '../targeting/targeting.module';
 import { ClusterMetrics } from './cluster-metrics';
 import { MetricsController } from './metrics.controller';
 import { MetricsService } from './metrics.service';
 
-/** `GET /metrics` (this worker) and `GET /metrics/cluster` (the machine); MetricsService for the bid path. */
+/**
+ * `GET /metrics` (this worker) and `GET /metrics/cluster` (the machine), on the admin port;
+ * MetricsService, the registry every module registers its own figures with.
+ */
 @Global()
 @Module({
-  imports: [LogModule, TargetingModule],
   controllers: [MetricsController],
   providers: [MetricsService, ClusterMetrics],
   exports: [MetricsService],

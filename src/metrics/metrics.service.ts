@@ -1,14 +1,10 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { collectDefaultMetrics, Registry, type Metric } from 'prom-client';
 import { CONFIG, type Config } from '../config/config';
-import { Lifecycle } from '../health/lifecycle';
-import { LogService } from '../log/log.service';
-import { CampaignStore } from '../targeting/campaign-store';
 import { EventLoopDelay } from './event-loop';
 import { ComputedCounter, ComputedGauge, CounterFamily, HistogramFamily, type MetricFamily, type MetricSample } from './fast-metrics';
-import { LogStatsMetrics } from './log-stats';
 
-export type BidOutcome = 'bid' | 'nobid' | 'bad_request' | 'too_large';
+export type BidOutcome = 'bid' | 'nobid' | 'bad_request' | 'too_large' | 'error';
 
 /** Seconds; bid requests take ~0.1-5 ms on the hot path (REFERENCE.md). */
 const DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
@@ -30,7 +26,9 @@ export const LOOP_RESOLUTION_MS = 20;
 /**
  * This worker's Prometheus registry. The two bid-path calls are O(1) with no allocation or string
  * building: a switch picks a slot fixed at start-up (a Map lookup for the no-bid reason) and a
- * typed-array cell is incremented. Everything else is read at scrape time.
+ * typed-array cell is incremented. Everything else is read at scrape time: each module registers its
+ * own families (`addComputed`) and, when they need a refresh first, a scrape hook (`onScrape`). This
+ * module depends on none of them.
  */
 @Injectable()
 export class MetricsService implements OnApplicationShutdown {
@@ -39,7 +37,7 @@ export class MetricsService implements OnApplicationShutdown {
 
   private readonly requests = new CounterFamily(
     'bidder_bid_requests_total',
-    'Bid requests by outcome (bid, nobid by reason, bad_request = 400, too_large = 413) and HTTP status.',
+    'Bid requests by outcome (bid, nobid by reason, bad_request = 400, too_large = 413, error = a bug answered as a no-bid) and HTTP status.',
   );
   private readonly duration = new HistogramFamily(
     'bidder_bid_request_duration_seconds',
@@ -51,6 +49,8 @@ export class MetricsService implements OnApplicationShutdown {
   private readonly bidSlot: number;
   private readonly badRequestSlot: number;
   private readonly tooLargeSlot: number;
+  private readonly errorSlot: number;
+  private readonly durationError: number;
   private readonly otherReasonSlot: number;
   private readonly reasonSlots = new Map<string, number>();
   private readonly durationBid: number;
@@ -58,47 +58,28 @@ export class MetricsService implements OnApplicationShutdown {
   private readonly durationBadRequest: number;
   private readonly durationTooLarge: number;
   private readonly priceSlot: number;
-  private readonly logStats: LogStatsMetrics;
+  private readonly scrapeHooks: Array<() => void> = [];
 
-  constructor(
-    @Inject(CONFIG) config: Config,
-    private readonly log: LogService,
-    private readonly campaigns: CampaignStore,
-    private readonly lifecycle: Lifecycle,
-  ) {
+  constructor(@Inject(CONFIG) config: Config) {
     this.registry.setDefaultLabels({ worker: config.workerId });
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: LOOP_RESOLUTION_MS });
 
     this.bidSlot = this.requests.slot({ outcome: 'bid', reason: '', status: '200' });
     this.badRequestSlot = this.requests.slot({ outcome: 'bad_request', reason: '', status: '400' });
     this.tooLargeSlot = this.requests.slot({ outcome: 'too_large', reason: '', status: '413' });
+    this.errorSlot = this.requests.slot({ outcome: 'error', reason: 'internal_error', status: '204' });
     this.otherReasonSlot = this.requests.slot({ outcome: 'nobid', reason: 'other', status: '204' });
     this.reasonSlots.set('other', this.otherReasonSlot);
     this.durationBid = this.duration.slot({ outcome: 'bid' });
     this.durationNobid = this.duration.slot({ outcome: 'nobid' });
     this.durationBadRequest = this.duration.slot({ outcome: 'bad_request' });
     this.durationTooLarge = this.duration.slot({ outcome: 'too_large' });
+    this.durationError = this.duration.slot({ outcome: 'error' });
     this.priceSlot = this.price.slot({});
 
-    this.logStats = new LogStatsMetrics(this.registry, log);
     this.register(this.requests);
     this.register(this.duration);
     this.register(this.price);
-    this.register(
-      new ComputedGauge('bidder_candidates', 'Candidate ads (creatives) loaded for bidding.', 'max', () => [
-        { value: this.campaigns.count, labels: {} },
-      ]),
-    );
-    this.register(
-      new ComputedGauge('bidder_ready', '1 when this worker answers /health/ready with 200.', 'sum', () => [
-        { value: this.isReady() ? 1 : 0, labels: {} },
-      ]),
-    );
-    this.register(
-      new ComputedGauge('bidder_log_healthy', '1 while the log pipeline is within its memory bound.', 'min', () => [
-        { value: this.log.isHealthy() ? 1 : 0, labels: {} },
-      ]),
-    );
     this.register(
       new ComputedGauge(
         'bidder_event_loop_delay_seconds',
@@ -131,6 +112,10 @@ export class MetricsService implements OnApplicationShutdown {
         slot = this.tooLargeSlot;
         d = this.durationTooLarge;
         break;
+      case 'error':
+        slot = this.errorSlot;
+        d = this.durationError;
+        break;
     }
     this.requests.inc(slot);
     if (seconds >= 0) this.duration.observe(d, seconds);
@@ -141,15 +126,20 @@ export class MetricsService implements OnApplicationShutdown {
     if (price >= 0) this.price.observe(this.priceSlot, price);
   }
 
+  /** Runs `fn` before every scrape (to refresh figures read from elsewhere). */
+  onScrape(fn: () => void): void {
+    this.scrapeHooks.push(fn);
+  }
+
   /** This worker's metrics in Prometheus text format. */
   async render(): Promise<string> {
-    this.logStats.refresh();
+    for (const fn of this.scrapeHooks) fn();
     return this.registry.metrics();
   }
 
   /** This worker's metrics as prom-client JSON (what the cluster view aggregates). */
   async snapshot(): Promise<MetricFamily[]> {
-    this.logStats.refresh();
+    for (const fn of this.scrapeHooks) fn();
     return (await this.registry.getMetricsAsJSON()) as unknown as MetricFamily[];
   }
 
@@ -162,10 +152,6 @@ export class MetricsService implements OnApplicationShutdown {
 
   onApplicationShutdown(): void {
     this.loop.stop();
-  }
-
-  private isReady(): boolean {
-    return this.lifecycle.started && !this.lifecycle.stopping && this.log.isHealthy();
   }
 
   private addReason(reason: string): number {

@@ -24,6 +24,7 @@ import {
   type Size,
   type VideoImp,
 } from './types';
+import { REQUEST_LIMITS as L } from './limits';
 
 /** A client error: the request is answered 400 with `reason`. */
 export class InvalidRequestError extends Error {
@@ -43,6 +44,11 @@ function isObj(v: unknown): v is Obj {
 
 function fail(path: string, what: string): never {
   throw new InvalidRequestError(`${path} ${what}`);
+}
+
+/** Past a limit of REQUEST_LIMITS: `<field>: at most <n> <unit>`. */
+function overLimit(field: string, n: number, unit: string): never {
+  throw new InvalidRequestError(`${field}: at most ${n} ${unit}`);
 }
 
 /** Object or absent; anything else is a 400. */
@@ -88,35 +94,46 @@ function flag(o: Obj, key: string, path: string): boolean {
 function str(o: Obj, key: string, path: string, def: string): string {
   const v = o[key];
   if (v === undefined || v === null) return def;
-  if (typeof v === 'string') return v;
+  if (typeof v === 'string') {
+    if (v.length > L.idChars) overLimit(`${path}.${key}`, L.idChars, 'characters');
+    return v;
+  }
   if (typeof v === 'number' && Number.isFinite(v)) return String(v);
   return fail(`${path}.${key}`, 'must be a string');
 }
 
-/** An array of strings (a lone string counts as a one-element array). */
-function strList(o: Obj, key: string, path: string, lower: boolean): readonly string[] {
+/** An array of strings (a lone string counts as a one-element array), at most `max` entries. */
+function strList(o: Obj, key: string, path: string, lower: boolean, max: number = L.listEntries): readonly string[] {
   const v = o[key];
   if (v === undefined || v === null) return EMPTY;
-  if (typeof v === 'string') return v === '' ? EMPTY : [lower ? v.toLowerCase() : v];
+  if (typeof v === 'string') {
+    if (v.length > L.idChars) overLimit(`${path}.${key}`, L.idChars, 'characters');
+    return v === '' ? EMPTY : [lower ? v.toLowerCase() : v];
+  }
   if (!Array.isArray(v)) fail(`${path}.${key}`, 'must be an array of strings');
   if (v.length === 0) return EMPTY;
+  if (v.length > max) overLimit(`${path}.${key}`, max, 'entries');
   const out: string[] = [];
   for (let i = 0; i < v.length; i++) {
     const s: unknown = v[i];
-    if (typeof s === 'string') out.push(lower ? s.toLowerCase() : s);
+    if (typeof s === 'string') {
+      if (s.length > L.idChars) overLimit(`${path}.${key}[${i}]`, L.idChars, 'characters');
+      out.push(lower ? s.toLowerCase() : s);
+    }
     else if (typeof s === 'number') out.push(String(s));
     else if (s !== null) fail(`${path}.${key}[${i}]`, 'must be a string');
   }
   return out;
 }
 
-/** An array of integers (numbers or numeric strings; a lone number counts as one element). */
-function intList(o: Obj, key: string, path: string): readonly number[] {
+/** An array of integers (numbers or numeric strings; a lone number counts as one element), at most `max` entries. */
+function intList(o: Obj, key: string, path: string, max: number = L.smallList): readonly number[] {
   const v = o[key];
   if (v === undefined || v === null) return EMPTY;
   if (typeof v === 'number' || typeof v === 'string') return [num(o, key, path, 0)];
   if (!Array.isArray(v)) fail(`${path}.${key}`, 'must be an array of numbers');
   if (v.length === 0) return EMPTY;
+  if (v.length > max) overLimit(`${path}.${key}`, max, 'entries');
   const out: number[] = [];
   for (let i = 0; i < v.length; i++) {
     const x: unknown = v[i];
@@ -127,11 +144,20 @@ function intList(o: Obj, key: string, path: string): readonly number[] {
   return out;
 }
 
-function arr(o: Obj, key: string, path: string): readonly unknown[] {
+/** An array of at most `max` entries. */
+function arr(o: Obj, key: string, path: string, max: number): readonly unknown[] {
   const v = o[key];
   if (v === undefined || v === null) return EMPTY;
   if (!Array.isArray(v)) fail(`${path}.${key}`, 'must be an array');
+  if (v.length > max) overLimit(`${path}.${key}`, max, 'entries');
   return v;
+}
+
+/** A size in pixels: not negative, at most REQUEST_LIMITS.pixels (so that size keys stay unique). */
+function px(o: Obj, key: string, path: string): number {
+  const n = nonNeg(o, key, path, 0);
+  if (n > L.pixels) overLimit(`${path}.${key}`, L.pixels, 'pixels');
+  return n;
 }
 
 function currency(o: Obj, key: string, path: string): string {
@@ -144,22 +170,22 @@ const NO_SIZE: Size = Object.freeze({ w: 0, h: 0 });
 
 function parseBanner(b: Obj, path: string): BannerImp {
   const sizes: Size[] = [];
-  const format = arr(b, 'format', path);
+  const format = arr(b, 'format', path, L.formats);
   for (let i = 0; i < format.length; i++) {
     const f = format[i];
     if (!isObj(f)) fail(`${path}.format[${i}]`, 'must be an object');
-    const w = nonNeg(f, 'w', `${path}.format[${i}]`, 0);
-    const h = nonNeg(f, 'h', `${path}.format[${i}]`, 0);
+    const w = px(f, 'w', `${path}.format[${i}]`);
+    const h = px(f, 'h', `${path}.format[${i}]`);
     if (w > 0 && h > 0) sizes.push({ w, h });
   }
   if (sizes.length === 0) {
-    const w = nonNeg(b, 'w', path, 0);
-    const h = nonNeg(b, 'h', path, 0);
+    const w = px(b, 'w', path);
+    const h = px(b, 'h', path);
     if (w > 0 && h > 0) sizes.push({ w, h });
     // Size information that is there but incomplete must not turn into "any size".
     else if (w > 0 || h > 0 || format.length > 0) sizes.push(NO_SIZE);
   }
-  return { sizes, battr: intList(b, 'battr', path) };
+  return { sizes, battr: intList(b, 'battr', path, L.battr) };
 }
 
 function parseVideo(v: Obj, path: string): VideoImp {
@@ -167,13 +193,13 @@ function parseVideo(v: Obj, path: string): VideoImp {
   const legacy = num(v, 'protocol', path, 0);
   if (legacy > 0 && !protocols.includes(legacy)) protocols = [...protocols, legacy];
   return {
-    mimes: strList(v, 'mimes', path, true),
+    mimes: strList(v, 'mimes', path, true, L.smallList),
     minduration: nonNeg(v, 'minduration', path, 0),
     maxduration: nonNeg(v, 'maxduration', path, 0),
     protocols,
-    w: nonNeg(v, 'w', path, 0),
-    h: nonNeg(v, 'h', path, 0),
-    battr: intList(v, 'battr', path),
+    w: px(v, 'w', path),
+    h: px(v, 'h', path),
+    battr: intList(v, 'battr', path, L.battr),
   };
 }
 
@@ -212,7 +238,8 @@ const NATIVE_CACHE_MAX_TEXT = 8 * 1024;
 const nativeCache = new Map<string, { outerVer: string; core: NativeCore | null }>();
 
 function parseNative(n: Obj, path: string): NativeImp | null {
-  const battr = intList(n, 'battr', path);
+  const battr = intList(n, 'battr', path, L.battr);
+  if (typeof n.request === 'string' && n.request.length > L.nativeRequestChars) overLimit(`${path}.request`, L.nativeRequestChars, 'characters');
   const outerVer = typeof n.ver === 'string' && n.ver !== '' ? n.ver : '1.2';
   const request = n.request;
   // Long texts are read every time: the cache must stay small whatever clients send.
@@ -245,6 +272,7 @@ function parseNativeCore(request: unknown, outerVer: string, path: string): Nati
   const pPath = `${path}.request`;
   const rawAssets = p.assets;
   if (!Array.isArray(rawAssets) || rawAssets.length === 0) return null;
+  if (rawAssets.length > L.smallList) overLimit(`${pPath}.assets`, L.smallList, 'entries');
   const assets: NativeAssetReq[] = [];
   for (let i = 0; i < rawAssets.length; i++) {
     const a: unknown = rawAssets[i];
@@ -278,14 +306,15 @@ function parseNativeCore(request: unknown, outerVer: string, path: string): Nati
       kind,
       len: nonNeg(body, 'len', ap, 0),
       type: nonNeg(body, 'type', ap, 0),
-      w: nonNeg(body, 'w', ap, 0),
-      h: nonNeg(body, 'h', ap, 0),
-      wmin: nonNeg(body, 'wmin', ap, 0),
-      hmin: nonNeg(body, 'hmin', ap, 0),
+      w: px(body, 'w', ap),
+      h: px(body, 'h', ap),
+      wmin: px(body, 'wmin', ap),
+      hmin: px(body, 'hmin', ap),
     });
   }
   let eventtrackers: NativeEventTrackerReq[] | null = null;
   if (Array.isArray(p.eventtrackers)) {
+    if (p.eventtrackers.length > L.smallList) overLimit(`${pPath}.eventtrackers`, L.smallList, 'entries');
     eventtrackers = [];
     for (let i = 0; i < p.eventtrackers.length; i++) {
       const e: unknown = p.eventtrackers[i];
@@ -304,7 +333,7 @@ function parseDsa(regs: Obj): DsaRequest | null {
   const d = ext !== null && isObj(ext.dsa) ? ext.dsa : optObj(regs, 'dsa', 'regs');
   if (d === null) return null;
   const transparency: DsaTransparency[] = [];
-  const raw = arr(d, 'transparency', path);
+  const raw = arr(d, 'transparency', path, L.smallList);
   for (let i = 0; i < raw.length; i++) {
     const t = raw[i];
     const tp = `${path}.transparency[${i}]`;
@@ -321,7 +350,7 @@ function parseDsa(regs: Obj): DsaRequest | null {
 
 function parsePmp(p: Obj, path: string): Pmp {
   const deals: Deal[] = [];
-  const raw = arr(p, 'deals', path);
+  const raw = arr(p, 'deals', path, L.deals);
   for (let i = 0; i < raw.length; i++) {
     const d = raw[i];
     const dp = `${path}.deals[${i}]`;
@@ -362,6 +391,7 @@ export function parseBidRequest(body: unknown): BidRequest {
   const rawImps = body.imp;
   if (!Array.isArray(rawImps)) throw new InvalidRequestError(rawImps === undefined ? 'imp is required' : 'imp must be an array');
   if (rawImps.length === 0) throw new InvalidRequestError('imp must not be empty');
+  if (rawImps.length > L.imps) overLimit('imp', L.imps, 'entries');
   const imps: Imp[] = [];
   for (let i = 0; i < rawImps.length; i++) imps.push(parseImp(rawImps[i], i));
 
@@ -385,9 +415,9 @@ export function parseBidRequest(body: unknown): BidRequest {
     id,
     imps,
     cur: cur.length === 0 ? cur : cur.map((c) => c.toUpperCase()),
-    bcat: strList(body, 'bcat', 'request', false),
-    badv: strList(body, 'badv', 'request', true),
-    bapp: strList(body, 'bapp', 'request', false),
+    bcat: strSet(body, 'bcat', 'request', 'lower'),
+    badv: strSet(body, 'badv', 'request', 'domain'),
+    bapp: strSet(body, 'bapp', 'request', 'asIs'),
     inventory: app ? 'app' : site ? 'site' : dooh ? 'dooh' : 'site',
     bundle: app ? str(app, 'bundle', 'app', '') : '',
     domain: inv ? str(inv, 'domain', invPath, '') : '',
@@ -404,9 +434,22 @@ export function parseBidRequest(body: unknown): BidRequest {
         ? str(userGeo, 'country', 'user.geo', '').toUpperCase()
         : '',
     userId,
+    userKey: '',
     tmax: body.tmax === undefined ? 0 : nonNeg(body, 'tmax', 'request', 0),
     test: flag(body, 'test', 'request'),
     coppa: regs !== null && flag(regs, 'coppa', 'regs'),
     dsa: regs !== null ? parseDsa(regs) : null,
   };
+}
+
+const EMPTY_SET: ReadonlySet<string> = new Set<string>();
+
+/** A block list as a set (filters look entries up): as given, lower-cased, or a domain (lower-cased, without "www."). */
+function strSet(o: Obj, key: string, path: string, form: 'asIs' | 'lower' | 'domain'): ReadonlySet<string> {
+  const list = strList(o, key, path, form !== 'asIs');
+  if (list.length === 0) return EMPTY_SET;
+  if (form !== 'domain') return new Set(list);
+  const out = new Set<string>();
+  for (let i = 0; i < list.length; i++) out.add(list[i].startsWith('www.') ? list[i].slice(4) : list[i]);
+  return out;
 }

@@ -130,12 +130,12 @@ export interface BidRequest {
   readonly imps: readonly Imp[];
   /** Allowed bid currencies, upper-case; empty means unspecified (USD). */
   readonly cur: readonly string[];
-  /** Blocked categories, as given (filters expand prefixes). */
-  readonly bcat: readonly string[];
-  /** Blocked advertiser domains, lower-case. */
-  readonly badv: readonly string[];
-  /** Blocked app bundles. */
-  readonly bapp: readonly string[];
+  /** Blocked categories, lower-case (a blocked "iab1" also blocks "iab1-2": filters look up the parent). */
+  readonly bcat: ReadonlySet<string>;
+  /** Blocked advertiser domains, lower-case, without a leading "www." (filters look up parent domains). */
+  readonly badv: ReadonlySet<string>;
+  /** Blocked app bundles, as given. */
+  readonly bapp: ReadonlySet<string>;
   /** 'site', 'app' or 'dooh'; 'site' when none is given. */
   readonly inventory: 'site' | 'app' | 'dooh';
   /** App bundle (app requests), else ''. */
@@ -150,8 +150,14 @@ export interface BidRequest {
   readonly os: string;
   /** device.geo.country (ISO-3166-1 alpha-3 upper-case), '' when absent. */
   readonly country: string;
-  /** user.id or device.ifa, '' when absent (frequency caps). */
+  /** user.id or device.ifa, '' when absent. Never copied anywhere: the user key stands for it. */
   readonly userId: string;
+  /**
+   * The user as frequency caps and tracking payloads know them: a keyed hash of `userId`, or '' when
+   * there is none or the request does not allow user-level data. Set by the bidding service once the
+   * privacy decision is made ('' from the reader).
+   */
+  userKey: string;
   /** tmax in ms, 0 when absent. */
   readonly tmax: number;
   readonly test: boolean;

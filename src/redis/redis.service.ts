@@ -2,13 +2,23 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleIn
 import Redis from 'ioredis';
 import { CONFIG, type Config } from '../config/config';
 import { redisClientOptions } from './redis.options';
+import { BILL, HEARTBEAT, IMPRESSION, PUSH_ONCE } from './scripts';
+
+/** The client with the project's scripts defined as commands (EVALSHA; the script text is sent only when Redis lacks it). */
+interface ScriptCommands {
+  bidderBill(marker: string, total: string, daily: string, micros: string, markerTtlS: string, dailyTtlS: string): Promise<number>;
+  bidderHeartbeat(key: string, member: string, windowMs: string, ttlMs: string): Promise<number>;
+  bidderImpression(marker: string, counts: string, campaign: string, markerTtlS: string, countsTtlS: string): Promise<number>;
+  bidderPushOnce(list: string, marker: string, frame: Buffer, ttlS: string): Promise<number>;
+}
 
 /** How often a persisting connection problem is logged again. */
 const ERROR_LOG_EVERY_MS = 30_000;
 
 /**
- * The worker's one Redis connection, its lifecycle and its health. Other modules use `client`
- * directly; commands fail fast while Redis is away (see redisClientOptions), they never queue.
+ * The worker's one Redis connection, its lifecycle, its health and the project's Lua scripts
+ * (src/redis/scripts.ts, each behind a typed method). Other modules use `client` for plain commands;
+ * commands fail fast while Redis is away (see redisClientOptions), they never queue.
  * On shutdown the connection stays open until every `keepOpenUntil` promise has settled (the log
  * flusher's final flush), bounded by the shutdown deadline, then closes.
  */
@@ -25,6 +35,10 @@ export class RedisService implements OnModuleInit, OnApplicationShutdown {
 
   constructor(@Inject(CONFIG) private readonly config: Config) {
     this.client = new Redis(config.redisUrl, redisClientOptions(`bidder:${config.workerId}`));
+    this.client.defineCommand('bidderBill', { numberOfKeys: 3, lua: BILL });
+    this.client.defineCommand('bidderHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT });
+    this.client.defineCommand('bidderImpression', { numberOfKeys: 2, lua: IMPRESSION });
+    this.client.defineCommand('bidderPushOnce', { numberOfKeys: 2, lua: PUSH_ONCE });
     this.client.on('error', (e: Error) => this.onError(e));
     this.client.on('ready', () => this.handleReady());
     this.client.on('close', () => {
@@ -33,6 +47,30 @@ export class RedisService implements OnModuleInit, OnApplicationShutdown {
         this.logger.warn(`connection to ${redactUrl(this.config.redisUrl)} lost; reconnecting`);
       }
     });
+  }
+
+  private get scripts(): ScriptCommands {
+    return this.client as unknown as ScriptCommands;
+  }
+
+  /** Counts a bill once (src/redis/scripts.ts BILL): 1 counted, 0 counted before. */
+  bill(keys: { marker: string; total: string; daily: string }, micros: number, markerTtlS: number, dailyTtlS: number): Promise<number> {
+    return this.scripts.bidderBill(keys.marker, keys.total, keys.daily, String(micros), String(markerTtlS), String(dailyTtlS));
+  }
+
+  /** This worker's heartbeat on Redis's clock; the number of live members (HEARTBEAT). */
+  heartbeat(key: string, member: string, windowMs: number, ttlMs: number): Promise<number> {
+    return this.scripts.bidderHeartbeat(key, member, String(windowMs), String(ttlMs));
+  }
+
+  /** Counts an impression once per bid (IMPRESSION): the day's count, or -1 for a repeat. */
+  impression(marker: string, counts: string, campaign: string, markerTtlS: number, countsTtlS: number): Promise<number> {
+    return this.scripts.bidderImpression(marker, counts, campaign, String(markerTtlS), String(countsTtlS));
+  }
+
+  /** RPUSH once per frame id (PUSH_ONCE): the list length, or -1 when it was pushed before. */
+  pushOnce(list: string, marker: string, frame: Buffer, ttlS: number): Promise<number> {
+    return this.scripts.bidderPushOnce(list, marker, frame, String(ttlS));
   }
 
   /** True while the connection is established and usable. */

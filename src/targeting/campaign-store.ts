@@ -7,9 +7,10 @@ import { CampaignFileError, loadCampaigns } from './loader';
 // The bid path imports everything targeting offers from here.
 export { CandidateIndex } from './candidate-index';
 export { CampaignFileError, loadCampaigns } from './loader';
-export { explain, FILTER_ORDER, selectForImp, type Explanation } from './select';
-export { chooseBidCurrency, convert } from './currency';
-export type { CandidateGate, Match, NativeFill, NoBidReason } from './types';
+export { Auction, FILTER_ORDER, type Explanation, type ImpExplanation } from './select';
+export { bidAdrender, dsaRequired } from './dsa';
+export { CandidateJson, isJsonSafe } from './candidate-json';
+export type { CandidateGate, Match, NativeFill, NoBidReason, Rates } from './types';
 
 /**
  * Reads, validates and indexes a campaign file. Throws CampaignFileError (every problem, each

@@ -3,9 +3,11 @@
  * reference. Candidates are grouped by media type and shape (banner size, native image/icon) and
  * sorted by price, highest first, so that an auction walks one short list per requested shape and
  * stops at the first eligible candidate. Everything a filter needs is precomputed here (category
- * sets with their parents, lower-cased domains, bitmasks of attributes, protocols, device types).
+ * and domain keys to look up in the request's block lists, bitmasks of attributes, protocols,
+ * device types), and so is what a bid writes that depends only on the candidate (CandidateJson).
  */
 import type { Size } from '../openrtb/types';
+import { CandidateJson } from './candidate-json';
 import type { Candidate } from './types';
 import { normalizeDomain } from './loader';
 
@@ -54,16 +56,25 @@ export class Entry {
   readonly attrMask: number;
   /** Attributes above 30 (exchange-specific); usually empty. */
   readonly attrsOver30: readonly number[];
-  /** Categories plus their parents ("IAB3-1" adds "IAB3"), also lower-cased, for bcat. */
-  readonly cats: ReadonlySet<string>;
-  /** Lower-case, without "www.". */
-  readonly adomain: readonly string[];
+  /** Categories and their parents ("IAB3-1" adds "IAB3"), lower-case, each once: looked up in bcat. */
+  readonly catKeys: readonly string[];
+  /** Advertiser domains (lower-case, without "www.") and their parent domains, each once: looked up in badv. */
+  readonly advKeys: readonly string[];
   /** Advertised app bundle, '' when none. */
   readonly bundle: string;
   readonly deals: readonly string[];
   readonly dealsOnly: boolean;
   /** Banner size (Match.size), null for other kinds. */
   readonly size: Size | null;
+  /** sizeKey of the banner size, -1 for other kinds (or a size no request can name). */
+  readonly sizeKey: number;
+  /** false: does not bid on child-directed inventory. */
+  readonly coppaOk: boolean;
+  /** Relies on user-level data. */
+  readonly personalized: boolean;
+  /** The campaign's DSA `adrender` (0, 1), -1 without DSA information. */
+  readonly dsaRender: number;
+  readonly json: CandidateJson;
   // video
   readonly vMimes: readonly string[];
   readonly vDuration: number;
@@ -92,22 +103,37 @@ export class Entry {
     this.secure = c.secure;
     this.attrMask = mask(c.attr);
     this.attrsOver30 = c.attr.filter((a) => a > 30);
-    // Each category and its parent, as written and lower-cased: bcat is compared as sent
-    // (no per-request case folding), and some exchanges send "iab25".
+    // The request's block lists are sets (lower-case bcat, normalized badv): a candidate looks up
+    // its own few keys, so the work does not grow with the length of the lists.
     const cats = new Set<string>();
     for (const cat of c.cat) {
-      const dash = cat.indexOf('-');
-      for (const v of dash > 0 ? [cat, cat.slice(0, dash)] : [cat]) {
-        cats.add(v);
-        cats.add(v.toLowerCase());
+      const l = cat.toLowerCase();
+      cats.add(l);
+      const dash = l.indexOf('-');
+      if (dash > 0) cats.add(l.slice(0, dash));
+    }
+    this.catKeys = [...cats];
+    const doms = new Set<string>();
+    for (const d of c.adomain) {
+      // "store.apple.com" is blocked by "store.apple.com", "apple.com" and "com".
+      let k = normalizeDomain(d);
+      for (;;) {
+        doms.add(k);
+        const dot = k.indexOf('.');
+        if (dot < 0) break;
+        k = k.slice(dot + 1);
       }
     }
-    this.cats = cats;
-    this.adomain = c.adomain.map(normalizeDomain);
+    this.advKeys = [...doms];
     this.bundle = c.bundle ?? '';
     this.deals = c.deals;
     this.dealsOnly = c.dealsOnly === true && c.deals.length > 0;
     this.size = c.banner ? Object.freeze({ w: c.banner.w, h: c.banner.h }) : null;
+    this.sizeKey = c.banner ? sizeKey(c.banner.w, c.banner.h) : -1;
+    this.coppaOk = c.coppa !== false;
+    this.personalized = c.personalized === true;
+    this.dsaRender = c.dsa ? c.dsa.adrender : -1;
+    this.json = new CandidateJson(c);
     const v = c.video;
     this.vMimes = v ? v.mimes.map((m) => m.toLowerCase()) : [];
     this.vDuration = v ? v.duration : 0;
@@ -129,7 +155,14 @@ export class Entry {
 export class Bucket {
   readonly all: readonly Entry[];
   readonly withDeals: readonly Entry[];
-  constructor(entries: Entry[]) {
+  /**
+   * @param id For banner size buckets, 0 … sizeBucketCount − 1 (an auction marks the buckets it
+   *   has scanned by id, so a size listed twice is scanned once); -1 for the others.
+   */
+  constructor(
+    entries: Entry[],
+    readonly id = -1,
+  ) {
     entries.sort(byPriceDesc);
     this.all = entries;
     this.withDeals = entries.filter((e) => e.deals.length > 0);
@@ -141,8 +174,16 @@ function byPriceDesc(a: Entry, b: Entry): number {
   return b.price - a.price || (a.c.id < b.c.id ? -1 : a.c.id > b.c.id ? 1 : 0);
 }
 
-/** Key of a banner size in `CandidateIndex.bannerBySize` (numbers: no string built per request). */
+/** Largest banner width or height a size key holds. */
+export const MAX_SIZE = 65535;
+
+/**
+ * Key of a banner size in `CandidateIndex.bannerBySize` (numbers: no string built per request);
+ * -1 for a size outside 1..65535 or not whole, which matches nothing (w * 65536 + h would collide:
+ * 299x65786 is 300x250).
+ */
 export function sizeKey(w: number, h: number): number {
+  if (!(Number.isInteger(w) && Number.isInteger(h) && w >= 1 && h >= 1 && w <= MAX_SIZE && h <= MAX_SIZE)) return -1;
   return w * 65536 + h;
 }
 
@@ -156,6 +197,10 @@ export class CandidateIndex {
   readonly video: Bucket;
   /** Indexed by the NativeShape bits a request needs: [0] every native, [1] with a main image, [2] with an icon, [3] both. */
   readonly native: readonly Bucket[];
+  /** Number of banner size buckets (their ids are 0 … sizeBucketCount − 1). */
+  readonly sizeBucketCount: number;
+  /** Banners in no size bucket (a size no request can name). */
+  readonly unsizedBanners: number;
   private readonly byId: ReadonlyMap<string, Candidate>;
 
   constructor(candidates: readonly Candidate[]) {
@@ -172,7 +217,8 @@ export class CandidateIndex {
       byId.set(c.id, c);
       if (e.kind === Kind.Banner && c.banner) {
         banners.push(e);
-        const k = sizeKey(c.banner.w, c.banner.h);
+        const k = e.sizeKey;
+        if (k < 0) continue; // only a banner imp that names no size can take it
         let list = sizes.get(k);
         if (!list) sizes.set(k, (list = []));
         list.push(e);
@@ -184,8 +230,10 @@ export class CandidateIndex {
     }
     this.entries = entries;
     const bySize = new Map<number, Bucket>();
-    for (const [k, list] of sizes) bySize.set(k, new Bucket(list));
+    for (const [k, list] of sizes) bySize.set(k, new Bucket(list, bySize.size));
     this.bannerBySize = bySize;
+    this.sizeBucketCount = bySize.size;
+    this.unsizedBanners = banners.filter((e) => e.sizeKey < 0).length;
     this.bannerAny = new Bucket(banners);
     this.video = new Bucket(videos);
     this.native = natives.map((l) => new Bucket(l));

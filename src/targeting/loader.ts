@@ -5,12 +5,14 @@
  * Every problem found is reported, each naming its entry, e.g.
  *   campaigns[3] (id "cmp-004") creatives[1] (id "cmp-004-cr012"): price: expected a number > 0 and <= 1000, got -1
  */
-import type { Candidate } from './types';
+import type { Candidate, CampaignDsa } from './types';
 
 export const CAMPAIGN_FILE_VERSION = 1;
 /** Highest CPM (USD) a creative may carry; a guard against typos such as 250 for 2.50. */
 export const MAX_PRICE = 1000;
 const MAX_PROBLEMS = 50;
+/** Longest DSA `behalf`/`paid`, in UTF-8 bytes (Prebid Server drops a bid whose strings are longer). */
+export const DSA_TEXT_MAX = 100;
 
 export class CampaignFileError extends Error {
   constructor(
@@ -49,6 +51,12 @@ export interface CampaignEntry {
   };
   deals?: string[];
   dealsOnly?: boolean;
+  /** false: never bid on child-directed inventory. Default true. */
+  coppa?: boolean;
+  /** true: relies on user-level data (bids only where the request allows it). Default false. */
+  personalized?: boolean;
+  /** DSA transparency information (`bid.ext.dsa`). */
+  dsa?: { behalf: string; paid: string; adrender?: 0 | 1 } | null;
   creatives: CreativeEntry[];
 }
 
@@ -101,6 +109,14 @@ class Checker {
     readonly label: string,
   ) {}
 
+  bool(o: Obj, field: string, def: boolean): boolean {
+    const v = o[field];
+    if (v === undefined) return def;
+    if (typeof v === 'boolean') return v;
+    this.bad(field, 'true or false', v);
+    return def;
+  }
+
   bad(field: string, expected: string, got: unknown): void {
     if (this.problems.length < MAX_PROBLEMS) this.problems.push(`${this.label}: ${field}: expected ${expected}, got ${show(got)}`);
     else if (this.problems.length === MAX_PROBLEMS) this.problems.push('... (more problems not shown)');
@@ -141,12 +157,16 @@ class Checker {
     return 0;
   }
 
+  /**
+   * An absolute http(s) URL in its normalized form (WHATWG `href`: percent-encoded, host in
+   * punycode), so that it is ASCII: always a valid `location` header, and safe to quote.
+   */
   url(o: Obj, field: string, path = field): string {
     const v = o[field];
     if (typeof v === 'string') {
       try {
         const u = new URL(v);
-        if (u.protocol === 'https:' || u.protocol === 'http:') return v;
+        if (u.protocol === 'https:' || u.protocol === 'http:') return u.href;
       } catch {
         // reported below
       }
@@ -207,6 +227,9 @@ const CAMPAIGN_KEYS = [
   'targeting',
   'deals',
   'dealsOnly',
+  'coppa',
+  'personalized',
+  'dsa',
   'creatives',
   'comment',
 ] as const;
@@ -247,17 +270,42 @@ export function normalizeDomain(d: string): string {
 
 // ---- the loader ---------------------------------------------------------------------------------
 
+/** What loading one file keeps across its entries. */
+interface LoadContext {
+  readonly problems: string[];
+  readonly campaignIds: Set<string>;
+  /** Creative id → label of its campaign. */
+  readonly creativeIds: Map<string, string>;
+}
+
+/** A campaign's fields, validated, as every one of its candidates carries them. */
+interface CampaignParts {
+  readonly id: string;
+  readonly label: string;
+  readonly adomain: readonly string[];
+  readonly cat: readonly string[];
+  readonly landingUrl: string;
+  readonly budget: { readonly total: number; readonly daily: number };
+  readonly frequencyCap: { readonly perDay: number } | null;
+  readonly bundle: string | null;
+  readonly targeting: Candidate['targeting'];
+  readonly deals: readonly string[];
+  readonly dealsOnly: boolean;
+  readonly coppa: boolean;
+  readonly personalized: boolean;
+  readonly dsa: CampaignDsa | null;
+}
+
 /**
  * Validates a parsed campaign file and returns its candidates (one per creative), in file order.
  * Throws CampaignFileError listing every problem, each naming its campaign/creative and field.
  */
 export function loadCampaigns(json: unknown, source = 'campaigns'): Candidate[] {
-  const problems: string[] = [];
-  const out: Candidate[] = [];
-  const top = new Checker(problems, 'file');
+  const ctx: LoadContext = { problems: [], campaignIds: new Set(), creativeIds: new Map() };
+  const top = new Checker(ctx.problems, 'file');
   if (!isObj(json)) {
     top.bad('(root)', 'an object {version, campaigns}', json);
-    throw new CampaignFileError(problems, source);
+    throw new CampaignFileError(ctx.problems, source);
   }
   top.unknownKeys(json, '', ['version', 'currency', 'comment', 'campaigns']);
   if (json.version !== CAMPAIGN_FILE_VERSION) top.bad('version', String(CAMPAIGN_FILE_VERSION), json.version);
@@ -265,196 +313,235 @@ export function loadCampaigns(json: unknown, source = 'campaigns'): Candidate[] 
   const campaigns = json.campaigns;
   if (!Array.isArray(campaigns)) {
     top.bad('campaigns', 'an array', campaigns);
-    throw new CampaignFileError(problems, source);
+    throw new CampaignFileError(ctx.problems, source);
   }
-
-  const campaignIds = new Set<string>();
-  const creativeIds = new Map<string, string>();
+  const out: Candidate[] = [];
   for (let ci = 0; ci < campaigns.length; ci++) {
     const c: unknown = campaigns[ci];
     const cid = isObj(c) && typeof c.id === 'string' ? c.id : '';
-    const cLabel = `campaigns[${ci}]${cid ? ` (id ${JSON.stringify(cid)})` : ''}`;
-    const ck = new Checker(problems, cLabel);
+    const ck = new Checker(ctx.problems, `campaigns[${ci}]${cid ? ` (id ${JSON.stringify(cid)})` : ''}`);
     if (!isObj(c)) {
       ck.bad('(entry)', 'an object', c);
       continue;
     }
-    ck.unknownKeys(c, '', CAMPAIGN_KEYS);
-    ck.str(c, 'id', 'id', { nonEmpty: true });
-    if (cid) {
-      if (campaignIds.has(cid)) ck.bad('id', 'an id unique in the file', cid);
-      campaignIds.add(cid);
-    }
-    if (c.name !== undefined) ck.str(c, 'name', 'name');
-    const adomain = ck.strArray(c, 'adomain', 'adomain', { nonEmpty: true, pattern: DOMAIN, item: 'a domain name ("example.com")' }).map(normalizeDomain);
-    const cat = ck.strArray(c, 'cat', 'cat', { pattern: IAB_CAT, item: 'an IAB category ("IAB3" or "IAB3-1")' });
-    const landingUrl = ck.url(c, 'landingUrl');
-
-    let budget = { total: 0, daily: 0 };
-    const b = ck.obj(c, 'budget');
-    if (b) {
-      ck.unknownKeys(b, 'budget.', ['total', 'daily']);
-      budget = {
-        total: ck.num(b, 'total', 'budget.total', 0, 1e12, { exclusiveMin: true }),
-        daily: ck.num(b, 'daily', 'budget.daily', 0, 1e12, { exclusiveMin: true }),
-      };
-      if (budget.total > 0 && budget.daily > budget.total) ck.bad('budget.daily', `at most budget.total (${budget.total})`, budget.daily);
-    }
-
-    let frequencyCap: { perDay: number } | null = null;
-    if (c.frequencyCap !== undefined && c.frequencyCap !== null) {
-      const f = ck.obj(c, 'frequencyCap');
-      if (f) {
-        ck.unknownKeys(f, 'frequencyCap.', ['perDay']);
-        frequencyCap = { perDay: ck.num(f, 'perDay', 'frequencyCap.perDay', 1, 1e6, { integer: true }) };
-      }
-    }
-
-    let bundle: string | null = null;
-    if (c.bundle !== undefined && c.bundle !== null) bundle = ck.str(c, 'bundle', 'bundle', { nonEmpty: true }) || null;
-
-    let inventory: 'site' | 'app' | null = null;
-    let deviceTypes: number[] = [];
-    let os: string[] = [];
-    let countries: string[] = [];
-    if (c.targeting !== undefined) {
-      const t = ck.obj(c, 'targeting');
-      if (t) {
-        ck.unknownKeys(t, 'targeting.', TARGETING_KEYS);
-        if (t.inventory !== undefined && t.inventory !== null) {
-          if (t.inventory === 'site' || t.inventory === 'app') inventory = t.inventory;
-          else ck.bad('targeting.inventory', '"site", "app" or null', t.inventory);
-        }
-        deviceTypes = ck.intArray(t, 'deviceTypes', 'targeting.deviceTypes', 1, 30, { optional: true });
-        os = ck.strArray(t, 'os', 'targeting.os', { optional: true }).map((s) => s.toLowerCase());
-        countries = ck.strArray(t, 'countries', 'targeting.countries', {
-          optional: true,
-          pattern: COUNTRY,
-          item: 'an ISO-3166-1 alpha-3 code ("USA")',
-        });
-      }
-    }
-    const deals = ck.strArray(c, 'deals', 'deals', { optional: true });
-    let dealsOnly = false;
-    if (c.dealsOnly !== undefined) {
-      if (typeof c.dealsOnly === 'boolean') dealsOnly = c.dealsOnly;
-      else ck.bad('dealsOnly', 'true or false', c.dealsOnly);
-    }
-    if (dealsOnly && deals.length === 0) ck.bad('dealsOnly', 'false when the campaign lists no deals', c.dealsOnly);
-
+    const campaign = readCampaign(ck, c, cid, ctx);
     const creatives = c.creatives;
     if (!Array.isArray(creatives) || creatives.length === 0) {
       ck.bad('creatives', 'a non-empty array', creatives);
       continue;
     }
-    const targeting = Object.freeze({ inventory, deviceTypes: Object.freeze(deviceTypes), os: Object.freeze(os), countries: Object.freeze(countries) });
-    const frozenAdomain = Object.freeze(adomain);
-    const frozenCat = Object.freeze(cat);
-    const frozenDeals = Object.freeze(deals);
-    const frozenBudget = Object.freeze(budget);
-    const frozenCap = frequencyCap ? Object.freeze(frequencyCap) : null;
-
     for (let ri = 0; ri < creatives.length; ri++) {
-      const r: unknown = creatives[ri];
-      const rid = isObj(r) && typeof r.id === 'string' ? r.id : '';
-      const rk = new Checker(problems, `${cLabel} creatives[${ri}]${rid ? ` (id ${JSON.stringify(rid)})` : ''}`);
-      if (!isObj(r)) {
-        rk.bad('(entry)', 'an object', r);
-        continue;
-      }
-      rk.unknownKeys(r, '', CREATIVE_KEYS);
-      rk.str(r, 'id', 'id', { nonEmpty: true });
-      if (rid) {
-        const prev = creativeIds.get(rid);
-        if (prev !== undefined) rk.bad('id', `an id unique in the file (already used in ${prev})`, rid);
-        else creativeIds.set(rid, cLabel);
-      }
-      const price = rk.num(r, 'price', 'price', 0, MAX_PRICE, { exclusiveMin: true });
-      const attr = rk.intArray(r, 'attr', 'attr', 1, 1000, { optional: true });
-      const crLanding = r.landingUrl === undefined ? landingUrl : rk.url(r, 'landingUrl');
-      let secure = isHttps(crLanding);
-
-      const type = r.type;
-      let banner: Candidate['banner'] = null;
-      let native: Candidate['native'] = null;
-      let video: Candidate['video'] = null;
-      for (const other of ['banner', 'native', 'video'] as const) {
-        if (other !== type && r[other] !== undefined) rk.bad(other, `no ${other} object on a ${String(type)} creative`, r[other]);
-      }
-      if (type === 'banner') {
-        const o = rk.obj(r, 'banner');
-        if (o) {
-          rk.unknownKeys(o, 'banner.', ['w', 'h', 'imageUrl']);
-          banner = Object.freeze({
-            w: rk.num(o, 'w', 'banner.w', 1, 10000, { integer: true }),
-            h: rk.num(o, 'h', 'banner.h', 1, 10000, { integer: true }),
-            imageUrl: rk.url(o, 'imageUrl', 'banner.imageUrl'),
-          });
-          secure = secure && isHttps(banner.imageUrl);
-        }
-      } else if (type === 'native') {
-        const o = rk.obj(r, 'native');
-        if (o) {
-          rk.unknownKeys(o, 'native.', ['title', 'description', 'sponsoredBy', 'cta', 'image', 'icon']);
-          const img = image(rk, o, 'image', 'native.image');
-          const icon = image(rk, o, 'icon', 'native.icon');
-          native = Object.freeze({
-            title: rk.str(o, 'title', 'native.title', { nonEmpty: true }),
-            description: rk.str(o, 'description', 'native.description', { optional: true }),
-            sponsoredBy: rk.str(o, 'sponsoredBy', 'native.sponsoredBy', { optional: true }),
-            cta: rk.str(o, 'cta', 'native.cta', { optional: true }),
-            image: img ? Object.freeze(img) : null,
-            icon: icon ? Object.freeze(icon) : null,
-          });
-          secure = secure && (img === null || isHttps(img.url)) && (icon === null || isHttps(icon.url));
-        }
-      } else if (type === 'video') {
-        const o = rk.obj(r, 'video');
-        if (o) {
-          rk.unknownKeys(o, 'video.', ['mimes', 'duration', 'protocols', 'w', 'h', 'mediaUrl', 'bitrate']);
-          video = Object.freeze({
-            mimes: Object.freeze(
-              rk.strArray(o, 'mimes', 'video.mimes', { nonEmpty: true, pattern: MIME, item: 'a MIME type ("video/mp4")' }).map((m) => m.toLowerCase()),
-            ),
-            duration: rk.num(o, 'duration', 'video.duration', 1, 3600, { integer: true }),
-            // OpenRTB 2.6 list 5.8 (VAST 1.0 … 4.x wrapper, DAAST); 1..30 keeps a bitmask possible.
-            protocols: Object.freeze(rk.intArray(o, 'protocols', 'video.protocols', 1, 30, { nonEmpty: true })),
-            w: rk.num(o, 'w', 'video.w', 1, 10000, { integer: true }),
-            h: rk.num(o, 'h', 'video.h', 1, 10000, { integer: true }),
-            mediaUrl: rk.url(o, 'mediaUrl', 'video.mediaUrl'),
-            bitrate: o.bitrate === undefined ? 0 : rk.num(o, 'bitrate', 'video.bitrate', 0, 1e6, { integer: true }),
-          });
-          secure = secure && isHttps(video.mediaUrl);
-        }
-      } else {
-        rk.bad('type', '"banner", "native" or "video"', type);
-      }
-      if (banner === null && native === null && video === null) continue;
-
-      out.push(
-        Object.freeze({
-          id: rid,
-          campaignId: cid,
-          kind: type as Candidate['kind'],
-          adomain: frozenAdomain,
-          cat: frozenCat,
-          attr: Object.freeze(attr),
-          price,
-          landingUrl: crLanding,
-          secure,
-          banner,
-          native,
-          video,
-          targeting,
-          deals: frozenDeals,
-          dealsOnly,
-          bundle,
-          budget: frozenBudget,
-          frequencyCap: frozenCap,
-        }),
-      );
+      const cand = readCreative(creatives[ri], ri, campaign, ctx);
+      if (cand !== null) out.push(cand);
     }
   }
-  if (problems.length > 0) throw new CampaignFileError(problems, source);
+  if (ctx.problems.length > 0) throw new CampaignFileError(ctx.problems, source);
   return out;
+}
+
+/** The campaign's own fields (not its creatives). */
+function readCampaign(ck: Checker, c: Obj, cid: string, ctx: LoadContext): CampaignParts {
+  ck.unknownKeys(c, '', CAMPAIGN_KEYS);
+  ck.str(c, 'id', 'id', { nonEmpty: true });
+  if (cid) {
+    if (ctx.campaignIds.has(cid)) ck.bad('id', 'an id unique in the file', cid);
+    ctx.campaignIds.add(cid);
+  }
+  if (c.name !== undefined) ck.str(c, 'name', 'name');
+  const adomain = ck.strArray(c, 'adomain', 'adomain', { nonEmpty: true, pattern: DOMAIN, item: 'a domain name ("example.com")' }).map(normalizeDomain);
+  const cat = ck.strArray(c, 'cat', 'cat', { pattern: IAB_CAT, item: 'an IAB category ("IAB3" or "IAB3-1")' });
+  const landingUrl = ck.url(c, 'landingUrl');
+  const budget = readBudget(ck, c);
+  const frequencyCap = readFrequencyCap(ck, c);
+  const bundle = c.bundle !== undefined && c.bundle !== null ? ck.str(c, 'bundle', 'bundle', { nonEmpty: true }) || null : null;
+  const targeting = readTargeting(ck, c);
+  const deals = ck.strArray(c, 'deals', 'deals', { optional: true });
+  const dealsOnly = ck.bool(c, 'dealsOnly', false);
+  if (dealsOnly && deals.length === 0) ck.bad('dealsOnly', 'false when the campaign lists no deals', c.dealsOnly);
+  return {
+    id: cid,
+    label: ck.label,
+    adomain: Object.freeze(adomain),
+    cat: Object.freeze(cat),
+    landingUrl,
+    budget: Object.freeze(budget),
+    frequencyCap: frequencyCap ? Object.freeze(frequencyCap) : null,
+    bundle,
+    targeting,
+    deals: Object.freeze(deals),
+    dealsOnly,
+    coppa: ck.bool(c, 'coppa', true),
+    personalized: ck.bool(c, 'personalized', false),
+    dsa: readDsa(ck, c),
+  };
+}
+
+function readBudget(ck: Checker, c: Obj): { total: number; daily: number } {
+  const b = ck.obj(c, 'budget');
+  if (!b) return { total: 0, daily: 0 };
+  ck.unknownKeys(b, 'budget.', ['total', 'daily']);
+  const budget = {
+    total: ck.num(b, 'total', 'budget.total', 0, 1e12, { exclusiveMin: true }),
+    daily: ck.num(b, 'daily', 'budget.daily', 0, 1e12, { exclusiveMin: true }),
+  };
+  if (budget.total > 0 && budget.daily > budget.total) ck.bad('budget.daily', `at most budget.total (${budget.total})`, budget.daily);
+  return budget;
+}
+
+function readFrequencyCap(ck: Checker, c: Obj): { perDay: number } | null {
+  if (c.frequencyCap === undefined || c.frequencyCap === null) return null;
+  const f = ck.obj(c, 'frequencyCap');
+  if (!f) return null;
+  ck.unknownKeys(f, 'frequencyCap.', ['perDay']);
+  return { perDay: ck.num(f, 'perDay', 'frequencyCap.perDay', 1, 1e6, { integer: true }) };
+}
+
+function readTargeting(ck: Checker, c: Obj): Candidate['targeting'] {
+  let inventory: 'site' | 'app' | null = null;
+  let deviceTypes: number[] = [];
+  let os: string[] = [];
+  let countries: string[] = [];
+  const t = c.targeting !== undefined ? ck.obj(c, 'targeting') : null;
+  if (t) {
+    ck.unknownKeys(t, 'targeting.', TARGETING_KEYS);
+    if (t.inventory !== undefined && t.inventory !== null) {
+      if (t.inventory === 'site' || t.inventory === 'app') inventory = t.inventory;
+      else ck.bad('targeting.inventory', '"site", "app" or null', t.inventory);
+    }
+    deviceTypes = ck.intArray(t, 'deviceTypes', 'targeting.deviceTypes', 1, 30, { optional: true });
+    os = ck.strArray(t, 'os', 'targeting.os', { optional: true }).map((s) => s.toLowerCase());
+    countries = ck.strArray(t, 'countries', 'targeting.countries', {
+      optional: true,
+      pattern: COUNTRY,
+      item: 'an ISO-3166-1 alpha-3 code ("USA")',
+    });
+  }
+  return Object.freeze({ inventory, deviceTypes: Object.freeze(deviceTypes), os: Object.freeze(os), countries: Object.freeze(countries) });
+}
+
+function readDsa(ck: Checker, c: Obj): CampaignDsa | null {
+  if (c.dsa === undefined || c.dsa === null) return null;
+  const d = ck.obj(c, 'dsa');
+  if (!d) return null;
+  ck.unknownKeys(d, 'dsa.', ['behalf', 'paid', 'adrender']);
+  const text = (field: 'behalf' | 'paid'): string => {
+    const v = d[field];
+    if (typeof v === 'string' && v.trim() !== '' && Buffer.byteLength(v, 'utf8') <= DSA_TEXT_MAX) return v;
+    ck.bad(`dsa.${field}`, `a non-empty string of at most ${DSA_TEXT_MAX} characters (UTF-8 bytes)`, v);
+    return '';
+  };
+  const behalf = text('behalf');
+  const paid = text('paid');
+  let adrender: 0 | 1 = 0;
+  if (d.adrender !== undefined) {
+    if (d.adrender === 0 || d.adrender === 1) adrender = d.adrender;
+    else ck.bad('dsa.adrender', '0 or 1', d.adrender);
+  }
+  return Object.freeze({ behalf, paid, adrender });
+}
+
+/** One creative with its campaign's fields, or null when it cannot be read (the problem is recorded). */
+function readCreative(r: unknown, ri: number, cp: CampaignParts, ctx: LoadContext): Candidate | null {
+  const rid = isObj(r) && typeof r.id === 'string' ? r.id : '';
+  const rk = new Checker(ctx.problems, `${cp.label} creatives[${ri}]${rid ? ` (id ${JSON.stringify(rid)})` : ''}`);
+  if (!isObj(r)) {
+    rk.bad('(entry)', 'an object', r);
+    return null;
+  }
+  rk.unknownKeys(r, '', CREATIVE_KEYS);
+  rk.str(r, 'id', 'id', { nonEmpty: true });
+  if (rid) {
+    const prev = ctx.creativeIds.get(rid);
+    if (prev !== undefined) rk.bad('id', `an id unique in the file (already used in ${prev})`, rid);
+    else ctx.creativeIds.set(rid, cp.label);
+  }
+  const price = rk.num(r, 'price', 'price', 0, MAX_PRICE, { exclusiveMin: true });
+  const attr = rk.intArray(r, 'attr', 'attr', 1, 1000, { optional: true });
+  const landingUrl = r.landingUrl === undefined ? cp.landingUrl : rk.url(r, 'landingUrl');
+
+  const type = r.type;
+  for (const other of ['banner', 'native', 'video'] as const) {
+    if (other !== type && r[other] !== undefined) rk.bad(other, `no ${other} object on a ${String(type)} creative`, r[other]);
+  }
+  let banner: Candidate['banner'] = null;
+  let native: Candidate['native'] = null;
+  let video: Candidate['video'] = null;
+  if (type === 'banner') banner = readBanner(rk, r);
+  else if (type === 'native') native = readNative(rk, r);
+  else if (type === 'video') video = readVideo(rk, r);
+  else rk.bad('type', '"banner", "native" or "video"', type);
+  if (banner === null && native === null && video === null) return null;
+
+  // Secure when every URL the creative uses is https.
+  const secure =
+    isHttps(landingUrl) &&
+    (banner === null || isHttps(banner.imageUrl)) &&
+    (native === null || ((native.image === null || isHttps(native.image.url)) && (native.icon === null || isHttps(native.icon.url)))) &&
+    (video === null || isHttps(video.mediaUrl));
+  return Object.freeze({
+    id: rid,
+    campaignId: cp.id,
+    kind: type as Candidate['kind'],
+    adomain: cp.adomain,
+    cat: cp.cat,
+    attr: Object.freeze(attr),
+    price,
+    landingUrl,
+    secure,
+    banner,
+    native,
+    video,
+    targeting: cp.targeting,
+    deals: cp.deals,
+    dealsOnly: cp.dealsOnly,
+    bundle: cp.bundle,
+    budget: cp.budget,
+    frequencyCap: cp.frequencyCap,
+    coppa: cp.coppa,
+    personalized: cp.personalized,
+    dsa: cp.dsa,
+  });
+}
+
+function readBanner(rk: Checker, r: Obj): Candidate['banner'] {
+  const o = rk.obj(r, 'banner');
+  if (!o) return null;
+  rk.unknownKeys(o, 'banner.', ['w', 'h', 'imageUrl']);
+  return Object.freeze({
+    w: rk.num(o, 'w', 'banner.w', 1, 10000, { integer: true }),
+    h: rk.num(o, 'h', 'banner.h', 1, 10000, { integer: true }),
+    imageUrl: rk.url(o, 'imageUrl', 'banner.imageUrl'),
+  });
+}
+
+function readNative(rk: Checker, r: Obj): Candidate['native'] {
+  const o = rk.obj(r, 'native');
+  if (!o) return null;
+  rk.unknownKeys(o, 'native.', ['title', 'description', 'sponsoredBy', 'cta', 'image', 'icon']);
+  const img = image(rk, o, 'image', 'native.image');
+  const icon = image(rk, o, 'icon', 'native.icon');
+  return Object.freeze({
+    title: rk.str(o, 'title', 'native.title', { nonEmpty: true }),
+    description: rk.str(o, 'description', 'native.description', { optional: true }),
+    sponsoredBy: rk.str(o, 'sponsoredBy', 'native.sponsoredBy', { optional: true }),
+    cta: rk.str(o, 'cta', 'native.cta', { optional: true }),
+    image: img ? Object.freeze(img) : null,
+    icon: icon ? Object.freeze(icon) : null,
+  });
+}
+
+function readVideo(rk: Checker, r: Obj): Candidate['video'] {
+  const o = rk.obj(r, 'video');
+  if (!o) return null;
+  rk.unknownKeys(o, 'video.', ['mimes', 'duration', 'protocols', 'w', 'h', 'mediaUrl', 'bitrate']);
+  return Object.freeze({
+    mimes: Object.freeze(rk.strArray(o, 'mimes', 'video.mimes', { nonEmpty: true, pattern: MIME, item: 'a MIME type ("video/mp4")' }).map((m) => m.toLowerCase())),
+    duration: rk.num(o, 'duration', 'video.duration', 1, 3600, { integer: true }),
+    // OpenRTB 2.6 list 5.8 (VAST 1.0 … 4.x wrapper, DAAST); 1..30 keeps a bitmask possible.
+    protocols: Object.freeze(rk.intArray(o, 'protocols', 'video.protocols', 1, 30, { nonEmpty: true })),
+    w: rk.num(o, 'w', 'video.w', 1, 10000, { integer: true }),
+    h: rk.num(o, 'h', 'video.h', 1, 10000, { integer: true }),
+    mediaUrl: rk.url(o, 'mediaUrl', 'video.mediaUrl'),
+    bitrate: o.bitrate === undefined ? 0 : rk.num(o, 'bitrate', 'video.bitrate', 0, 1e6, { integer: true }),
+  });
 }

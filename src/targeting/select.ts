@@ -1,24 +1,34 @@
 /**
  * The auction for one imp: filters the index's candidates against the request and picks the best.
- * Pure and synchronous; no allocation per candidate, no closures per request. Only the winner
- * allocates (its Match, and for native its NativeFill[]).
+ * Synchronous and free of I/O; one `Auction` object per user (the bid path, the debug route) holds
+ * the rates, the gate and the scan's state, reused call after call: no allocation per candidate,
+ * no closures per request. Only the winner allocates (its Match, and for native its NativeFill[]).
  *
  * Filters, in the order they run for each candidate (cheap first; this order is also the "stage"
  * used for the no-bid reason, see below):
- *   size (banner, by index lookup) → inventory → device → os → country → secure → battr → bcat →
- *   badv → bapp → video (mimes, duration, protocols) | native_assets → deal → currency → floor
- *   → the optional gate (budget, frequency_cap: asked only about a would-be winner)
+ *   size (banner, by index lookup) → native shape (native, by index lookup) → inventory → device →
+ *   os → country → coppa → consent → dsa → secure → battr → bcat → badv → bapp → video (mimes,
+ *   duration, protocols) | native_assets → deal → currency → floor → the optional gate (budget,
+ *   frequency_cap: asked only about a would-be winner)
+ *
+ * Policy filters: `coppa`: a campaign with `coppa: false` on child-directed inventory (`regs.coppa`);
+ * `consent`: a `personalized` campaign where the request does not allow user-level data (the
+ * caller's `userData` argument); `dsa`: DSA information required (`dsarequired` ≥ 2) and the
+ * campaign has none, or cannot render the notice where the publisher cannot either (dsa.ts).
  *
  * No-bid reason: every rejected candidate is rejected at one stage (the first filter it fails).
  * The imp's reason is the stage of the candidate that got FURTHEST down that list (ties: the
  * first one met, i.e. the highest priced), so "floor" means "something matched everything but
  * price", "bcat" means "nothing survived bcat, and some survived everything before it",
  * "budget" means "something would have won but its campaign is out of budget", etc.
+ * The index rejects some candidates before any filter, and these rank first: a banner of a size
+ * the imp does not name ("size"), a native without the image or icon a required asset asks for
+ * ("native_assets", ranked with size; the same reason later in the list means an asset the
+ * candidate cannot fill).
  * Imp-level reasons come before any candidate is looked at: an empty index → "no_candidates";
  * no banner/video/native object → "media_type"; a requested media type with no candidates →
- * "media_type"; a banner size nobody has → "size"; an unknown bid currency, or an unknown
- * `bidfloorcur` with a floor above 0 → "currency"; a private auction without deals → "deal"; a
- * native request without assets → "native_assets".
+ * "media_type"; an unknown bid currency, or an unknown `bidfloorcur` with a floor above 0 →
+ * "currency"; a private auction without deals → "deal".
  *
  * Deals (OpenRTB 2.6 §3.2.11-12): with `pmp.private_auction` only deal bids count; the deal's
  * floor is `deal.bidfloor` in `deal.bidfloorcur` (USD when absent, never the imp's currency) and
@@ -27,20 +37,36 @@
  * negotiated commitments); otherwise the best open-market candidate (price ≥ imp floor, campaign
  * not `dealsOnly`) wins. When an imp carries several media types (banner + video), all are
  * searched and the highest price wins.
+ *
+ * Work per candidate does not grow with the request's lists: bcat, badv and bapp are sets the
+ * candidate looks its own few keys up in; battr, video protocols and mimes are turned into a
+ * bitmask (and, for what a bitmask cannot hold, a set) once per imp; a banner size named twice is
+ * scanned once. (The imp's deals and native assets are still walked per candidate: their counts
+ * are bounded by the request parser.)
+ *
+ * `explain()` lists every candidate with its verdict. It runs the same bucket walk and the same
+ * per-candidate stage functions as the auction, without the auction's shortcuts (which never
+ * change the winner or the reason), so the two cannot disagree.
  */
-import { MType, NativeAssetKind, type BidRequest, type Imp, type NativeAssetReq, type Size, type VideoImp } from '../openrtb/types';
-import { Bucket, CandidateIndex, Entry, Kind, NativeShape, sizeKey } from './candidate-index';
-import { convert, unitsPerUsd } from './currency';
-import type { CandidateGate, Match, NativeFill, NoBidReason } from './types';
+import { MType, type BidRequest, type Imp } from '../openrtb/types';
+import { Bucket, CandidateIndex, Entry, Kind, sizeKey } from './candidate-index';
+import { dsaMinRender } from './dsa';
+import { nativeFills, nativeFits, nativeNeed } from './native-fit';
+import { priceIn } from '../currency/rates';
+import type { CandidateGate, Match, NoBidReason, Rates } from './types';
 
 const enum Stage {
   None = 0,
   MediaType,
   Size,
+  NativeShape,
   Inventory,
   Device,
   Os,
   Country,
+  Coppa,
+  Consent,
+  Dsa,
   Secure,
   Battr,
   Bcat,
@@ -60,10 +86,14 @@ const REASONS: readonly NoBidReason[] = [
   'no_candidates',
   'media_type',
   'size',
+  'native_assets',
   'inventory',
   'device',
   'os',
   'country',
+  'coppa',
+  'consent',
+  'dsa',
   'secure',
   'battr',
   'bcat',
@@ -78,45 +108,99 @@ const REASONS: readonly NoBidReason[] = [
   'frequency_cap',
 ];
 
-/** The order in which filters run and rank for the no-bid reason (documentation and tests). */
-export const FILTER_ORDER: readonly NoBidReason[] = REASONS.slice(1);
-
-// ---- per-candidate filters (no allocation) -------------------------------------------------------
-
-function attrBlocked(e: Entry, battr: readonly number[]): boolean {
-  for (let i = 0; i < battr.length; i++) {
-    const a = battr[i];
-    if (a >= 1 && a <= 30) {
-      if ((e.attrMask & (1 << a)) !== 0) return true;
-    } else if (e.attrsOver30.length !== 0 && e.attrsOver30.includes(a)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-/** bcat holds top-level ("IAB1") or sub ("IAB1-2") categories; the entry's set holds both its own and their parents. */
-function catBlocked(e: Entry, bcat: readonly string[]): boolean {
-  for (let i = 0; i < bcat.length; i++) if (e.cats.has(bcat[i])) return true;
-  return false;
-}
-
 /**
- * A blocked "apple.com" blocks "apple.com" and its subdomains ("store.apple.com"); a blocked
- * "www.apple.com" blocks "apple.com" too (candidate domains are stored without "www.").
- * badv arrives lower-cased from the parser.
+ * The order in which filters run and rank for the no-bid reason (documentation and tests), each
+ * reason once at its filter's place ("native_assets" also ranks with "size", see above).
  */
-function advBlocked(e: Entry, badv: readonly string[]): boolean {
-  const doms = e.adomain;
-  for (let i = 0; i < badv.length; i++) {
-    const b = badv[i];
-    for (let j = 0; j < doms.length; j++) {
-      const d = doms[j];
-      if (d === b) return true;
-      if (d.length > b.length && d.charCodeAt(d.length - b.length - 1) === 46 /* . */ && d.endsWith(b)) return true;
-      if (b.length === d.length + 4 && b.startsWith('www.') && b.endsWith(d)) return true;
+export const FILTER_ORDER: readonly NoBidReason[] = REASONS.filter((r, i) => i > 0 && REASONS.lastIndexOf(r) === i);
+
+/** What explain() says about one candidate. */
+export interface Explanation {
+  crid: string;
+  /** null: eligible (it could bid; the winner is the best eligible one). */
+  reason: NoBidReason | null;
+  /** For an eligible candidate, the deal it would bid in (null: the open market). */
+  deal: string | null;
+}
+
+/** explain() for one imp: the reason the auction gives (null when it bids) and every candidate. */
+export interface ImpExplanation {
+  reason: NoBidReason | null;
+  candidates: Explanation[];
+}
+
+/** One candidate's verdict in explain(). */
+interface Verdict {
+  stage: Stage;
+  deal: string | null;
+}
+
+const enum Pass {
+  /** The imp's deals: only deal bids (the first pass when the imp has deals). */
+  Deals,
+  /** The open market. */
+  Open,
+  /** Every candidate judged, for explain(). */
+  Explain,
+}
+
+// Request battr values are attributes 1..30 in a bitmask; others (exchange-specific, or not whole) in a set.
+const EMPTY_SET: ReadonlySet<number> = new Set<number>();
+/** Up to this many request mimes are compared one by one; longer lists go through a set. */
+const MIME_LIST_MAX = 8;
+
+/** The request's battr for one media type, in a form a candidate checks in O(its own attributes). */
+class AttrBlock {
+  mask = 0;
+  over: ReadonlySet<number> = EMPTY_SET;
+  private own: Set<number> | null = null;
+
+  fill(battr: readonly number[]): void {
+    let m = 0;
+    let overCount = 0;
+    for (let i = 0; i < battr.length; i++) {
+      const a = battr[i];
+      if (a >= 1 && a <= 30 && Number.isInteger(a)) m |= 1 << a;
+      else overCount++;
     }
+    this.mask = m;
+    if (overCount === 0) {
+      this.over = EMPTY_SET;
+      return;
+    }
+    // Rare (list 5.3 stops at 17): a set kept by this object, cleared for each use.
+    const s = (this.own ??= new Set<number>());
+    s.clear();
+    for (let i = 0; i < battr.length; i++) {
+      const a = battr[i];
+      if (!(a >= 1 && a <= 30 && Number.isInteger(a))) s.add(a);
+    }
+    this.over = s;
   }
+
+  blocks(e: Entry): boolean {
+    if ((e.attrMask & this.mask) !== 0) return true;
+    const over = e.attrsOver30;
+    if (over.length !== 0 && this.over.size !== 0) {
+      for (let i = 0; i < over.length; i++) if (this.over.has(over[i])) return true;
+    }
+    return false;
+  }
+}
+
+// ---- per-candidate filters that need no request preparation (no allocation) ---------------------
+
+/** bcat holds categories lower-cased: the candidate's own categories and their parents are looked up. */
+function catBlocked(e: Entry, bcat: ReadonlySet<string>): boolean {
+  const keys = e.catKeys;
+  for (let i = 0; i < keys.length; i++) if (bcat.has(keys[i])) return true;
+  return false;
+}
+
+/** badv holds domains lower-cased without "www.": a blocked "apple.com" blocks "apple.com" and "store.apple.com". */
+function advBlocked(e: Entry, badv: ReadonlySet<string>): boolean {
+  const keys = e.advKeys;
+  for (let i = 0; i < keys.length; i++) if (badv.has(keys[i])) return true;
   return false;
 }
 
@@ -132,447 +216,406 @@ function eqLower(s: string, lower: string): boolean {
   return true;
 }
 
-function videoFits(e: Entry, v: VideoImp): boolean {
-  if (v.minduration > 0 && e.vDuration < v.minduration) return false;
-  if (v.maxduration > 0 && e.vDuration > v.maxduration) return false;
-  const protocols = v.protocols;
-  if (protocols.length !== 0) {
-    let ok = false;
-    for (let i = 0; i < protocols.length; i++) {
-      const p = protocols[i];
-      if (p >= 1 && p <= 30 && (e.vProtoMask & (1 << p)) !== 0) {
-        ok = true;
-        break;
+// ---- the auction ---------------------------------------------------------------------------------
+
+/**
+ * Runs auctions (`select`) and explains them (`explain`). Holds the currency rates and the gate it
+ * was built with, and the state of the call in progress: calls are synchronous, so one object
+ * serves every call of its owner, one after the other.
+ */
+export class Auction {
+  // ---- the call in progress
+  private stage = Stage.None;
+  private best: Entry | null = null;
+  private bestPrice = 0;
+  private bestDeal: string | null = null;
+  /** Units of the bid currency per USD. */
+  private rate = 1;
+  /** The imp floor in the bid currency. */
+  private floor = 0;
+  private bidCur = 'USD';
+  private priv = false;
+  private hasDeals = false;
+  private userData = true;
+  /** See dsaMinRender. */
+  private dsaMin = -1;
+  /** Why matchDeal last returned null. */
+  private dealWhy = Stage.None;
+  private readonly bannerAttr = new AttrBlock();
+  private readonly videoAttr = new AttrBlock();
+  private readonly nativeAttr = new AttrBlock();
+  private vProtoMask = 0;
+  private vProtoAny = true;
+  /** The request's video mimes, lower-cased, when there are more than MIME_LIST_MAX; else null. */
+  private vMimeSet: Set<string> | null = null;
+  private vMimeSetUsed = false;
+  /** Banner size buckets scanned in the current pass: marks[id] === mark. */
+  private marks = new Uint32Array(0);
+  private mark = 0;
+  /** explain() only: each judged candidate's verdict. */
+  private verdicts: Map<Entry, Verdict> | null = null;
+
+  constructor(
+    /** The rates of the next calls: the bidding service sets the live ones before each request. */
+    public rates: Rates,
+    private readonly gate: CandidateGate | null = null,
+  ) {}
+
+  /**
+   * Picks the best eligible candidate for one imp, or says why there is none. `bidCur` is the
+   * response currency (see chooseBidCurrency); prices and floors are compared in it. `userData`:
+   * whether the request allows user-level data (else `personalized` campaigns do not bid).
+   */
+  select(index: CandidateIndex, imp: Imp, req: BidRequest, bidCur: string, userData: boolean): Match | NoBidReason {
+    const early = this.impLevel(index, imp, bidCur);
+    if (early !== null) return early;
+    this.prepare(imp, req, bidCur, userData);
+    if (this.hasDeals) this.scanImp(index, imp, req, Pass.Deals);
+    if (this.best === null && !this.priv) this.scanImp(index, imp, req, Pass.Open);
+    const e = this.best;
+    if (e === null) return REASONS[this.stage];
+    this.best = null; // don't keep the entry (and its index) reachable between calls
+    return {
+      candidate: e.c,
+      mtype: e.kind === Kind.Banner ? MType.Banner : e.kind === Kind.Video ? MType.Video : MType.Native,
+      price: this.bestPrice,
+      dealId: this.bestDeal,
+      size: e.size,
+      native: e.kind === Kind.Native && imp.native !== null ? nativeFills(e, imp.native.assets) : null,
+      json: e.json,
+    };
+  }
+
+  /**
+   * Every candidate of the imp's media types, in file order, with the filter that rejects it
+   * (the first one it fails, in FILTER_ORDER) or null when it is eligible, and the reason the
+   * auction gives the imp. Operator debugging; allocates freely.
+   */
+  explain(index: CandidateIndex, imp: Imp, req: BidRequest, bidCur: string, userData: boolean): ImpExplanation {
+    const early = this.impLevel(index, imp, bidCur);
+    const candidates: Explanation[] = [];
+    const wanted = (e: Entry): boolean =>
+      (e.kind === Kind.Banner && imp.banner !== null) || (e.kind === Kind.Video && imp.video !== null) || (e.kind === Kind.Native && imp.native !== null);
+    if (early !== null) {
+      for (const e of index.entries) if (wanted(e)) candidates.push({ crid: e.c.id, reason: early, deal: null });
+      return { reason: early, candidates };
+    }
+    this.prepare(imp, req, bidCur, userData);
+    const verdicts = new Map<Entry, Verdict>();
+    this.verdicts = verdicts;
+    try {
+      this.scanImp(index, imp, req, Pass.Explain);
+    } finally {
+      this.verdicts = null;
+    }
+    let eligible = false;
+    for (const e of index.entries) {
+      if (!wanted(e)) continue;
+      // Not in a bucket the imp asks for: rejected by the index (a size not named, a native shape not fitting).
+      const v = verdicts.get(e) ?? { stage: e.kind === Kind.Banner ? Stage.Size : Stage.NativeShape, deal: null };
+      if (v.stage === Stage.None) eligible = true;
+      candidates.push({ crid: e.c.id, reason: v.stage === Stage.None ? null : REASONS[v.stage], deal: v.deal });
+    }
+    return { reason: eligible ? null : REASONS[this.stage], candidates };
+  }
+
+  /** Imp-level checks: the reason, or null to go on. */
+  private impLevel(index: CandidateIndex, imp: Imp, bidCur: string): NoBidReason | null {
+    if (index.count === 0) return 'no_candidates';
+    if (imp.banner === null && imp.video === null && imp.native === null) return 'media_type';
+    if (this.rates.unitsPerUsd(bidCur) === null) return 'currency';
+    if (imp.bidfloor > 0 && this.rates.unitsPerUsd(imp.bidfloorcur) === null) return 'currency';
+    if (imp.pmp !== null && imp.pmp.privateAuction && imp.pmp.deals.length === 0) return 'deal';
+    return null;
+  }
+
+  /** Resets the call's state and turns the imp's lists into what the filters look up (after impLevel said go on). */
+  private prepare(imp: Imp, req: BidRequest, bidCur: string, userData: boolean): void {
+    this.stage = Stage.None;
+    this.best = null;
+    this.bestPrice = 0;
+    this.bestDeal = null;
+    this.rate = this.rates.unitsPerUsd(bidCur) ?? 1;
+    this.floor = imp.bidfloor > 0 ? (this.rates.convert(imp.bidfloor, imp.bidfloorcur, bidCur) ?? 0) : 0;
+    this.bidCur = bidCur;
+    const pmp = imp.pmp;
+    this.priv = pmp !== null && pmp.privateAuction;
+    this.hasDeals = pmp !== null && pmp.deals.length > 0;
+    this.userData = userData;
+    this.dsaMin = dsaMinRender(req.dsa);
+    if (imp.banner !== null) this.bannerAttr.fill(imp.banner.battr);
+    if (imp.native !== null) this.nativeAttr.fill(imp.native.battr);
+    const v = imp.video;
+    if (v !== null) {
+      this.videoAttr.fill(v.battr);
+      let pm = 0;
+      for (let i = 0; i < v.protocols.length; i++) {
+        const p = v.protocols[i];
+        if (p >= 1 && p <= 30 && Number.isInteger(p)) pm |= 1 << p;
+      }
+      this.vProtoMask = pm;
+      this.vProtoAny = v.protocols.length === 0;
+      this.vMimeSetUsed = v.mimes.length > MIME_LIST_MAX;
+      if (this.vMimeSetUsed) {
+        const s = (this.vMimeSet ??= new Set<string>());
+        s.clear();
+        for (let i = 0; i < v.mimes.length; i++) s.add(v.mimes[i].toLowerCase());
       }
     }
-    if (!ok) return false;
   }
-  const mimes = v.mimes;
-  if (mimes.length !== 0) {
+
+  private rec(stage: Stage): void {
+    if (stage > this.stage) this.stage = stage;
+  }
+
+  // ---- stage functions: shared by the scan and explain
+
+  /** None when the candidate passes targeting, policy, blocking and creative-shape filters, else the stage that rejected it. */
+  private candidateStage(e: Entry, imp: Imp, req: BidRequest): Stage {
+    const inv = e.inventory;
+    if (inv === null ? req.inventory === 'dooh' : inv !== req.inventory) return Stage.Inventory;
+    if (e.deviceMask !== 0) {
+      const d = req.deviceType;
+      if (d < 1 || d > 30 || (e.deviceMask & (1 << d)) === 0) return Stage.Device;
+    }
+    if (e.os.length !== 0 && (req.os === '' || !e.os.includes(req.os))) return Stage.Os;
+    if (e.countries.length !== 0 && (req.country === '' || !e.countries.includes(req.country))) return Stage.Country;
+    if (req.coppa && !e.coppaOk) return Stage.Coppa;
+    if (e.personalized && !this.userData) return Stage.Consent;
+    if (e.dsaRender < this.dsaMin) return Stage.Dsa;
+    if (imp.secure && !e.secure) return Stage.Secure;
+    const attrs = e.kind === Kind.Banner ? this.bannerAttr : e.kind === Kind.Video ? this.videoAttr : this.nativeAttr;
+    if (attrs.blocks(e)) return Stage.Battr;
+    if (req.bcat.size !== 0 && catBlocked(e, req.bcat)) return Stage.Bcat;
+    if (req.badv.size !== 0 && advBlocked(e, req.badv)) return Stage.Badv;
+    // bapp lists advertised apps the publisher does not want promoted (OpenRTB 2.6 §3.2.1).
+    if (e.bundle !== '' && req.bapp.size !== 0 && req.bapp.has(e.bundle)) return Stage.Bapp;
+    if (e.kind === Kind.Video) {
+      if (imp.video === null || !this.videoFits(e, imp.video.minduration, imp.video.maxduration, imp.video.mimes)) return Stage.Video;
+    } else if (e.kind === Kind.Native) {
+      if (imp.native === null || !nativeFits(e, imp.native.assets)) return Stage.NativeAssets;
+    }
+    return Stage.None;
+  }
+
+  private videoFits(e: Entry, minduration: number, maxduration: number, mimes: readonly string[]): boolean {
+    if (minduration > 0 && e.vDuration < minduration) return false;
+    if (maxduration > 0 && e.vDuration > maxduration) return false;
+    if (!this.vProtoAny && (e.vProtoMask & this.vProtoMask) === 0) return false;
+    if (mimes.length === 0) return true;
     const mine = e.vMimes;
+    if (this.vMimeSetUsed) {
+      for (let j = 0; j < mine.length; j++) if (this.vMimeSet!.has(mine[j])) return true;
+      return false;
+    }
     for (let i = 0; i < mimes.length; i++) {
       for (let j = 0; j < mine.length; j++) if (eqLower(mimes[i], mine[j])) return true;
     }
     return false;
   }
-  return true;
-}
 
-/**
- * Native 1.2 image size: `wmin`/`hmin` are minimums; without them `w`/`h` ask for that exact size;
- * with neither any size fits. Each dimension is checked on its own.
- */
-function imgFits(w: number, h: number, a: NativeAssetReq): boolean {
-  if (w === 0) return false;
-  if (a.wmin > 0 ? w < a.wmin : a.w > 0 && w !== a.w) return false;
-  if (a.hmin > 0 ? h < a.hmin : a.h > 0 && h !== a.h) return false;
-  return true;
-}
-
-const IMG_NONE = 0;
-const IMG_MAIN = 1;
-const IMG_ICON = 2;
-
-/** Which image answers an img asset: type 3 main, type 1 icon (2, "logo" in Native 1.0/1.1, too), no type: main else icon. */
-function imgChoice(e: Entry, a: NativeAssetReq): number {
-  switch (a.type) {
-    case 3:
-      return imgFits(e.nImgW, e.nImgH, a) ? IMG_MAIN : IMG_NONE;
-    case 1:
-    case 2:
-      return imgFits(e.nIconW, e.nIconH, a) ? IMG_ICON : IMG_NONE;
-    case 0:
-      if (imgFits(e.nImgW, e.nImgH, a)) return IMG_MAIN;
-      return imgFits(e.nIconW, e.nIconH, a) ? IMG_ICON : IMG_NONE;
-    default:
-      return IMG_NONE;
-  }
-}
-
-/** Length of the candidate's value for a Native data type (1 sponsored, 2 desc, 12 ctatext); 0 when it has none or we don't support the type. */
-function dataLen(e: Entry, type: number): number {
-  switch (type) {
-    case 1:
-      return e.nSponsoredLen;
-    case 2:
-      return e.nDescLen;
-    case 12:
-      return e.nCtaLen;
-    default:
-      return 0;
-  }
-}
-
-/** Can this candidate fill this asset? A value longer than `len` cannot (it is not cut). */
-function assetFits(e: Entry, a: NativeAssetReq): boolean {
-  switch (a.kind) {
-    case NativeAssetKind.Title:
-      return e.nTitleLen > 0 && (a.len === 0 || e.nTitleLen <= a.len);
-    case NativeAssetKind.Img:
-      return imgChoice(e, a) !== IMG_NONE;
-    case NativeAssetKind.Data: {
-      const n = dataLen(e, a.type);
-      return n > 0 && (a.len === 0 || n <= a.len);
-    }
-    default:
-      // Native video assets (and anything unknown) are not supported.
-      return false;
-  }
-}
-
-/** Every required asset fillable, and at least one asset filled in all. */
-function nativeFits(e: Entry, assets: readonly NativeAssetReq[]): boolean {
-  let filled = 0;
-  for (let i = 0; i < assets.length; i++) {
-    const a = assets[i];
-    if (assetFits(e, a)) filled++;
-    else if (a.required) return false;
-  }
-  return filled > 0;
-}
-
-/** The shape (NativeShape bits) a creative must have to fill the required image assets. */
-function nativeNeed(assets: readonly NativeAssetReq[]): number {
-  let need = 0;
-  for (let i = 0; i < assets.length; i++) {
-    const a = assets[i];
-    if (!a.required || a.kind !== NativeAssetKind.Img) continue;
-    if (a.type === 3) need |= NativeShape.Image;
-    else if (a.type === 1 || a.type === 2) need |= NativeShape.Icon;
-  }
-  return need;
-}
-
-function battrFor(kind: Kind, imp: Imp): readonly number[] {
-  if (kind === Kind.Banner) return imp.banner !== null ? imp.banner.battr : EMPTY;
-  if (kind === Kind.Video) return imp.video !== null ? imp.video.battr : EMPTY;
-  return imp.native !== null ? imp.native.battr : EMPTY;
-}
-const EMPTY: readonly number[] = [];
-
-/** 0 when the candidate passes targeting, blocking and creative-shape filters, else the stage that rejected it. */
-function candidateStage(e: Entry, imp: Imp, req: BidRequest, battr: readonly number[]): Stage {
-  const inv = e.inventory;
-  if (inv === null ? req.inventory === 'dooh' : inv !== req.inventory) return Stage.Inventory;
-  if (e.deviceMask !== 0) {
-    const d = req.deviceType;
-    if (d < 1 || d > 30 || (e.deviceMask & (1 << d)) === 0) return Stage.Device;
-  }
-  if (e.os.length !== 0 && (req.os === '' || !e.os.includes(req.os))) return Stage.Os;
-  if (e.countries.length !== 0 && (req.country === '' || !e.countries.includes(req.country))) return Stage.Country;
-  if (imp.secure && !e.secure) return Stage.Secure;
-  if (battr.length !== 0 && attrBlocked(e, battr)) return Stage.Battr;
-  if (req.bcat.length !== 0 && catBlocked(e, req.bcat)) return Stage.Bcat;
-  if (req.badv.length !== 0 && advBlocked(e, req.badv)) return Stage.Badv;
-  // bapp lists advertised apps the publisher does not want promoted (OpenRTB 2.6 §3.2.1).
-  if (e.bundle !== '' && req.bapp.length !== 0 && req.bapp.includes(e.bundle)) return Stage.Bapp;
-  if (e.kind === Kind.Video) {
-    if (imp.video === null || !videoFits(e, imp.video)) return Stage.Video;
-  } else if (e.kind === Kind.Native) {
-    if (imp.native === null || !nativeFits(e, imp.native.assets)) return Stage.NativeAssets;
-  }
-  return Stage.None;
-}
-
-// ---- the scan ------------------------------------------------------------------------------------
-
-/**
- * State of one selectForImp call. One module-level instance, reset at the start of each call:
- * selectForImp is synchronous, so calls never interleave (per worker), and nothing is allocated.
- */
-class Scan {
-  stage: Stage = Stage.None;
-  best: Entry | null = null;
-  bestPrice = 0;
-  bestDeal: string | null = null;
-  rate = 1;
-  floor = 0;
-  bidCur = 'USD';
-  priv = false;
-  gate: CandidateGate | null = null;
-
-  reset(rate: number, floor: number, bidCur: string, priv: boolean, gate: CandidateGate | null): void {
-    this.stage = Stage.None;
-    this.best = null;
-    this.bestPrice = 0;
-    this.bestDeal = null;
-    this.rate = rate;
-    this.floor = floor;
-    this.bidCur = bidCur;
-    this.priv = priv;
-    this.gate = gate;
-  }
-
-  rec(stage: Stage): void {
-    if (stage > this.stage) this.stage = stage;
-  }
-}
-const S = new Scan();
-
-/**
- * The first of the imp's deals this candidate may bid on at this price, or null; `S.rec` gets
- * why not ("deal": no deal in common, "currency": its floor's currency is unknown, "floor").
- */
-function matchDeal(e: Entry, imp: Imp, price: number, recordNoDeal: boolean): string | null {
-  const deals = imp.pmp !== null ? imp.pmp.deals : null;
-  if (deals === null) return null;
-  let why = Stage.Deal;
-  for (let i = 0; i < deals.length; i++) {
-    const d = deals[i];
-    if (!e.deals.includes(d.id)) continue;
-    if (d.bidfloor > 0) {
-      const f = convert(d.bidfloor, d.bidfloorcur, S.bidCur);
-      if (f === null) {
-        if (why < Stage.Currency) why = Stage.Currency;
-        continue;
-      }
-      if (price < f) {
-        why = Stage.Floor;
-        continue;
+  /**
+   * The first of the imp's deals this candidate may bid on at this price, or null; then `dealWhy`
+   * says why not ("deal": no deal in common, "currency": its floor's currency is unknown, "floor").
+   */
+  private matchDeal(e: Entry, imp: Imp, price: number): string | null {
+    let why = Stage.Deal;
+    const deals = imp.pmp !== null ? imp.pmp.deals : null;
+    if (deals !== null && e.deals.length !== 0) {
+      for (let i = 0; i < deals.length; i++) {
+        const d = deals[i];
+        if (!e.deals.includes(d.id)) continue;
+        if (d.bidfloor > 0) {
+          const f = this.rates.convert(d.bidfloor, d.bidfloorcur, this.bidCur);
+          if (f === null) {
+            if (why < Stage.Currency) why = Stage.Currency;
+            continue;
+          }
+          if (price < f) {
+            why = Stage.Floor;
+            continue;
+          }
+        }
+        return d.id;
       }
     }
-    return d.id;
+    this.dealWhy = why;
+    return null;
   }
-  if (recordNoDeal || why !== Stage.Deal) S.rec(why);
-  return null;
-}
 
-function scanDeals(list: readonly Entry[], imp: Imp, req: BidRequest, battr: readonly number[]): void {
-  if (list.length === 0) {
-    if (S.priv) S.rec(Stage.Deal);
-    return;
+  /** The open market's own checks, after candidateStage: None, Deal (a deals-only campaign) or Floor. */
+  private openStage(e: Entry, price: number): Stage {
+    if (e.dealsOnly) return Stage.Deal;
+    if (price < this.floor) return Stage.Floor;
+    return Stage.None;
   }
-  for (let i = 0; i < list.length; i++) {
-    const e = list[i];
-    const price = e.price * S.rate;
-    // Sorted by price: nothing further down can beat what we have.
-    if (S.best !== null && price <= S.bestPrice) return;
-    const st = candidateStage(e, imp, req, battr);
-    if (st !== Stage.None) {
-      S.rec(st);
-      continue;
-    }
-    // Outside a private auction a candidate without a matching deal is no rejection yet: the open pass sees it.
-    const dealId = matchDeal(e, imp, price, S.priv);
-    if (dealId === null || gated(e, req)) continue;
-    S.best = e;
-    S.bestPrice = price;
-    S.bestDeal = dealId;
-    return;
-  }
-}
 
-function scanOpen(list: readonly Entry[], imp: Imp, req: BidRequest, battr: readonly number[]): void {
-  for (let i = 0; i < list.length; i++) {
-    const e = list[i];
-    const price = e.price * S.rate;
-    if (S.best !== null && price <= S.bestPrice) return;
-    const st = candidateStage(e, imp, req, battr);
-    if (st !== Stage.None) {
-      S.rec(st);
-      continue;
+  /** The gate's verdict on a would-be winner: None, Budget or FrequencyCap. */
+  private gateStage(e: Entry, req: BidRequest): Stage {
+    if (this.gate === null) return Stage.None;
+    const why = this.gate.check(e.c, req);
+    return why === null ? Stage.None : why === 'budget' ? Stage.Budget : Stage.FrequencyCap;
+  }
+
+  // ---- the walk over the buckets the imp asks for
+
+  /** Runs one pass over every bucket the imp asks for. */
+  private scanImp(index: CandidateIndex, imp: Imp, req: BidRequest, pass: Pass): void {
+    const banner = imp.banner;
+    if (banner !== null) {
+      if (index.bannerAny.all.length === 0) {
+        this.rec(Stage.MediaType);
+      } else if (banner.sizes.length === 0) {
+        this.scanBucket(index.bannerAny, imp, req, pass);
+      } else {
+        const mark = this.nextMark(index);
+        const sizes = banner.sizes;
+        let scanned = 0;
+        for (let i = 0; i < sizes.length; i++) {
+          const k = sizeKey(sizes[i].w, sizes[i].h);
+          const b = k < 0 ? undefined : index.bannerBySize.get(k);
+          if (b === undefined) {
+            this.rec(Stage.Size);
+          } else if (this.marks[b.id] !== mark) {
+            this.marks[b.id] = mark;
+            scanned++;
+            this.scanBucket(b, imp, req, pass);
+          }
+        }
+        // Banners of sizes the imp does not name are rejected by the index.
+        if (scanned < index.sizeBucketCount || index.unsizedBanners > 0) this.rec(Stage.Size);
+      }
     }
-    if (e.dealsOnly) {
-      S.rec(Stage.Deal);
-      continue;
+    const video = imp.video;
+    if (video !== null) {
+      if (index.video.all.length === 0) this.rec(Stage.MediaType);
+      else this.scanBucket(index.video, imp, req, pass);
     }
-    if (price < S.floor) {
-      // Everything further down is cheaper: it would stop at the floor at the latest (the gate comes after it).
-      S.rec(Stage.Floor);
+    const native = imp.native;
+    if (native !== null) {
+      const all = index.native[0].all.length;
+      if (all === 0) {
+        this.rec(Stage.MediaType);
+      } else {
+        const b = index.native[nativeNeed(native.assets)];
+        // Natives without the image or icon a required asset asks for are rejected by the index.
+        if (b.all.length < all) this.rec(Stage.NativeShape);
+        if (b.all.length !== 0) this.scanBucket(b, imp, req, pass);
+      }
+    }
+  }
+
+  /** A new mark for the banner size buckets of one pass. */
+  private nextMark(index: CandidateIndex): number {
+    if (this.marks.length < index.sizeBucketCount) {
+      this.marks = new Uint32Array(index.sizeBucketCount);
+      this.mark = 0;
+    }
+    if (this.mark === 0xffffffff) {
+      this.marks.fill(0);
+      this.mark = 0;
+    }
+    return ++this.mark;
+  }
+
+  private scanBucket(b: Bucket, imp: Imp, req: BidRequest, pass: Pass): void {
+    switch (pass) {
+      case Pass.Deals:
+        // In a private auction a candidate without deals is rejected at "deal": the walk sees them all.
+        this.scanDeals(this.priv ? b.all : b.withDeals, imp, req);
+        break;
+      case Pass.Open:
+        this.scanOpen(b.all, imp, req);
+        break;
+      case Pass.Explain:
+        this.judgeAll(b.all, imp, req);
+        break;
+    }
+  }
+
+  private scanDeals(list: readonly Entry[], imp: Imp, req: BidRequest): void {
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i];
+      const price = priceIn(e.price, this.rate);
+      // Sorted by price: nothing further down can beat what we have.
+      if (this.best !== null && price <= this.bestPrice) return;
+      // Without deals it can reach "deal" at best: nothing to learn once the reason is that far.
+      if (e.deals.length === 0 && this.stage >= Stage.Deal) continue;
+      const st = this.candidateStage(e, imp, req);
+      if (st !== Stage.None) {
+        this.rec(st);
+        continue;
+      }
+      const dealId = this.matchDeal(e, imp, price);
+      if (dealId === null) {
+        // Outside a private auction a candidate without a matching deal is no rejection yet: the open pass sees it.
+        if (this.priv || this.dealWhy !== Stage.Deal) this.rec(this.dealWhy);
+        continue;
+      }
+      const g = this.gateStage(e, req);
+      if (g !== Stage.None) {
+        this.rec(g);
+        continue;
+      }
+      this.best = e;
+      this.bestPrice = price;
+      this.bestDeal = dealId;
       return;
     }
-    if (gated(e, req)) continue;
-    S.best = e;
-    S.bestPrice = price;
-    S.bestDeal = null;
-    return;
   }
-}
 
-/** Asks the gate (if any) about a would-be winner; true (and the stage recorded) when it says no. */
-function gated(e: Entry, req: BidRequest): boolean {
-  if (S.gate === null) return false;
-  const why = S.gate.check(e.c, req);
-  if (why === null) return false;
-  S.rec(why === 'budget' ? Stage.Budget : Stage.FrequencyCap);
-  return true;
-}
-
-function scanBucket(b: Bucket, imp: Imp, req: BidRequest, battr: readonly number[], deals: boolean): void {
-  if (deals) scanDeals(b.withDeals, imp, req, battr);
-  else scanOpen(b.all, imp, req, battr);
-}
-
-/** Runs one pass (deal or open) over every bucket the imp asks for. */
-function scanImp(index: CandidateIndex, imp: Imp, req: BidRequest, deals: boolean): void {
-  const banner = imp.banner;
-  if (banner !== null) {
-    if (index.bannerAny.all.length === 0) {
-      S.rec(Stage.MediaType);
-    } else if (banner.sizes.length === 0) {
-      scanBucket(index.bannerAny, imp, req, banner.battr, deals);
-    } else {
-      const sizes = banner.sizes;
-      for (let i = 0; i < sizes.length; i++) {
-        const b = index.bannerBySize.get(sizeKey(sizes[i].w, sizes[i].h));
-        if (b === undefined) S.rec(Stage.Size);
-        else scanBucket(b, imp, req, banner.battr, deals);
+  private scanOpen(list: readonly Entry[], imp: Imp, req: BidRequest): void {
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i];
+      const price = priceIn(e.price, this.rate);
+      if (this.best !== null && price <= this.bestPrice) return;
+      let st = this.candidateStage(e, imp, req);
+      if (st === Stage.None) st = this.openStage(e, price);
+      if (st === Stage.Floor) {
+        // Everything further down is cheaper: it would stop at the floor at the latest (the gate comes after it).
+        this.rec(st);
+        return;
       }
-    }
-  }
-  const video = imp.video;
-  if (video !== null) {
-    if (index.video.all.length === 0) S.rec(Stage.MediaType);
-    else scanBucket(index.video, imp, req, video.battr, deals);
-  }
-  const native = imp.native;
-  if (native !== null) {
-    if (index.native[0].all.length === 0) {
-      S.rec(Stage.MediaType);
-    } else if (native.assets.length === 0) {
-      S.rec(Stage.NativeAssets);
-    } else {
-      const b = index.native[nativeNeed(native.assets)];
-      if (b.all.length === 0) S.rec(Stage.NativeAssets);
-      else scanBucket(b, imp, req, native.battr, deals);
-    }
-  }
-}
-
-/** Imp-level checks shared by selectForImp and explain: the reason, or null to go on. */
-function impLevel(index: CandidateIndex, imp: Imp, bidCur: string): NoBidReason | null {
-  if (index.count === 0) return 'no_candidates';
-  if (imp.banner === null && imp.video === null && imp.native === null) return 'media_type';
-  if (unitsPerUsd(bidCur) === null) return 'currency';
-  if (imp.bidfloor > 0 && unitsPerUsd(imp.bidfloorcur) === null) return 'currency';
-  if (imp.pmp !== null && imp.pmp.privateAuction && imp.pmp.deals.length === 0) return 'deal';
-  return null;
-}
-
-/** The imp floor in the bid currency (call after impLevel said the currencies are known). */
-function impFloor(imp: Imp, bidCur: string): number {
-  return imp.bidfloor > 0 ? (convert(imp.bidfloor, imp.bidfloorcur, bidCur) ?? 0) : 0;
-}
-
-/**
- * Picks the best eligible candidate for one imp, or says why there is none.
- * `bidCur` is the response currency (see chooseBidCurrency); prices and floors are compared in it.
- */
-export function selectForImp(
-  index: CandidateIndex,
-  imp: Imp,
-  req: BidRequest,
-  bidCur: string,
-  gate: CandidateGate | null = null,
-): Match | NoBidReason {
-  const early = impLevel(index, imp, bidCur);
-  if (early !== null) return early;
-  const pmp = imp.pmp;
-  const hasDeals = pmp !== null && pmp.deals.length > 0;
-  const priv = pmp !== null && pmp.privateAuction;
-  S.reset(unitsPerUsd(bidCur) ?? 1, impFloor(imp, bidCur), bidCur, priv, gate);
-  if (hasDeals) scanImp(index, imp, req, true);
-  if (S.best === null && !priv) scanImp(index, imp, req, false);
-  const e = S.best;
-  S.gate = null; // don't keep the caller's object reachable between calls
-  if (e === null) return REASONS[S.stage];
-  return {
-    candidate: e.c,
-    mtype: e.kind === Kind.Banner ? MType.Banner : e.kind === Kind.Video ? MType.Video : MType.Native,
-    price: S.bestPrice,
-    dealId: S.bestDeal,
-    size: e.size,
-    native: e.kind === Kind.Native && imp.native !== null ? nativeFills(e, imp.native.assets) : null,
-  };
-}
-
-/** The assets to return, in request order: every fillable asset (so every required one). */
-export function nativeFills(e: Entry, assets: readonly NativeAssetReq[]): NativeFill[] {
-  const n = e.c.native;
-  const out: NativeFill[] = [];
-  if (n === null) return out;
-  for (let i = 0; i < assets.length; i++) {
-    const a = assets[i];
-    if (!assetFits(e, a)) continue;
-    switch (a.kind) {
-      case NativeAssetKind.Title:
-        out.push({ assetId: a.id, kind: a.kind, text: n.title, img: null });
-        break;
-      case NativeAssetKind.Img:
-        out.push({ assetId: a.id, kind: a.kind, text: '', img: imgChoice(e, a) === IMG_MAIN ? n.image : n.icon });
-        break;
-      case NativeAssetKind.Data:
-        out.push({ assetId: a.id, kind: a.kind, text: a.type === 1 ? n.sponsoredBy : a.type === 2 ? n.description : n.cta, img: null });
-        break;
-      default:
-        break;
-    }
-  }
-  return out;
-}
-
-// ---- explain (operator debugging; not on the hot path) -------------------------------------------
-
-export interface Explanation {
-  crid: string;
-  /** null: eligible (it could bid; the winner is the best eligible one). */
-  reason: NoBidReason | null;
-}
-
-function hasSize(sizes: readonly Size[], w: number, h: number): boolean {
-  for (const s of sizes) if (s.w === w && s.h === h) return true;
-  return false;
-}
-
-/**
- * Every candidate of the imp's media types, in file order, with the filter that rejects it
- * (the first one it fails, in FILTER_ORDER) or null when it is eligible.
- */
-export function explain(index: CandidateIndex, imp: Imp, req: BidRequest, bidCur: string, gate: CandidateGate | null = null): Explanation[] {
-  const out: Explanation[] = [];
-  const early = impLevel(index, imp, bidCur);
-  const rate = unitsPerUsd(bidCur) ?? 1;
-  const floor = early === null ? impFloor(imp, bidCur) : 0;
-  const pmp = imp.pmp;
-  const hasDeals = pmp !== null && pmp.deals.length > 0;
-  const priv = pmp !== null && pmp.privateAuction;
-  for (const e of index.entries) {
-    const kind = e.kind;
-    if ((kind === Kind.Banner && imp.banner === null) || (kind === Kind.Video && imp.video === null) || (kind === Kind.Native && imp.native === null)) {
-      continue;
-    }
-    if (early !== null) {
-      out.push({ crid: e.c.id, reason: early });
-      continue;
-    }
-    if (kind === Kind.Banner && imp.banner !== null && imp.banner.sizes.length > 0 && e.c.banner !== null && !hasSize(imp.banner.sizes, e.c.banner.w, e.c.banner.h)) {
-      out.push({ crid: e.c.id, reason: 'size' });
-      continue;
-    }
-    const st = candidateStage(e, imp, req, battrFor(kind, imp));
-    if (st !== Stage.None) {
-      out.push({ crid: e.c.id, reason: REASONS[st] });
-      continue;
-    }
-    const price = e.price * rate;
-    let why = Stage.None;
-    if (hasDeals) {
-      S.reset(rate, floor, bidCur, priv, null);
-      if (matchDeal(e, imp, price, true) !== null) {
-        out.push({ crid: e.c.id, reason: gate !== null ? gate.check(e.c, req) : null });
+      if (st === Stage.None) st = this.gateStage(e, req);
+      if (st !== Stage.None) {
+        this.rec(st);
         continue;
       }
-      why = S.stage;
-    }
-    if (priv) {
-      out.push({ crid: e.c.id, reason: REASONS[why] });
-    } else if (e.dealsOnly) {
-      out.push({ crid: e.c.id, reason: REASONS[why > Stage.Deal ? why : Stage.Deal] });
-    } else if (price < floor) {
-      out.push({ crid: e.c.id, reason: 'floor' });
-    } else {
-      out.push({ crid: e.c.id, reason: gate !== null ? gate.check(e.c, req) : null });
+      this.best = e;
+      this.bestPrice = price;
+      this.bestDeal = null;
+      return;
     }
   }
-  return out;
+
+  /**
+   * explain(): each candidate's verdict over both passes, from the same stage functions: the deal
+   * pass when the imp has deals, then (outside a private auction) the open market.
+   */
+  private judgeAll(list: readonly Entry[], imp: Imp, req: BidRequest): void {
+    const verdicts = this.verdicts!;
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i];
+      const price = priceIn(e.price, this.rate);
+      let st = this.candidateStage(e, imp, req);
+      let deal: string | null = null;
+      if (st === Stage.None) {
+        if (this.hasDeals) {
+          deal = this.matchDeal(e, imp, price);
+          if (deal === null) st = this.dealWhy;
+        }
+        if (deal === null && !this.priv) {
+          // The open market decides (a deal missed on its floor or currency is no rejection if it takes the candidate).
+          const open = this.openStage(e, price);
+          st = open === Stage.None ? Stage.None : open > st ? open : st;
+        }
+        if (st === Stage.None) {
+          st = this.gateStage(e, req);
+          if (st !== Stage.None) deal = null;
+        }
+      }
+      this.rec(st);
+      verdicts.set(e, { stage: st, deal });
+    }
+  }
 }

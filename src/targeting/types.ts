@@ -1,4 +1,18 @@
 import type { BidRequest, MType, NativeAssetKind, Size } from '../openrtb/types';
+import type { CandidateJson } from './candidate-json';
+
+export type { Rates } from '../currency/rates';
+
+
+/** DSA transparency information of a campaign (OpenRTB DSA extension, `bid.ext.dsa`). */
+export interface CampaignDsa {
+  /** On whose behalf the ad is shown; 1..100 UTF-8 bytes. */
+  readonly behalf: string;
+  /** Who paid for the ad; 1..100 UTF-8 bytes. */
+  readonly paid: string;
+  /** 1: the advertiser can render the DSA notice itself; 0: it cannot. */
+  readonly adrender: 0 | 1;
+}
 
 /**
  * A candidate ad: one creative of one campaign, as loaded from CAMPAIGNS_FILE and validated.
@@ -62,6 +76,12 @@ export interface Candidate {
   readonly budget?: { readonly total: number; readonly daily: number };
   /** Impressions per user per day, null when uncapped. */
   readonly frequencyCap?: { readonly perDay: number } | null;
+  /** false: never bid on child-directed inventory (`regs.coppa` = 1). Default true. */
+  readonly coppa?: boolean;
+  /** true: the campaign relies on user-level data, so it bids only where the request allows its use. Default false (contextual). */
+  readonly personalized?: boolean;
+  /** DSA transparency information, null when the campaign has none. */
+  readonly dsa?: CampaignDsa | null;
 }
 
 /** What the markup needs to fill one native asset of the request. */
@@ -86,6 +106,8 @@ export interface Match {
   readonly size: Size | null;
   /** Native assets to return, null for other kinds. */
   readonly native: readonly NativeFill[] | null;
+  /** The candidate's parts of the bid's JSON text, built with the index. */
+  readonly json: CandidateJson;
 }
 
 /** Why an imp (or a candidate) got no bid; stable strings used in logs, metrics and debug output. */
@@ -104,15 +126,19 @@ export type NoBidReason =
   | 'device'
   | 'os'
   | 'country'
+  // Policy: child-directed inventory, user-level data not allowed, DSA information required.
+  | 'coppa'
+  | 'consent'
+  | 'dsa'
   | 'floor'
   | 'currency'
   | 'deal'
-  // Added with the candidate gate (selectForImp's optional 5th argument): campaign out of budget, user capped.
+  // The candidate gate (see CandidateGate): campaign out of budget, user capped.
   | 'budget'
   | 'frequency_cap';
 
 /**
- * Optional last check of selectForImp, for state that lives outside the campaign file (spend,
+ * Optional last check of the auction, for state that lives outside the campaign file (spend,
  * frequency caps). Asked only about a candidate that passed every filter and would win (so a few
  * times per imp at most); answering non-null makes the auction try the next best candidate.
  * Implement it as a singleton object, not a per-request closure; it must not do I/O.

@@ -1,10 +1,11 @@
 /**
- * Reading a notice or tracker call: the signed payload (shared by every URL of a bid) plus the
- * exchange's substituted macros (OpenRTB 2.6 §4.4). A macro the exchange left unsubstituted
- * (`${AUCTION_PRICE}` arrives literally, or empty) is "unknown", not an error. Pure: no I/O.
+ * Reading a notice or tracker call: the signed payload (shared by every URL of a bid, signed for the
+ * audience of the event) plus the exchange's substituted macros (OpenRTB 2.6 §4.4). A macro the
+ * exchange left unsubstituted (`${AUCTION_PRICE}` arrives literally, or empty) is "unknown", not an
+ * error. Notices have an age limit. Pure: no I/O.
  */
-import { convert } from '../targeting/currency';
-import { PayloadError, type PayloadCodec, type TrackingPayload } from './payload';
+import type { Rates } from '../currency/rates';
+import { type Audience, PayloadError, type PayloadCodec, type TrackingPayload } from './payload';
 
 export const NOTICE_EVENTS = ['win', 'bill', 'loss', 'imp', 'click'] as const;
 export type NoticeEvent = (typeof NOTICE_EVENTS)[number];
@@ -13,9 +14,17 @@ export function isNoticeEvent(s: string): s is NoticeEvent {
   return (NOTICE_EVENTS as readonly string[]).includes(s);
 }
 
+/** Who calls each URL: win, bill and loss come from the exchange's servers, impressions and clicks from browsers. */
+export function audienceOf(event: NoticeEvent): Audience {
+  return event === 'imp' || event === 'click' ? 'browser' : 's2s';
+}
+
+/** How far a payload's time may be ahead of ours (clocks of hosts disagree a little, not by this much). */
+const FUTURE_SKEW_MS = 10 * 60_000;
+
 export class NoticeError extends Error {
   constructor(
-    readonly status: 400 | 403,
+    readonly status: 400 | 403 | 410,
     readonly reason: string,
   ) {
     super(reason);
@@ -47,14 +56,21 @@ function unsubstituted(v: string | undefined): boolean {
 /** Prices may exceed the bid by float noise only. */
 const PRICE_EPSILON = 1e-6;
 
-export function readNotice(event: NoticeEvent, q: Query, codec: PayloadCodec): Notice {
+/**
+ * Reads one notice; throws NoticeError. `maxAgeMs`: a notice about a bid older than this is refused
+ * (410): a bill must arrive while its bid's dedupe marker still exists (BILL_DEDUPE_TTL_S), or a
+ * replay after the marker expired would count again.
+ */
+export function readNotice(event: NoticeEvent, q: Query, codec: PayloadCodec, maxAgeMs: number, rates: Rates, now = Date.now()): Notice {
   let payload: TrackingPayload;
   try {
-    payload = codec.decode(one(q, 'p'), one(q, 's'));
+    payload = codec.decode(one(q, 'p'), one(q, 's'), audienceOf(event));
   } catch (e) {
     if (e instanceof PayloadError) throw new NoticeError(e.reason === 'missing' ? 400 : 403, `payload ${e.reason}`);
     throw e;
   }
+  if (payload.ts < now - maxAgeMs) throw new NoticeError(410, 'notice expired: its bid is older than the notice age limit');
+  if (payload.ts > now + FUTURE_SKEW_MS) throw new NoticeError(400, 'notice from the future');
   let price: number | null = null;
   const rawPrice = one(q, 'price');
   if (!unsubstituted(rawPrice)) {
@@ -64,7 +80,7 @@ export function readNotice(event: NoticeEvent, q: Query, codec: PayloadCodec): N
     const rawCur = one(q, 'cur');
     let inBidCur: number | null = n;
     if (!unsubstituted(rawCur) && rawCur!.toUpperCase() !== payload.cur) {
-      inBidCur = convert(n, rawCur!.toUpperCase(), payload.cur);
+      inBidCur = rates.convert(n, rawCur!.toUpperCase(), payload.cur);
       if (inBidCur === null) throw new NoticeError(400, 'price currency unknown');
     }
     // A second-price or first-price clearing price never exceeds what we bid.

@@ -1,29 +1,36 @@
 /**
- * The tracking payload: one compact record per bid, encoded and signed once, shared by nurl, burl,
- * lurl, the impression tracker and the click URL; each URL adds only its event (in the path) and
- * the exchange's macros (in the query): `p=<payload>&s=<signature>`.
+ * The tracking payload: one compact record per bid, packed once and shared by the five URLs of a bid
+ * (nurl, burl, lurl, the impression tracker, the click URL): `p=<payload>&s=<signature>`, each URL
+ * adding only its event (in the path) and the exchange's macros (in the query).
  *
- * Format 2 (written): a packed binary record in base64url. Format 1 (read only): a JSON array
- * compressed with lz-string (`compressToEncodedURIComponent`), which earlier versions wrote; its
- * URLs stay valid for as long as exchanges send notices for old bids. Format 2 replaced it because
- * it is both cheaper and shorter for what a payload holds (mostly random ids, which lz-string
- * cannot compress): 1–2 µs instead of 6–7 µs for the encoding, about 200 instead of 240
- * characters for a typical bid, and bench/README.md has what that did under HTTP load.
+ * Two signatures, one per audience: the notices an exchange calls from its servers (win, bill, loss)
+ * carry one, the URLs a page or player calls (impression, click) carry the other. The browser URLs are
+ * in the ad markup anyone who sees the ad can read; with one signature for all, anyone could turn an
+ * impression URL into a bill. Each signature is HMAC-SHA256 (first 128 bits, base64url) of the payload
+ * text under a key derived from the tracking secret for that audience, so neither can be made from the
+ * other. The payload names the key it was signed with (its id), so keys can rotate: one signing key
+ * (TRACKING_SECRET, TRACKING_KEY_ID), earlier ones still accepted (TRACKING_OLD_KEYS).
  *
- * Format 2 layout: version (1 byte, 2), flags (1 byte; bit 0: the bid id is a UUID stored as 16
- * bytes), time in epoch ms (6 bytes, big-endian), price (float64, big-endian), the bid id (16 bytes,
- * or a string), then the strings request id, imp id, creative id, campaign id, currency, deal id,
- * publisher, user id, each as a LEB128 length and UTF-8 bytes. A format-2 payload starts with 'A'
- * (its first byte is 2); a format-1 payload never does (it always starts with the code of `[1,`).
+ * Format 3 (written): a packed binary record in base64url: version (1 byte, 3), flags (1 byte; bit 0:
+ * the bid id is a UUID stored as 16 bytes), key id (1 byte), time in epoch ms (6 bytes, big-endian),
+ * price (float64, big-endian), the bid id (16 bytes, or a string), then the strings request id, imp id,
+ * creative id, campaign id, currency, deal id, publisher, user key, each as a LEB128 length and UTF-8
+ * bytes. The user key is a keyed hash of the user's id, never the id itself ('' without one, or
+ * without consent to use it).
  *
- * The signature is HMAC-SHA256 of the payload text with TRACKING_SECRET, first 128 bits, base64url.
+ * Formats 1 (lz-string-compressed JSON array) and 2 (format 3 without the key id) were written by
+ * earlier versions with ONE signature (HMAC of the payload under the secret itself) for every URL of a
+ * bid. They are still read while TRACKING_LEGACY_PAYLOADS is true, so that bids made before an upgrade
+ * are still billed; the notice age limit (BILL_DEDUPE_TTL_S) ends them a week later, after which the
+ * setting can be turned off. Their user ids are not used (user key '').
  */
 import { timingSafeEqual } from 'node:crypto';
 import * as lz from 'lz-string';
-import { HmacSha256 } from './hmac-sha256';
+import type { Config } from '../config/config';
+import { deriveKey, Hmac } from '../crypto/hmac';
 
 /** The format this version writes. */
-export const PAYLOAD_VERSION = 2;
+export const PAYLOAD_VERSION = 3;
 
 export interface TrackingPayload {
   /** Bid request id. */
@@ -44,12 +51,34 @@ export interface TrackingPayload {
   readonly dealId: string;
   /** Publisher name, for reporting. */
   readonly publisher: string;
-  /** User id (user.id or device.ifa), '' when unknown: frequency caps count on it. */
-  readonly userId: string;
+  /** Keyed hash of the user's id ('' when none may be used): frequency caps count on it. */
+  readonly userKey: string;
+}
+
+/** Who calls a URL: the exchange's servers (win, bill, loss) or a browser or player (impression, click). */
+export type Audience = 's2s' | 'browser';
+
+export interface TrackingKey {
+  readonly id: number;
+  readonly secret: string;
+}
+
+export interface TrackingKeys {
+  /** The signing key. */
+  readonly current: TrackingKey;
+  /** Every key accepted when verifying, the signing key first. */
+  readonly accepted: readonly TrackingKey[];
+  /** Whether payload formats 1 and 2 are still read. */
+  readonly legacy: boolean;
+}
+
+export function trackingKeys(config: Config): TrackingKeys {
+  const current = { id: config.trackingKeyId, secret: config.trackingSecret };
+  return { current, accepted: [current, ...config.trackingOldKeys], legacy: config.trackingLegacyPayloads };
 }
 
 export class PayloadError extends Error {
-  constructor(readonly reason: 'missing' | 'bad_signature' | 'undecodable' | 'bad_version') {
+  constructor(readonly reason: 'missing' | 'bad_signature' | 'unknown_key' | 'undecodable' | 'bad_version') {
     super(`tracking payload: ${reason}`);
     this.name = 'PayloadError';
   }
@@ -57,9 +86,12 @@ export class PayloadError extends Error {
 
 /** Signature length: 16 bytes of HMAC-SHA256 (128 bits), base64url. */
 const SIG_BYTES = 16;
+const SIG_CHARS = 22;
 const FLAG_UUID = 1;
-/** version, flags, ts (6), price (8). */
-const FIXED_BYTES = 16;
+/** version, flags, key id, ts (6), price (8). */
+const FIXED_BYTES = 17;
+/** Longest payload text read: a format-3 payload of the longest fields the request limits allow is ~3 KB. */
+const MAX_PACKED_CHARS = 8 * 1024;
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 const NIBBLE = new Int8Array(128).fill(-1);
@@ -100,43 +132,46 @@ function readUuid(buf: Buffer, off: number): string {
   return s;
 }
 
-/** Upper bound of the encoded size: a UTF-16 unit takes at most 3 UTF-8 bytes, plus 5 length bytes. */
+/** Upper bound of the encoded size: a UTF-16 unit takes at most 3 UTF-8 bytes, plus 5 length bytes each. */
 function maxSize(p: TrackingPayload): number {
-  return (
-    FIXED_BYTES +
-    5 +
-    3 *
-      (p.bidId.length +
-        p.requestId.length +
-        p.impId.length +
-        p.crid.length +
-        p.cid.length +
-        p.cur.length +
-        p.dealId.length +
-        p.publisher.length +
-        p.userId.length) +
-    9 * 5
-  );
+  const chars =
+    p.bidId.length + p.requestId.length + p.impId.length + p.crid.length + p.cid.length + p.cur.length + p.dealId.length + p.publisher.length + p.userKey.length;
+  return FIXED_BYTES + 3 * chars + 9 * 5;
+}
+
+/** One key's two signers. */
+interface KeyHmacs {
+  readonly s2s: Hmac;
+  readonly browser: Hmac;
 }
 
 export class PayloadCodec {
-  /** HMAC-SHA256 with the key blocks hashed once (see hmac-sha256.ts for why not node:crypto). */
-  private readonly mac: HmacSha256;
+  private readonly keyId: number;
+  private readonly signing: KeyHmacs;
+  private readonly byId = new Map<number, KeyHmacs>();
+  /** Formats 1 and 2: HMAC under each accepted secret itself; null when they are no longer read. */
+  private readonly legacy: readonly Hmac[] | null;
   /** Encoding scratch space, reused (the result leaves as a string). */
   private scratch = Buffer.allocUnsafe(2048);
 
-  constructor(secret: string) {
-    this.mac = new HmacSha256(Buffer.from(secret, 'utf8'));
+  constructor(keys: TrackingKeys) {
+    for (const k of keys.accepted) {
+      this.byId.set(k.id, { s2s: new Hmac(deriveKey(k.secret, 'tracking:s2s')), browser: new Hmac(deriveKey(k.secret, 'tracking:browser')) });
+    }
+    this.keyId = keys.current.id;
+    this.signing = this.byId.get(keys.current.id)!;
+    this.legacy = keys.legacy ? keys.accepted.map((k) => new Hmac(Buffer.from(k.secret, 'utf8'))) : null;
   }
 
-  /** Returns `p=<payload>&s=<signature>`: URL-safe, ready to append after `?`. */
-  encode(p: TrackingPayload): string {
+  /** The query of the server-to-server URLs and of the browser URLs: `p=<payload>&s=<signature>` each. */
+  encode(p: TrackingPayload): { s2s: string; browser: string } {
     const need = maxSize(p);
     if (need > this.scratch.length) this.scratch = Buffer.allocUnsafe(need);
     const buf = this.scratch;
     buf[0] = PAYLOAD_VERSION;
-    buf.writeUIntBE(Math.max(0, Math.min(p.ts, 2 ** 48 - 1)), 2, 6);
-    buf.writeDoubleBE(p.price, 8);
+    buf[2] = this.keyId;
+    buf.writeUIntBE(Math.max(0, Math.min(p.ts, 2 ** 48 - 1)), 3, 6);
+    buf.writeDoubleBE(p.price, 9);
     let off = FIXED_BYTES;
     if (writeUuid(p.bidId, buf, off)) {
       buf[1] = FLAG_UUID;
@@ -152,27 +187,54 @@ export class PayloadCodec {
     off = writeString(buf, off, p.cur);
     off = writeString(buf, off, p.dealId);
     off = writeString(buf, off, p.publisher);
-    off = writeString(buf, off, p.userId);
+    off = writeString(buf, off, p.userKey);
     const packed = buf.toString('base64url', 0, off);
-    return `p=${packed}&s=${this.sign(packed)}`;
+    const s = this.signing;
+    return {
+      s2s: `p=${packed}&s=${s.s2s.mac(packed).toString('base64url', 0, SIG_BYTES)}`,
+      browser: `p=${packed}&s=${s.browser.mac(packed).toString('base64url', 0, SIG_BYTES)}`,
+    };
   }
 
-  /** The signature of a payload text: HMAC-SHA256 with TRACKING_SECRET, first 16 bytes, base64url. */
-  sign(packed: string): string {
-    return this.mac.macOfText(packed).toString('base64url', 0, SIG_BYTES);
-  }
-
-  /** Verifies and decodes; throws PayloadError. `packed` and `sig` are the `p` and `s` query values. */
-  decode(packed: string | undefined, sig: string | undefined): TrackingPayload {
+  /**
+   * Verifies the signature for `audience` and decodes; throws PayloadError. `packed` and `sig` are
+   * the `p` and `s` query values.
+   */
+  decode(packed: string | undefined, sig: string | undefined, audience: Audience): TrackingPayload {
     if (!packed || !sig) throw new PayloadError('missing');
-    // Query parsers (Fastify's, URLSearchParams) decode '+' as a space; format 1's alphabet has
-    // '+' and never a space (format 2's has neither), so this undoes it exactly.
+    if (packed.length > MAX_PACKED_CHARS || sig.length !== SIG_CHARS) throw new PayloadError('bad_signature');
+    // Query parsers decode '+' as a space; format 1's alphabet has '+' and never a space (base64url
+    // has neither), so this undoes it exactly.
     if (packed.includes(' ')) packed = packed.replace(/ /g, '+');
-    const expected = Buffer.from(this.sign(packed), 'utf8');
-    const given = Buffer.from(sig, 'utf8');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new PayloadError('bad_signature');
-    return packed.charCodeAt(0) === 65 /* A */ ? decodeBinary(packed) : decodeLegacy(packed);
+    if (packed.charCodeAt(0) === 65 /* A: a binary format's first byte, 2 or 3 */) {
+      const buf = Buffer.from(packed, 'base64url');
+      if (buf.length >= FIXED_BYTES && buf[0] === PAYLOAD_VERSION) {
+        const key = this.byId.get(buf[2]);
+        if (key === undefined) throw new PayloadError('unknown_key');
+        if (!sameSig(key[audience], packed, sig)) throw new PayloadError('bad_signature');
+        return decodeBinary(buf, FIXED_BYTES, 9, 3);
+      }
+      if (buf.length >= FIXED_BYTES - 1 && buf[0] === 2 && this.legacy !== null) {
+        this.verifyLegacy(packed, sig);
+        return decodeBinary(buf, FIXED_BYTES - 1, 8, 2);
+      }
+      throw new PayloadError('bad_version');
+    }
+    if (this.legacy === null) throw new PayloadError('bad_version');
+    this.verifyLegacy(packed, sig);
+    return decodeLegacy(packed);
   }
+
+  private verifyLegacy(packed: string, sig: string): void {
+    for (const s of this.legacy!) if (sameSig(s, packed, sig)) return;
+    throw new PayloadError('bad_signature');
+  }
+}
+
+function sameSig(signer: Hmac, packed: string, sig: string): boolean {
+  const expected = Buffer.from(signer.mac(packed).toString('base64url', 0, SIG_BYTES), 'latin1');
+  const given = Buffer.from(sig, 'latin1');
+  return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
 function writeString(buf: Buffer, off: number, s: string): number {
@@ -194,12 +256,12 @@ function writeString(buf: Buffer, off: number, s: string): number {
   return off + len + n;
 }
 
-/** Format 2. Any inconsistency is 'undecodable' (the signature was valid, so only a bug gets here). */
-function decodeBinary(packed: string): TrackingPayload {
-  const buf = Buffer.from(packed, 'base64url');
-  if (buf.length < FIXED_BYTES) throw new PayloadError('undecodable');
-  if (buf[0] !== PAYLOAD_VERSION) throw new PayloadError('bad_version');
-  let off = FIXED_BYTES;
+/**
+ * Formats 2 and 3 (`fixed` bytes before the bid id; the time at `tsAt`, the price after it). Any
+ * inconsistency is 'undecodable' (the signature was valid, so only a bug gets here).
+ */
+function decodeBinary(buf: Buffer, fixed: number, priceAt: number, tsAt: number): TrackingPayload {
+  let off = fixed;
   const str = (): string => {
     let n = 0;
     let shift = 1;
@@ -224,21 +286,29 @@ function decodeBinary(packed: string): TrackingPayload {
   } else {
     bidId = str();
   }
-  const p: TrackingPayload = {
-    ts: buf.readUIntBE(2, 6),
-    price: buf.readDoubleBE(8),
-    bidId,
-    requestId: str(),
-    impId: str(),
-    crid: str(),
-    cid: str(),
-    cur: str(),
-    dealId: str(),
-    publisher: str(),
-    userId: str(),
-  };
+  const requestId = str();
+  const impId = str();
+  const crid = str();
+  const cid = str();
+  const cur = str();
+  const dealId = str();
+  const publisher = str();
+  const user = str();
   if (off !== buf.length) throw new PayloadError('undecodable');
-  return p;
+  return {
+    ts: buf.readUIntBE(tsAt, 6),
+    price: buf.readDoubleBE(priceAt),
+    bidId,
+    requestId,
+    impId,
+    crid,
+    cid,
+    cur,
+    dealId,
+    publisher,
+    // Format 2 carried the raw user id: not used.
+    userKey: fixed === FIXED_BYTES ? user : '',
+  };
 }
 
 /** Format 1: lz-string of `[1, requestId, bidId, impId, crid, cid, price, cur, ts, dealId, publisher, userId]`. */
@@ -262,6 +332,6 @@ function decodeLegacy(packed: string): TrackingPayload {
     ts: Number(a[8]),
     dealId: String(a[9]),
     publisher: String(a[10]),
-    userId: String(a[11]),
+    userKey: '',
   };
 }

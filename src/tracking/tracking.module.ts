@@ -1,17 +1,20 @@
 import { Module } from '@nestjs/common';
+import { DeliveryModule } from '../delivery/delivery.module';
 import { LogModule } from '../log/log.module';
-import { RedisModule } from '../redis/redis.module';
 import { TargetingModule } from '../targeting/targeting.module';
-import { CapsService } from './caps.service';
+import { NoticeRoute } from './notice.route';
 import { NoticeStats } from './notice-stats';
+import { CONFIG, type Config } from '../config/config';
+import { PayloadCodec, trackingKeys } from './payload';
 import { TrackingMetrics } from './tracking.metrics';
-import { PacingGate } from './pacing.gate';
-import { SpendService } from './spend.service';
-import { TrackingRoutes } from './tracking.routes';
 
+/** One codec per worker, built from the config's tracking keys (the bid path signs with it, the notice route verifies). */
+const codec = { provide: PayloadCodec, useFactory: (c: Config) => new PayloadCodec(trackingKeys(c)), inject: [CONFIG] };
+
+/** Notices and trackers: the signed tracking payload (one codec for the worker) and the routes that read it back. */
 @Module({
-  imports: [LogModule, RedisModule, TargetingModule],
-  providers: [TrackingRoutes, SpendService, CapsService, PacingGate, NoticeStats, TrackingMetrics],
-  exports: [SpendService, CapsService, PacingGate, NoticeStats],
+  imports: [LogModule, TargetingModule, DeliveryModule],
+  providers: [NoticeRoute, NoticeStats, TrackingMetrics, codec],
+  exports: [NoticeStats, PayloadCodec],
 })
 export class TrackingModule {}

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { PayloadCodec } from '../../src/tracking/payload';
+import { PayloadCodec, trackingKeys } from '../../src/tracking/payload';
 import { request, startTestApp, type TestApp } from '../support/app';
 import { sampleRequests } from '../support/samples';
 import { validateBidResponse } from '../support/validate';
@@ -25,7 +25,7 @@ let t: TestApp;
 let codec: PayloadCodec;
 before(async () => {
   t = await startTestApp();
-  codec = new PayloadCodec(t.config.trackingSecret);
+  codec = new PayloadCodec(trackingKeys(t.config));
 });
 after(async () => {
   await t.close();

@@ -1,6 +1,7 @@
-// Unit tests of the load test's pure parts: the k6 request generator, the response validator, the
-// scenario plan (with the ramp's verdict) and the SVG chart writer. The k6 modules are ES modules
-// (k6/package.json); Node 24 loads them with require().
+// Unit tests of the load test's pure parts: the k6 request generator, its body pool and sampled
+// validation, the response validator, the scenario plan (with the ramp's verdict), the SVG chart
+// writer and the report's validity checks. The k6 modules are ES modules (k6/package.json); Node 24
+// loads them with require().
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
@@ -19,18 +20,26 @@ interface Entry {
   rest: string;
   meta: Meta;
 }
+interface Bucket {
+  index: number;
+  t: number;
+  length: number;
+  phase: string;
+}
 interface Phase {
   name: string;
   rate: number;
   start: number;
   duration: number;
   measured: boolean;
+  buckets: Bucket[];
 }
 interface Plan {
   scenario: string;
   phases: Phase[];
   bucket: number;
   nBuckets: number;
+  buckets: Bucket[];
   total: number;
   scenarios: Record<string, { rate: number; startTime: string; duration: string; preAllocatedVUs: number; maxVUs: number }>;
   thresholds: Record<string, unknown[]>;
@@ -40,27 +49,58 @@ interface Step {
   name: string;
   offered: number;
   requests: number;
+  shedShare: number | null;
   sustained: boolean;
   why: string;
+}
+interface Bad {
+  why: string;
+  reason: string;
 }
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const gen = require(path.join(ROOT, 'k6', 'lib', 'generator.js')) as {
   buildPool(n: number, seed: number): Entry[];
   bodyFor(e: Entry, id: string): string;
+  rng(seed: number): () => number;
 };
 const val = require(path.join(ROOT, 'k6', 'lib', 'validate.js')) as {
   validate(status: number, body: string | null, id: string, meta: Meta, strict: boolean): string;
+};
+const lean = require(path.join(ROOT, 'k6', 'lib', 'lean.js')) as {
+  HEAD: string;
+  WINDOW: number;
+  EVERY: number;
+  tailOf(e: Entry): string;
+  idPrefix(runId: string, vu: number): string;
+  requestBody(id: string, tail: string): string;
+  Cursor: new (get: (i: number) => string, size: number, start: number, local?: number, every?: number) => { take(): string; index: number };
+  quickCheck(status: number, body: string | null, id: string): string;
+  checkAnswer(status: number, body: string | null, id: string, strict: boolean, sampled: boolean, meta: () => Meta): Bad | null;
+  winNotice(body: string): string | null;
+  impressionTracker(body: string): string | null;
 };
 const planLib = require(path.join(ROOT, 'k6', 'lib', 'plan.js')) as {
   seconds(t: string): number;
   settings(env: Record<string, string>): Record<string, number | string>;
   makePlan(s: Record<string, number | string>): Plan;
+  k6Options(p: Plan, o: { thresholds: string }): { thresholds: Record<string, unknown[]>; tags: Record<string, string>; systemTags: string[] };
   rampResult(data: unknown, plan: Plan): { sustained: number; steps: Step[] };
-  buckets(data: unknown, plan: Plan): { t: number; count: number; rps: number; offered: number }[];
+  buckets(data: unknown, plan: Plan): { t: number; count: number; rps: number; offered: number; shed: number }[];
 };
 const svg = require(path.join(ROOT, 'scripts', 'lib', 'loadtest-svg.js')) as {
   lineChart(o: unknown): string;
+  barChart(o: unknown): string;
+};
+const report = require(path.join(ROOT, 'scripts', 'lib', 'loadtest-report.js')) as {
+  cpuFigures(
+    c: { seconds: number; serverCpu: number | null; redisCpu: number | null; k6Cpu: number | null; daemonCpu: number | null; workersCpu: (number | null)[]; machineBusy: number; steal: number },
+    st: { requests: number; httpRequests: number },
+    cpus: number,
+  ): { k6UsPerReq: number; k6UsPerHttpReq: number; serverUsPerReq: number; machineBusyShare: number; saturated: boolean; latencyValid: boolean; why: string[] };
+};
+const proc = require(path.join(ROOT, 'scripts', 'lib', 'loadtest-proc.js')) as {
+  cpuSplit(cpus: number, taskset: boolean): { k6: string; servers: string } | null;
 };
 /* eslint-enable @typescript-eslint/no-require-imports */
 
@@ -116,6 +156,112 @@ describe('k6 request generator', () => {
     const sizes = pool.map((e) => e.rest.length).sort((a, b) => a - b);
     const median = sizes[sizes.length >> 1];
     assert.ok(median > 900 && median < 2500, `median ${median}`);
+  });
+});
+
+describe('k6 body pool and sampled validation (k6/lib/lean.js)', () => {
+  const pool = gen.buildPool(256, 11);
+  const tails = pool.map((e) => lean.tailOf(e));
+
+  it('splices the id into a template: the body is the template with that id first', () => {
+    const body = lean.requestBody('run-3-17', tails[5]);
+    assert.equal(body, gen.bodyFor(pool[5], 'run-3-17'));
+    assert.equal((JSON.parse(body) as Obj).id, 'run-3-17');
+  });
+
+  it('uses every template of the pool, from VUs that each hold a sliding window of it', () => {
+    // As k6/bid.js: each VU starts at its own offset, keeps 16 templates and slides by one every 32 requests.
+    const used = new Set<number>();
+    let reads = 0;
+    const get = (i: number): string => {
+      reads++;
+      return tails[i];
+    };
+    for (let vu = 1; vu <= 16; vu++) {
+      const cur = new lean.Cursor(get, tails.length, (vu - 1) * lean.WINDOW);
+      for (let k = 0; k < 2000; k++) {
+        const tail = cur.take();
+        assert.equal(tail, tails[cur.index], 'index names the template it returned');
+        used.add(cur.index);
+      }
+    }
+    assert.equal(used.size, tails.length);
+    // 16 windows of 16, then one read per 32 requests.
+    assert.equal(reads, 16 * lean.WINDOW + 16 * Math.floor(2000 / lean.EVERY));
+  });
+
+  it('gives every request of a run a unique id across VUs', () => {
+    const ids = new Set<string>();
+    for (let vu = 1; vu <= 50; vu++) {
+      const prefix = lean.idPrefix('lt1', vu);
+      for (let n = 1; n <= 200; n++) ids.add(prefix + n);
+    }
+    assert.equal(ids.size, 50 * 200);
+    // No VU's ids can be another's: VU 1's 12th request is not VU 11's 2nd.
+    assert.notEqual(lean.idPrefix('lt1', 1) + 12, lean.idPrefix('lt1', 11) + 2);
+  });
+
+  const meta: Meta = { imps: [{ id: '1', mt: [1], floor: 0.5, fcur: 'USD' }], cur: ['USD'], nofill: '', inv: 'site' };
+  const answer = (id: string, price: number): string => JSON.stringify({ id, cur: 'USD', seatbid: [{ bid: [{ id: 'b', impid: '1', price, crid: 'c', adm: '<a/>', mtype: 1 }] }] });
+
+  it('checks every answer cheaply: status, the id first, a seatbid', () => {
+    assert.equal(lean.quickCheck(204, null, 'r1'), '');
+    assert.equal(lean.quickCheck(200, answer('r1', 1), 'r1'), '');
+    assert.match(lean.quickCheck(200, answer('r12', 1), 'r1'), /id/);
+    assert.match(lean.quickCheck(200, answer('x', 1), 'r1'), /id/);
+    assert.match(lean.quickCheck(200, '{"id":"r1","nbr":2}', 'r1'), /seatbid/);
+    assert.match(lean.quickCheck(500, '', 'r1'), /status 500/);
+    assert.match(lean.quickCheck(0, null, 'r1'), /no response/);
+  });
+
+  it('catches an error the cheap check cannot see on the sample, and one it can see on every answer', () => {
+    // A seeded 1 % sample over 3000 answers that all bid under the floor: the cheap check passes them,
+    // the sampled full validation catches about 1 % of them.
+    const r = gen.rng(5);
+    let caught = 0;
+    for (let i = 0; i < 3000; i++) {
+      const bad = lean.checkAnswer(200, answer(`r${i}`, 0.1), `r${i}`, true, r() < 0.01, () => meta);
+      if (bad) {
+        assert.equal(bad.why, 'validation');
+        assert.match(bad.reason, /under floor/);
+        caught++;
+      }
+    }
+    assert.ok(caught >= 10 && caught <= 60, `${caught} caught`);
+    // Unsampled, the same answer passes; a wrong id fails every time, sampled or not.
+    assert.equal(lean.checkAnswer(200, answer('r1', 0.1), 'r1', true, false, () => meta), null);
+    assert.deepEqual(lean.checkAnswer(200, answer('r2', 1), 'r1', true, false, () => meta), { why: 'marker', reason: 'body does not start with the request id' });
+    assert.equal(lean.checkAnswer(502, '', 'r1', true, false, () => meta)?.why, 'status');
+    // --validate: every answer is validated in full, so every one of these is caught.
+    for (let i = 0; i < 20; i++) assert.equal(lean.checkAnswer(200, answer(`r${i}`, 0.1), `r${i}`, true, true, () => meta)?.why, 'validation');
+  });
+
+  it('reads the meta only for a sampled answer', () => {
+    let reads = 0;
+    const m = (): Meta => {
+      reads++;
+      return meta;
+    };
+    for (let i = 0; i < 100; i++) lean.checkAnswer(200, answer('r1', 1), 'r1', true, i % 10 === 0, m);
+    assert.equal(reads, 10);
+  });
+
+  it('finds the win notice and the impression tracker of the first bid by string search', () => {
+    const body = JSON.stringify({
+      id: 'r1',
+      seatbid: [{ bid: [{ id: 'b', impid: '1', price: 2.5, nurl: 'https://h:1/t/win?p=AB&s=CD&price=${AUCTION_PRICE}&cur=${AUCTION_CURRENCY}', adm: '{"url":"https://x/\\"nurl\\""}' }] }],
+    });
+    const win = lean.winNotice(body);
+    assert.equal(win, 'https://h:1/t/win?p=AB&s=CD&price=2.0000&cur=USD');
+    // The impression URL carries the browser signature: found in each kind of markup.
+    const banner = JSON.stringify({ adm: "<a href='x'><img src='https://h:1/t/imp?p=AB&amp;s=EF' width='1'>" });
+    assert.equal(lean.impressionTracker(banner), 'https://h:1/t/imp?p=AB&s=EF');
+    const native = JSON.stringify({ adm: JSON.stringify({ eventtrackers: [{ event: 1, method: 1, url: 'https://h:1/t/imp?p=AB&s=EF' }] }) });
+    assert.equal(lean.impressionTracker(native), 'https://h:1/t/imp?p=AB&s=EF');
+    const vast = JSON.stringify({ adm: "<Impression id='imp'><![CDATA[https://h:1/t/imp?p=AB&s=EF]]></Impression>" });
+    assert.equal(lean.impressionTracker(vast), 'https://h:1/t/imp?p=AB&s=EF');
+    assert.equal(lean.impressionTracker('{"id":"r1"}'), null);
+    assert.equal(lean.winNotice('{"id":"r1","seatbid":[{"bid":[{"price":1}]}]}'), null);
   });
 });
 
@@ -175,9 +321,43 @@ describe('k6 scenario plan', () => {
     assert.equal(r.preAllocatedVUs, 200);
     assert.equal(r.maxVUs, 500);
     assert.equal(r.startTime, '5s');
-    assert.deepEqual(p.thresholds['http_req_duration{scenario:r1300}'], ['p(99)<3', 'avg<1.2']);
-    assert.ok(p.thresholds.http_req_failed);
+    assert.deepEqual(p.thresholds['http_req_duration{scenario:r1300,kind:bid}'], ['p(99)<3', 'avg<1.2']);
+    assert.deepEqual(p.thresholds.bid_invalid, ['count<=0']);
+    assert.deepEqual(p.thresholds.notice_failed, ['count<1']);
     assert.equal(p.total, 185);
+    // The per-phase latency Trends get no threshold: k6 would sort them every 2 s.
+    assert.equal(p.thresholds.answered_r1300, undefined);
+  });
+
+  it('k6 options: the minimal script shares the scenarios and tuning, not the sub-metrics', () => {
+    const p = planLib.makePlan(planLib.settings({}));
+    const full = planLib.k6Options(p, { thresholds: 'all' });
+    const min = planLib.k6Options(p, { thresholds: 'phases' });
+    assert.deepEqual(full.systemTags, ['status', 'scenario']);
+    assert.deepEqual(full.tags, { kind: 'bid' });
+    assert.deepEqual(min.systemTags, full.systemTags);
+    assert.deepEqual(Object.keys(min.thresholds).sort(), [
+      'dropped_iterations{scenario:r1300}',
+      'dropped_iterations{scenario:warm_up}',
+      'http_reqs{scenario:r1300,kind:bid}',
+      'http_reqs{scenario:r1300}',
+      'http_reqs{scenario:warm_up,kind:bid}',
+      'http_reqs{scenario:warm_up}',
+    ]);
+  });
+
+  it('overload: one phase at the given rate with room for VUs, judged by nothing', () => {
+    const p = planLib.makePlan(planLib.settings({ SCENARIO: 'overload', RATE: '4000', DURATION: '20s', WARMUP_RATE: '2000', WARMUP_DURATION: '3s' }));
+    assert.deepEqual(
+      p.phases.map((x) => [x.name, x.rate, x.start, x.duration]),
+      [
+        ['warm_up', 2000, 0, 3],
+        ['o4000', 4000, 3, 20],
+      ],
+    );
+    assert.equal(p.scenarios.o4000.maxVUs, 1000);
+    assert.ok(!Object.values(p.thresholds).flat().some((t) => typeof t === 'object' && (t as { abortOnFail?: boolean }).abortOnFail));
+    assert.equal(p.thresholds['http_req_duration{scenario:o4000,kind:bid}'][0], 'max>=0');
   });
 
   it('--duration shortens only the measured phase', () => {
@@ -194,25 +374,25 @@ describe('k6 scenario plan', () => {
       [1000, 2000, 3000, 4000],
     );
     assert.equal(steps[1].start, 15);
-    const th = p.thresholds['http_req_duration{step:step_02}'][0] as { threshold: string; abortOnFail: boolean; delayAbortEval: string };
+    const th = p.thresholds['answered_step_02{step:step_02}'][0] as { threshold: string; abortOnFail: boolean; delayAbortEval: string };
     assert.equal(th.threshold, 'p(99)<10');
     assert.equal(th.abortOnFail, true);
     // Step 2 runs from 15 s to 25 s; it is judged from 17 s (settled) and evaluated from 21 s.
     assert.equal(th.delayAbortEval, '21s');
+    assert.deepEqual((p.thresholds['bid_shed{step:step_02}'][0] as { threshold: string }).threshold, 'count<=16');
     // A synthetic k6 summary: steps 1-2 fine, step 3 over the p99 limit, step 4 never ran.
-    // Latency, errors and checks are read from the settled part (tag `step`), the rest per step.
+    // Latency, errors and shed answers are read from the settled part (tag `step`), the rest per step.
     const metrics: Record<string, { values: Record<string, number> }> = {};
-    const put = (name: string, rate: number, p99: number): void => {
-      metrics[`http_reqs{scenario:${name}}`] = { values: { count: rate * 10 } };
-      metrics[`http_reqs{step:${name}}`] = { values: { count: rate * 8 } };
-      metrics[`http_req_duration{scenario:${name}}`] = { values: { avg: 1, 'p(99)': 99, med: 0.5 } };
-      metrics[`http_req_duration{step:${name}}`] = { values: { avg: 1, 'p(99)': p99, med: 0.5 } };
-      metrics[`http_req_failed{step:${name}}`] = { values: { rate: 0 } };
-      metrics[`checks{step:${name}}`] = { values: { rate: 1 } };
+    const put = (name: string, rate: number, p99: number, shed = 0): void => {
+      metrics[`http_reqs{scenario:${name},kind:bid}`] = { values: { count: rate * 10 } };
+      metrics[`http_reqs{step:${name},kind:bid}`] = { values: { count: rate * 8 } };
+      metrics[`answered_${name}`] = { values: { avg: 1, 'p(99)': 99, med: 0.5 } };
+      metrics[`answered_${name}{step:${name}}`] = { values: { avg: 1, 'p(99)': p99, med: 0.5 } };
+      metrics[`bid_shed{step:${name}}`] = { values: { count: shed } };
       metrics[`dropped_iterations{scenario:${name}}`] = { values: { count: 0 } };
     };
     put('step_01', 1000, 2);
-    put('step_02', 2000, 4);
+    put('step_02', 2000, 4, 10);
     put('step_03', 3000, 25);
     const r = planLib.rampResult({ metrics }, p);
     assert.equal(r.sustained, 2000);
@@ -221,23 +401,39 @@ describe('k6 scenario plan', () => {
       [true, true, false],
     );
     assert.match(r.steps[2].why, /p99 25\.00 ms > 10 ms/);
+    assert.equal(r.steps[1].shedShare, 10 / 16000);
+    // Shedding more than 0.1 % of a step's requests means the server did not keep up with it.
+    put('step_02', 2000, 4, 17);
+    const shed = planLib.rampResult({ metrics }, p);
+    assert.equal(shed.sustained, 1000);
+    assert.match(shed.steps[1].why, /0\.11 % shed/);
   });
 
-  it('time buckets give per-interval throughput and offered rate', () => {
-    const p = planLib.makePlan(planLib.settings({ DURATION: '10s', RATE: '200', BUCKET: '5s' }));
+  it('time buckets follow the phases and give per-interval throughput, shed answers and offered rate', () => {
+    const p = planLib.makePlan(planLib.settings({ DURATION: '8s', RATE: '200', WARMUP_DURATION: '3s', BUCKET: '5s' }));
+    // Buckets never straddle two phases: the warm-up's only one is 3 s, the measured phase's last one 3 s.
+    assert.deepEqual(
+      p.buckets.map((b) => [b.index, b.t, b.length, b.phase]),
+      [
+        [0, 0, 3, 'warm_up'],
+        [1, 3, 5, 'r200'],
+        [2, 8, 3, 'r200'],
+      ],
+    );
+    assert.ok(p.thresholds['answered_r200{tb:2}'] && p.thresholds['bid_shed{tb:1}']);
     const metrics = {
-      'http_reqs{tb:0}': { values: { count: 500 } },
-      'http_reqs{tb:1}': { values: { count: 1000 } },
-      'http_reqs{tb:2}': { values: { count: 1000 } },
-      'http_reqs{tb:3}': { values: { count: 3 } },
+      'answered_warm_up{tb:0}': { values: { count: 300, med: 0.4, 'p(99)': 1 } },
+      'answered_r200{tb:1}': { values: { count: 990, med: 0.5, 'p(99)': 2 } },
+      'bid_shed{tb:1}': { values: { count: 10 } },
+      'answered_r200{tb:2}': { values: { count: 600, med: 0.5, 'p(99)': 2 } },
     };
     const b = planLib.buckets({ metrics }, p);
     assert.deepEqual(
-      b.map((x) => [x.t, x.rps, x.offered]),
+      b.map((x) => [x.t, x.rps, x.offered, x.shed]),
       [
-        [0, 100, 100],
-        [5, 200, 200],
-        [10, 200, 200],
+        [0, 100, 100, 0],
+        [3, 200, 200, 10],
+        [8, 200, 200, 0],
       ],
     );
   });
@@ -262,7 +458,56 @@ describe('SVG line chart', () => {
     assert.match(out, /limit/);
   });
 
+  it('draws grouped bars, leaving a gap for a missing value', () => {
+    const out = svg.barChart({
+      title: 'CPU',
+      yLabel: 'µs',
+      groups: ['warm_up 100/s', 'r1300 1300/s'],
+      series: [
+        { name: 'bidder server', values: [400, 300] },
+        { name: 'k6', values: [null, 280] },
+      ],
+    });
+    assert.equal((out.match(/<\/title><\/rect>/g) ?? []).length, 3);
+    assert.match(out, /k6: 280/);
+    assert.match(svg.barChart({ title: 't', yLabel: 'y', groups: [], series: [] }), /no data/);
+  });
+
   it('says so when there is no data', () => {
     assert.match(svg.lineChart({ title: 't', xLabel: 'x', yLabel: 'y', series: [{ name: 'a', points: [] }] }), /no data/);
+  });
+});
+
+describe('load-test report: whether the latencies describe the server', () => {
+  const c = (machineBusy: number, serverCpu: number, k6Cpu: number) => ({ seconds: 10, serverCpu, redisCpu: null, k6Cpu, daemonCpu: null, workersCpu: [], machineBusy, steal: 0 });
+
+  it('gives k6 per bid request and per HTTP request, and the busy share of the machine', () => {
+    const x = report.cpuFigures(c(10, 3, 2.4), { requests: 10000, httpRequests: 12000 }, 2);
+    assert.equal(Math.round(x.serverUsPerReq), 300);
+    assert.equal(Math.round(x.k6UsPerReq), 240);
+    assert.equal(Math.round(x.k6UsPerHttpReq), 200);
+    assert.equal(x.machineBusyShare, 0.5);
+    assert.equal(x.latencyValid, true);
+  });
+
+  it('warns when the machine was saturated', () => {
+    const x = report.cpuFigures(c(18.5, 3, 2), { requests: 10000, httpRequests: 10000 }, 2);
+    assert.equal(x.saturated, true);
+    assert.equal(x.latencyValid, false);
+    assert.match(x.why.join(), /saturated \(1\.85 of 2 cores busy\)/);
+  });
+
+  it('warns when the generator took more CPU per request than the server', () => {
+    const x = report.cpuFigures(c(8, 3, 4), { requests: 10000, httpRequests: 10000 }, 2);
+    assert.equal(x.saturated, false);
+    assert.equal(x.latencyValid, false);
+    assert.match(x.why.join(), /generator took more CPU per request than the server \(400 µs against 300 µs\)/);
+  });
+
+  it('splits 4 cores or more between k6 and the servers, and fewer not at all', () => {
+    assert.deepEqual(proc.cpuSplit(4, true), { servers: '0-1', k6: '2-3' });
+    assert.deepEqual(proc.cpuSplit(16, true), { servers: '0-7', k6: '8-15' });
+    assert.equal(proc.cpuSplit(2, true), null);
+    assert.equal(proc.cpuSplit(8, false), null);
   });
 });

@@ -39,6 +39,8 @@ describe('npm run loadtest (smoke)', () => {
       '--no-results-md',
       '--cpu-rounds', '1',
       '--cpu-round-duration', '2s',
+      '--generator-rounds', '1',
+      '--generator-round-duration', '2s',
     ];
     const r = spawnSync(process.execPath, args, { cwd: ROOT, env, encoding: 'utf8', timeout: 19 * 60_000 });
     const output = `${r.stdout}\n${r.stderr}`;
@@ -59,10 +61,17 @@ describe('npm run loadtest (smoke)', () => {
       // 20/s for 2 s, then 50/s for 3 s, plus the setup probe.
       assert.ok(t.requests >= 180 && t.requests <= 215, `${name} requests ${t.requests}`);
       assert.equal(t.errors, 0, `${name} errors`);
-      assert.equal(t.checkFails, 0, `${name} invalid responses`);
       assert.equal(t.main.name, 'r50');
       for (const k of ['avg', 'p70', 'p80', 'p95', 'p99', 'p999']) assert.equal(typeof t.main.latency[k], 'number', `${name} ${k}`);
       assert.ok(t.main.cpu.serverUsPerReq > 0, `${name} CPU per request`);
+      // The generator's CPU beside the server's, and whether the latencies can be read as the server's.
+      assert.ok(t.main.cpu.k6UsPerReq > 0 && t.main.cpu.k6UsPerHttpReq > 0 && t.main.cpu.k6UsPerHttpReq <= t.main.cpu.k6UsPerReq, `${name} k6 CPU per request`);
+      assert.ok(t.main.cpu.machineBusyShare > 0 && t.main.cpu.machineBusyShare <= 1.05, `${name} machine busy share`);
+      assert.equal(t.latencyValid, t.main.cpu.latencyValid);
+      const generatorHeavier = t.main.cpu.k6UsPerReq > t.main.cpu.serverUsPerReq;
+      assert.equal(t.main.cpu.latencyValid, !generatorHeavier && !t.main.cpu.saturated, `${name} validity`);
+      assert.equal(rep.warnings.some((w: string) => w.startsWith(`${name}, r50`)), !t.main.cpu.latencyValid, `${name} warning`);
+      assert.equal(t.main.shedShare, 0, `${name} shed share`);
       assert.ok(t.memory.length === 2 && t.memory.every((w: { peakRssMB: number }) => w.peakRssMB > 10), `${name} RSS`);
       assert.ok(t.buckets.length >= 4, `${name} time buckets`);
     }
@@ -83,11 +92,25 @@ describe('npm run loadtest (smoke)', () => {
     assert.equal(typeof round.ratio, 'number');
     assert.equal(rep.comparison.rounds.n, 1);
     assert.equal(rep.comparison.rounds.median, round.ratio);
-    assert.equal(b.logs.sent, b.requests + round.bidder.bidRequests);
+    assert.equal(b.logs.sent, b.requests + round.bidder.bidRequests + rep.generator[0].bid.bidRequests);
     assert.equal(b.logs.requestRecords, b.logs.sent);
     assert.equal(b.logs.responseRecords, b.logs.sent);
     assert.equal(b.logs.complete, true);
     assert.equal(typeof rep.comparison.cpuPerRequestRatio, 'number');
+
+    // The generator round: the minimal script and k6/bid.js at the same rate against the bidder,
+    // whose bid requests are in the log count above (the minimal script's one fixed id is not).
+    assert.equal(rep.generator.length, 1);
+    const g = rep.generator[0];
+    assert.ok(g.minimal.k6UsPerHttpReq > 0 && g.bid.k6UsPerHttpReq > 0 && g.bid.k6UsPerReq > 0, 'generator CPU per request');
+    assert.equal(g.minimal.rate, 50);
+    assert.equal(g.bid.errors, 0);
+    assert.equal(rep.comparison.generator.median, g.ratio);
+    assert.ok(fs.existsSync(path.join(out, 'k6-generator1-minimal.json')) && fs.existsSync(path.join(out, 'k6-generator1-bid.json')));
+    // On fewer than 4 cores k6 and the servers share them, and the report says what that means.
+    const pinned = rep.environment.pinning.pinned;
+    assert.equal(pinned, rep.environment.machine.cpus >= 4);
+    assert.equal(rep.warnings.some((w: string) => /only the CPU figures and ratios are meaningful/.test(w)), rep.environment.machine.cpus < 4);
 
     const md = fs.readFileSync(path.join(out, 'report.md'), 'utf8');
     assert.match(md, /\| server \| avg \| p70 \| p80 \| p95 \| p99 \| p99\.9 \|/);
@@ -96,10 +119,16 @@ describe('npm run loadtest (smoke)', () => {
     assert.match(md, /GOGC=400/);
     assert.match(md, /Server CPU per request in alternating rounds/);
     assert.match(md, /\| 1 \| [\d.]+ µs \| [\d.]+ µs \| [\d.]+× \|/);
+    assert.match(md, /## Generator cost/);
+    assert.match(md, /k6\/bid\.js \/ minimal script: \*\*[\d.]+×\*\* per HTTP request/);
+    assert.match(md, /## Are the latencies the server's\?/);
     for (const f of ['latency-over-time.svg', 'throughput-over-time.svg']) {
       const svg = fs.readFileSync(path.join(out, f), 'utf8');
       assert.ok(svg.startsWith('<svg') && svg.includes('<path '), `${f} has no lines`);
     }
+    // Bars for the servers and k6 in the measured phase, and for the generator round.
+    const bars = fs.readFileSync(path.join(out, 'cpu-per-phase.svg'), 'utf8');
+    assert.ok((bars.match(/<\/title><\/rect>/g) ?? []).length >= 6, 'cpu-per-phase.svg has too few bars');
     const html = fs.readFileSync(path.join(out, 'index.html'), 'utf8');
     assert.match(html, /<table>/);
     assert.match(html, /<svg /);

@@ -40,6 +40,7 @@ describe('bid log end to end (in-process app, real Redis)', () => {
     const config = loadConfig({
       PORT: '0',
       HOST: '127.0.0.1',
+      ADMIN_PORT: '0',
       REDIS_URL: redis.url,
       LOG_REDIS_KEY: key,
       LOG_SPILL_DIR: spillDir,

@@ -209,7 +209,7 @@ export interface Bidder {
 export async function spawnBidder(env: Record<string, string>, port: number): Promise<Bidder> {
   const proc = spawn(NODE, [path.join(ROOT, 'dist', 'main.js')], {
     cwd: ROOT,
-    env: { ...process.env, NODE_ENV: 'test', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, NODE_ENV: 'test', HOST: '127.0.0.1', PORT: String(port), ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

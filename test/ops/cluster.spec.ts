@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -74,6 +73,7 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
   let pm2Home: string;
   let env: NodeJS.ProcessEnv;
   let url = '';
+  let admin = '';
   /** Every bid request answered 200/204; each must appear in the log exactly once as request and response. */
   const answered: string[] = [];
   const seenWorkerPids = new Set<number>();
@@ -117,12 +117,15 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
     runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-ops-'));
     pm2Home = path.join(runDir, 'pm2');
     const port = await freePort();
+    const adminPort = await freePort();
+    admin = `http://127.0.0.1:${adminPort}`;
     env = { ...process.env };
     for (const k of Object.keys(env)) if (k.startsWith('NODE_TEST') || k === 'PM2_HOME' || k.startsWith('pm_') || k === 'NODE_APP_INSTANCE') delete env[k];
     Object.assign(env, {
       BIDDER_RUN_DIR: runDir,
       PORT: String(port),
       HOST: '127.0.0.1',
+      ADMIN_PORT: String(adminPort),
       WORKERS: '2',
       REDIS_URL: redis.url,
       LOG_FLUSH_INTERVAL_MS: '1000',
@@ -210,17 +213,27 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
     await waitOnline(2);
   });
 
-  it('GET /metrics: each worker its own figures with a worker label; /metrics/cluster: the machine', async () => {
-    // One keep-alive connection stays with one worker.
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    const scrape = async (p: string, a?: http.Agent) => {
-      const res = await request(`${url}${p}`, { agent: a });
+  it('GET /metrics (admin port): each worker its own figures with a worker label; /metrics/cluster: the machine', async () => {
+    const scrape = async (p: string) => {
+      const res = await request(`${admin}${p}`);
       assert.equal(res.status, 200, res.body);
       return parseProm(res.body);
     };
-    const w0 = await scrape('/metrics', agent);
-    const worker = w0.get('bidder_bid_requests_total')?.samples[0]?.labels.worker;
-    assert.ok(worker !== undefined, 'samples carry a worker label');
+    /** Each worker's own /metrics, by worker label (fresh connections: PM2's master hands them out in turn). */
+    const perWorker = async (): Promise<Map<string, ReturnType<typeof parseProm>>> => {
+      const seen = new Map<string, ReturnType<typeof parseProm>>();
+      for (let i = 0; i < 40 && seen.size < 2; i++) {
+        const f = await scrape('/metrics');
+        const worker = f.get('bidder_bid_requests_total')?.samples[0]?.labels.worker;
+        assert.ok(worker !== undefined, 'samples carry a worker label');
+        if (!seen.has(worker)) seen.set(worker, f);
+      }
+      assert.equal(seen.size, 2, 'both workers answer /metrics');
+      return seen;
+    };
+    // The public port serves no metrics.
+    assert.equal((await request(`${url}/metrics`)).status, 404);
+    const w0 = await perWorker();
     // A worker that just left (scale down) is in the view until its graceful stop removes it.
     let m0 = await scrape('/metrics/cluster');
     for (let i = 0; i < 60 && sum(m0, 'bidder_cluster_workers') !== 2; i++) {
@@ -231,14 +244,14 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
     assert.equal(sum(m0, 'bidder_ready'), 2);
 
     for (let i = 0; i < 20; i++) {
-      const a = await postBid(url, `metrics-ka-${i}`, agent);
+      const a = await postBid(url, `metrics-ka-${i}`);
       assert.ok(a.status === 200 || a.status === 204);
       answered.push(`metrics-ka-${i}`);
     }
-    const w1 = await scrape('/metrics', agent);
-    assert.equal(w1.get('bidder_bid_requests_total')?.samples[0]?.labels.worker, worker, 'same connection, same worker');
-    assert.equal(sum(w1, 'bidder_bid_requests_total') - sum(w0, 'bidder_bid_requests_total'), 20);
-    agent.destroy();
+    const w1 = await perWorker();
+    let delta = 0;
+    for (const [worker, f] of w1) delta += sum(f, 'bidder_bid_requests_total') - sum(w0.get(worker)!, 'bidder_bid_requests_total');
+    assert.equal(delta, 20, 'the two workers\' own figures add up to the requests sent');
 
     for (let i = 0; i < 30; i++) {
       const a = await postBid(url, `metrics-${i}`);

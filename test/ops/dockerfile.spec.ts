@@ -158,6 +158,8 @@ describe('Dockerfile', () => {
     const cmd = execArray(ops(runtime, 'CMD').pop()?.args ?? '', 'CMD');
     assert.ok(/(^|\/)pm2-runtime$/.test(cmd[0]), `CMD runs ${cmd[0]}`);
     assert.ok(cmd.includes('ecosystem.config.js'));
+    // Only the bidder: other apps of the ecosystem file run in containers of their own.
+    assert.deepEqual(cmd.slice(cmd.indexOf('--only'), cmd.indexOf('--only') + 2), ['--only', 'bidder']);
     assert.equal(ops(runtime, 'ENTRYPOINT').length, 0);
     const hc = ops(runtime, 'HEALTHCHECK').pop()?.args ?? '';
     assert.match(hc, /\/health\/live\b/);
@@ -189,7 +191,7 @@ describe('Dockerfile', () => {
       assert.ok(fs.existsSync(path.join(ROOT, needed)), `${needed} exists`);
       assert.ok(!ignored(needed), `${needed} is excluded by .dockerignore`);
     }
-    for (const heavy of ['node_modules/x', 'dist/main.js', '.git/HEAD', '.run/state.json', '.test-build/x']) {
+    for (const heavy of ['node_modules/x', 'dist/main.js', '.git/HEAD', '.run/state.json', '.test-build/x', 'deploy/k8s/kustomization.yaml']) {
       assert.ok(ignored(heavy), `${heavy} should not be sent to the build`);
     }
   });

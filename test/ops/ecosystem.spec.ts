@@ -1,5 +1,6 @@
 // ecosystem.config.js as PM2 reads it, under different environments.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -27,10 +28,14 @@ interface App {
   error_file: string;
 }
 
+/** No cgroup CPU quota, whatever the machine running the tests has. */
+const NO_CPU_MAX = path.join(os.tmpdir(), 'no-such-dir', 'cpu.max');
+
 /** Evaluates the file as the PM2 CLI does, with `env` as the CLI's environment; returns the app `name`. */
 function load(env: Record<string, string | undefined>, name = 'bidder'): App {
   const saved = { ...process.env };
   for (const k of ['WORKERS', 'PORT', 'HOST', 'REDIS_URL', 'SHUTDOWN_TIMEOUT_MS', 'CAMPAIGNS_FILE', 'TRACKING_BASE_URL', 'BIDDER_RUN_DIR', 'LOG_SPILL_DIR', 'LOG_REDIS_KEY', 'SHIP_DIR', 'SHIP_ID', 'SHIP_STOP_TIMEOUT_MS']) delete process.env[k];
+  process.env.BIDDER_CPU_MAX_FILE = NO_CPU_MAX;
   for (const [k, v] of Object.entries(env)) if (v !== undefined) process.env[k] = v;
   try {
     delete require.cache[require.resolve(FILE)];
@@ -58,6 +63,69 @@ describe('ecosystem.config.js', () => {
     assert.equal(load({ WORKERS: '3' }).instances, 3);
     assert.equal(app.script, path.join(ROOT, 'dist', 'main.js'));
     assert.ok(fs.existsSync(app.script), 'npm test builds dist/ first');
+  });
+
+  it('counts a container\'s CPUs from its cgroup v2 quota (cpu.max) when there is one, rounded up', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecosystem-cpu-'));
+    try {
+      const file = (name: string, text: string) => {
+        const p = path.join(dir, name);
+        fs.writeFileSync(p, text);
+        return p;
+      };
+      // No quota, or one that cannot be read: what libuv says (the affinity mask).
+      for (const text of ['max 100000\n', 'garbage\n', '100000 0\n', '']) {
+        assert.equal(load({ BIDDER_CPU_MAX_FILE: file('none', text) }).instances, os.availableParallelism(), JSON.stringify(text));
+      }
+      assert.equal(load({ BIDDER_CPU_MAX_FILE: file('half', '50000 100000\n') }).instances, 1);
+      assert.equal(load({ BIDDER_CPU_MAX_FILE: file('one', '100000 100000\n') }).instances, 1);
+      assert.equal(load({ BIDDER_CPU_MAX_FILE: file('one', '100000 100000\n'), WORKERS: '3' }).instances, 3, 'WORKERS wins');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('rounds a fractional quota up and never counts more CPUs than the affinity mask allows', (t) => {
+    const taskset = ['/usr/bin/taskset', '/bin/taskset'].find((p) => fs.existsSync(p));
+    if (!taskset || os.cpus().length < 2) return t.skip('needs taskset and 2 CPUs');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecosystem-cpu-'));
+    try {
+      const quotas = ['max 100000', '1000 100000', '100000 100000', '150000 100000', '200000 100000', '250000 100000', '800000 100000'];
+      const files = quotas.map((q, i) => {
+        const p = path.join(dir, `cpu.max.${i}`);
+        fs.writeFileSync(p, `${q}\n`);
+        return [q, p];
+      });
+      // Evaluated in a child whose affinity mask is set by taskset, as PM2 would evaluate it there.
+      const script = `const out = {};
+        for (const [q, p] of JSON.parse(process.env.CASES)) {
+          process.env.BIDDER_CPU_MAX_FILE = p;
+          delete require.cache[${JSON.stringify(FILE)}];
+          out[q] = require(${JSON.stringify(FILE)}).apps[0].instances;
+        }
+        process.stdout.write(JSON.stringify(out));`;
+      const counts = (cpus: string): Record<string, number> => {
+        const env: Record<string, string | undefined> = { ...process.env, CASES: JSON.stringify(files) };
+        delete env.WORKERS;
+        const r = spawnSync(taskset, ['-c', cpus, process.execPath, '-e', script], { env, encoding: 'utf8', timeout: 20_000 });
+        assert.equal(r.status, 0, r.stderr);
+        return JSON.parse(r.stdout) as Record<string, number>;
+      };
+      const two = counts('0,1');
+      assert.ok(two['max 100000'] >= 1 && two['max 100000'] <= 2, 'no quota: libuv\'s count, within the mask');
+      delete two['max 100000'];
+      assert.deepEqual(two, {
+        '1000 100000': 1,
+        '100000 100000': 1,
+        '150000 100000': 2,
+        '200000 100000': 2,
+        '250000 100000': 2,
+        '800000 100000': 2,
+      });
+      for (const [q, n] of Object.entries(counts('1'))) assert.equal(n, 1, q);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('sends traffic to a worker only once it is ready, and gives a stopping worker time to flush its log', () => {

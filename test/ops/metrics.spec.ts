@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Registry, type Metric } from 'prom-client';
-import { createApp, listen } from '../../src/app';
+import { adminUrl, createApp, listen } from '../../src/app';
 import { loadConfig } from '../../src/config/config';
 import { LogService } from '../../src/log/log.service';
 import { aggregate } from '../../src/metrics/cluster-metrics';
@@ -119,6 +119,7 @@ describe('the app: /metrics, /metrics/cluster, /health', () => {
   let redis: TestRedis;
   let app: NestFastifyApplication;
   let url: string;
+  let admin: string;
   let spill: string;
 
   before(async () => {
@@ -131,6 +132,7 @@ describe('the app: /metrics, /metrics/cluster, /health', () => {
       LOG_SPILL_DIR: spill,
       LOG_LEVEL: 'warn',
       WORKER_ID: 'w-test',
+      ADMIN_PORT: '0',
       BODY_LIMIT_BYTES: '4096',
       CAMPAIGNS_FILE: path.join(ROOT, 'data', 'campaigns.demo.json'),
     });
@@ -141,6 +143,7 @@ describe('the app: /metrics, /metrics/cluster, /health', () => {
     assert.equal(early.statusCode, 503);
     assert.deepEqual(early.json<{ problems: string[] }>().problems, ['starting']);
     url = (await listen(app, config)).replace('[::1]', '127.0.0.1');
+    admin = adminUrl(app);
   });
 
   after(async () => {
@@ -150,7 +153,7 @@ describe('the app: /metrics, /metrics/cluster, /health', () => {
   });
 
   async function scrape(path = '/metrics') {
-    const a = await request(`${url}${path}`);
+    const a = await request(`${admin}${path}`);
     assert.equal(a.status, 200, a.body);
     assert.match(String(a.headers['content-type']), /^text\/plain; version=0\.0\.4/);
     return parseProm(a.body);
@@ -166,6 +169,10 @@ describe('the app: /metrics, /metrics/cluster, /health', () => {
       'bidder_candidates',
       'bidder_ready',
       'bidder_log_healthy',
+      'bidder_http_connections_cut_total',
+      'bidder_notices_total',
+      'bidder_pacing_blocked_total',
+      'bidder_campaign_reloads_total',
       'process_cpu_user_seconds_total',
       'process_resident_memory_bytes',
       'nodejs_heap_size_used_bytes',

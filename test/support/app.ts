@@ -4,7 +4,7 @@ import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createApp, listen } from '../../src/app';
+import { adminUrl, createApp, listen } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config/config';
 import { startTestRedis, type TestRedis } from './redis';
 
@@ -12,6 +12,8 @@ export interface TestApp {
   app: NestFastifyApplication;
   config: Config;
   url: string;
+  /** The admin port (metrics, debug routes). */
+  adminUrl: string;
   redis: TestRedis;
   close(): Promise<void>;
 }
@@ -22,6 +24,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
+    ADMIN_PORT: '0',
     REDIS_URL: redis.url,
     LOG_SPILL_DIR: spill,
     TRACKING_SECRET: 'test-secret',
@@ -34,6 +37,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     app,
     config,
     url: url.replace('[::1]', '127.0.0.1'),
+    adminUrl: adminUrl(app),
     redis,
     async close() {
       // Tolerates an app the test already closed itself (to flush the log before reading it).

@@ -5,7 +5,9 @@
  */
 import { validate as isUuid } from 'uuid';
 import { PayloadCodec } from '../../src/tracking/payload';
-import { convert } from '../../src/targeting/currency';
+import { STATIC_RATES } from '../../src/currency/rates';
+
+const convert = (amount: number, from: string, to: string): number | null => STATIC_RATES.convert(amount, from, to);
 
 type Obj = Record<string, any>;  
 
@@ -121,7 +123,7 @@ export function validateBidResponse(reqIn: Obj, res: Obj, opts: ValidateOptions)
       // Tracking payload decodes and names this bid.
       try {
         const q = queryOf(bid.nurl);
-        const t = opts.codec.decode(q.get('p') ?? undefined, q.get('s') ?? undefined);
+        const t = opts.codec.decode(q.get('p') ?? undefined, q.get('s') ?? undefined, 's2s');
         if (t.requestId !== String(req.id) || t.bidId !== bid.id || t.impId !== String(bid.impid) || t.crid !== bid.crid) {
           p.push(`${where}: tracking payload does not match the bid`);
         }

@@ -13,18 +13,35 @@ import {
   type Size,
   type VideoImp,
 } from '../../src/openrtb/types';
-import type { Candidate } from '../../src/targeting/types';
+import { Auction, type CandidateIndex } from '../../src/targeting/campaign-store';
+import { STATIC_RATES } from '../../src/currency/rates';
+import type { Candidate, CandidateGate, Match, NoBidReason } from '../../src/targeting/types';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
-export function bidRequest(over: Partial<Mutable<BidRequest>> = {}): BidRequest {
+/** One auction on a fresh Auction over the static rates; user-level data allowed unless said otherwise. */
+export function select(index: CandidateIndex, i: Imp, req: BidRequest, cur = 'USD', gate: CandidateGate | null = null, userData = true): Match | NoBidReason {
+  return new Auction(STATIC_RATES, gate).select(index, i, req, cur, userData);
+}
+
+/** Block lists as the parser leaves them: bcat lower-cased, badv lower-cased without "www.", bapp as given. */
+export function blockLists(l: { bcat?: readonly string[]; badv?: readonly string[]; bapp?: readonly string[] }): Pick<BidRequest, 'bcat' | 'badv' | 'bapp'> {
+  return {
+    bcat: new Set((l.bcat ?? []).map((c) => c.toLowerCase())),
+    badv: new Set((l.badv ?? []).map((d) => d.toLowerCase().replace(/^www\./, ''))),
+    bapp: new Set(l.bapp ?? []),
+  };
+}
+
+type RequestOver = Partial<Omit<Mutable<BidRequest>, 'bcat' | 'badv' | 'bapp'>> & { bcat?: string[]; badv?: string[]; bapp?: string[] };
+
+export function bidRequest(over: RequestOver = {}): BidRequest {
+  const { bcat, badv, bapp, ...rest } = over;
   return {
     id: 'req-1',
     imps: [],
     cur: [],
-    bcat: [],
-    badv: [],
-    bapp: [],
+    ...blockLists({ bcat, badv, bapp }),
     inventory: 'site',
     bundle: '',
     domain: 'news.example',
@@ -33,11 +50,12 @@ export function bidRequest(over: Partial<Mutable<BidRequest>> = {}): BidRequest 
     os: '',
     country: '',
     userId: '',
+    userKey: '',
     tmax: 0,
     test: false,
     coppa: false,
     dsa: null,
-    ...over,
+    ...rest,
   };
 }
 
@@ -217,9 +235,7 @@ export function normalizeSample(file: unknown): BidRequest {
     id: str(r.id),
     imps,
     cur: strs(r.cur).map((c) => c.toUpperCase()),
-    bcat: strs(r.bcat),
-    badv: strs(r.badv).map((d) => d.toLowerCase()),
-    bapp: strs(r.bapp),
+    ...blockLists({ bcat: strs(r.bcat), badv: strs(r.badv), bapp: strs(r.bapp) }),
     inventory: app ? 'app' : obj(r.dooh) ? 'dooh' : 'site',
     bundle: app ? str(app.bundle) : '',
     domain: str((app ?? site ?? {}).domain),
@@ -228,6 +244,7 @@ export function normalizeSample(file: unknown): BidRequest {
     os: str(device.os).toLowerCase(),
     country: str(geo.country).toUpperCase(),
     userId: str(user.id) || str(device.ifa),
+    userKey: str(user.id) || str(device.ifa),
     tmax: num(r.tmax),
     test: num(r.test) === 1,
     coppa: num(obj(r.regs)?.coppa) === 1,

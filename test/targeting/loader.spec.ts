@@ -29,6 +29,9 @@ function goodFile(): any {
         targeting: { inventory: 'app', deviceTypes: [4], os: ['iOS'], countries: ['USA'] },
         deals: ['D1'],
         dealsOnly: true,
+        coppa: false,
+        personalized: true,
+        dsa: { behalf: 'Brand', paid: 'Brand Holding', adrender: 1 },
         creatives: [
           { id: 'b1', type: 'banner', price: 1.5, attr: [13], banner: { w: 300, h: 250, imageUrl: 'https://cdn.example/b1.png' } },
           {
@@ -92,6 +95,9 @@ describe('loader: a valid file', () => {
     assert.deepEqual(b1.frequencyCap, { perDay: 3 });
     assert.deepEqual(b1.attr, [13]);
     assert.deepEqual(b1.banner, { w: 300, h: 250, imageUrl: 'https://cdn.example/b1.png' });
+    assert.equal(b1.coppa, false);
+    assert.equal(b1.personalized, true);
+    assert.deepEqual(b1.dsa, { behalf: 'Brand', paid: 'Brand Holding', adrender: 1 });
   });
   it('defaults optional fields', () => {
     const b2 = cands[3];
@@ -101,6 +107,14 @@ describe('loader: a valid file', () => {
     assert.equal(b2.bundle, null);
     assert.equal(b2.frequencyCap, null);
     assert.deepEqual(b2.attr, []);
+    assert.equal(b2.coppa, true);
+    assert.equal(b2.personalized, false);
+    assert.equal(b2.dsa, null);
+  });
+  it('DSA adrender defaults to 0; 100 bytes is the limit, in UTF-8', () => {
+    const f = goodFile();
+    f.campaigns[1].dsa = { behalf: 'é'.repeat(50), paid: 'x'.repeat(100) };
+    assert.deepEqual(loadCampaigns(f)[3].dsa, { behalf: 'é'.repeat(50), paid: 'x'.repeat(100), adrender: 0 });
   });
   it('computes secure from every URL; an http landing page makes the creative insecure', () => {
     assert.equal(cands[0].secure, true);
@@ -150,6 +164,15 @@ describe('loader: errors name the entry and the field', () => {
     { name: 'video protocol 99', breakIt: (f) => (f.campaigns[0].creatives[2].video.protocols = [2, 99]), want: /creatives\[2\] \(id "v1"\): video\.protocols\[1\]: expected a whole number from 1 to 30, got 99/ },
     { name: 'video duration 0', breakIt: (f) => (f.campaigns[0].creatives[2].video.duration = 0), want: /creatives\[2\] \(id "v1"\): video\.duration: expected a whole number >= 1/ },
     { name: 'attr not numbers', breakIt: (f) => (f.campaigns[0].creatives[0].attr = ['13']), want: /creatives\[0\] \(id "b1"\): attr\[0\]: expected a whole number/ },
+    { name: 'coppa not a boolean', breakIt: (f) => (f.campaigns[0].coppa = 0), want: /^campaigns\[0\] \(id "c1"\): coppa: expected true or false, got 0/ },
+    { name: 'personalized not a boolean', breakIt: (f) => (f.campaigns[0].personalized = 'yes'), want: /^campaigns\[0\] \(id "c1"\): personalized: expected true or false, got "yes"/ },
+    { name: 'dsa not an object', breakIt: (f) => (f.campaigns[0].dsa = 'Brand'), want: /^campaigns\[0\] \(id "c1"\): dsa: expected an object, got "Brand"/ },
+    { name: 'dsa.behalf missing', breakIt: (f) => delete f.campaigns[0].dsa.behalf, want: /^campaigns\[0\] \(id "c1"\): dsa\.behalf: expected a non-empty string of at most 100 characters \(UTF-8 bytes\), got nothing/ },
+    { name: 'dsa.paid blank', breakIt: (f) => (f.campaigns[0].dsa.paid = '  '), want: /^campaigns\[0\] \(id "c1"\): dsa\.paid: expected a non-empty string of at most 100 characters/ },
+    { name: 'dsa.behalf of 101 characters', breakIt: (f) => (f.campaigns[0].dsa.behalf = 'x'.repeat(101)), want: /^campaigns\[0\] \(id "c1"\): dsa\.behalf: expected a non-empty string of at most 100 characters/ },
+    { name: 'dsa.paid of 60 characters, 120 bytes', breakIt: (f) => (f.campaigns[0].dsa.paid = 'é'.repeat(60)), want: /^campaigns\[0\] \(id "c1"\): dsa\.paid: expected a non-empty string of at most 100 characters \(UTF-8 bytes\)/ },
+    { name: 'dsa.adrender 2', breakIt: (f) => (f.campaigns[0].dsa.adrender = 2), want: /^campaigns\[0\] \(id "c1"\): dsa\.adrender: expected 0 or 1, got 2/ },
+    { name: 'unknown dsa field', breakIt: (f) => (f.campaigns[0].dsa.domain = 'x'), want: /^campaigns\[0\] \(id "c1"\): dsa\.domain: expected no such field/ },
   ];
   it('rejects a root that is not an object', () => {
     assert.match(problemsOf([])[0], /^file: \(root\): expected an object/);
@@ -179,6 +202,46 @@ describe('loader: errors name the entry and the field', () => {
       assert.match(e.message, /creatives\[0\] \(id "b1"\): price/);
       assert.match(e.message, /campaigns\[1\] \(id "c2"\): landingUrl/);
     }
+  });
+});
+
+describe('loader: URLs are stored normalized', () => {
+  // Non-Latin-1 characters, spaces and quotes: accepted by `new URL`, invalid in a header as written.
+  const cases: Array<[string, string]> = [
+    ['https://brand.example/straße?q=größe 42', 'https://brand.example/stra%C3%9Fe?q=gr%C3%B6%C3%9Fe%2042'],
+    ['https://bücher.example/', 'https://xn--bcher-kva.example/'],
+    ['https://brand.example/“sale”/日本', 'https://brand.example/%E2%80%9Csale%E2%80%9D/%E6%97%A5%E6%9C%AC'],
+    ['https://brand.example/a b/"c"?d="e"&f=\'g\'', 'https://brand.example/a%20b/%22c%22?d=%22e%22&f=%27g%27'],
+    ['HTTPS://Brand.Example:443/x#frag ment', 'https://brand.example/x#frag%20ment'],
+    ['https://brand.example', 'https://brand.example/'],
+  ];
+  for (const [given, stored] of cases) {
+    it(`${given} → ${stored}`, () => {
+      const f = goodFile();
+      f.campaigns[1].landingUrl = given;
+      f.campaigns[1].creatives[0].banner.imageUrl = given;
+      const c = loadCampaigns(f)[3];
+      assert.equal(c.landingUrl, stored);
+      assert.equal(c.banner?.imageUrl, stored);
+      // Always a valid HTTP header value: printable ASCII.
+      assert.match(c.landingUrl, /^[\x21-\x7e]+$/);
+    });
+  }
+  it('every URL field: landing (campaign and creative), banner image, native image and icon, video media', () => {
+    const f = goodFile();
+    f.campaigns[0].landingUrl = 'https://brand.example/ä';
+    f.campaigns[0].creatives[0].banner.imageUrl = 'https://cdn.example/ä.png';
+    f.campaigns[0].creatives[1].native.image.url = 'https://cdn.example/ä.jpg';
+    f.campaigns[0].creatives[1].native.icon = { url: 'https://cdn.example/ö.png', w: 80, h: 80 };
+    f.campaigns[0].creatives[2].landingUrl = 'https://brand.example/ü';
+    f.campaigns[0].creatives[2].video.mediaUrl = 'https://cdn.example/ü.mp4';
+    const [b, n, v] = loadCampaigns(f);
+    assert.equal(b.landingUrl, 'https://brand.example/%C3%A4');
+    assert.equal(b.banner?.imageUrl, 'https://cdn.example/%C3%A4.png');
+    assert.equal(n.native?.image?.url, 'https://cdn.example/%C3%A4.jpg');
+    assert.equal(n.native?.icon?.url, 'https://cdn.example/%C3%B6.png');
+    assert.equal(v.landingUrl, 'https://brand.example/%C3%BC');
+    assert.equal(v.video?.mediaUrl, 'https://cdn.example/%C3%BC.mp4');
   });
 });
 

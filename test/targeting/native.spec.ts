@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { NativeAssetKind, type NativeAssetReq } from '../../src/openrtb/types';
-import { CandidateIndex, selectForImp } from '../../src/targeting/campaign-store';
+import { CandidateIndex } from '../../src/targeting/campaign-store';
 import type { Candidate, Match, NoBidReason } from '../../src/targeting/types';
-import { bidRequest, candidate, data, img, imp, nativeImp, title, videoAsset } from './fixtures';
+import { bidRequest, candidate, data, img, imp, nativeImp, select, title, videoAsset } from './fixtures';
 
 type NativeParts = NonNullable<Candidate['native']>;
 function nat(id: string, over: Partial<NativeParts> = {}, price = 1): Candidate {
@@ -11,7 +11,7 @@ function nat(id: string, over: Partial<NativeParts> = {}, price = 1): Candidate 
   return { ...base, native: { ...(base.native as NativeParts), ...over } };
 }
 function plan(cands: Candidate[], assets: NativeAssetReq[]): Match | NoBidReason {
-  return selectForImp(new CandidateIndex(cands), imp({ native: nativeImp(assets) }), bidRequest(), 'USD');
+  return select(new CandidateIndex(cands), imp({ native: nativeImp(assets) }), bidRequest(), 'USD');
 }
 function fills(r: Match | NoBidReason): string[] {
   assert.ok(typeof r === 'object', `expected a match, got ${JSON.stringify(r)}`);
@@ -83,7 +83,7 @@ describe('native asset planning', () => {
 
   it('native battr applies to native candidates', () => {
     const base = nat('n');
-    const r = selectForImp(new CandidateIndex([{ ...base, attr: [14] }]), imp({ native: nativeImp([title(1, 90)], [14]) }), bidRequest(), 'USD');
+    const r = select(new CandidateIndex([{ ...base, attr: [14] }]), imp({ native: nativeImp([title(1, 90)], [14]) }), bidRequest(), 'USD');
     assert.equal(r, 'battr');
   });
 });

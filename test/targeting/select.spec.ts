@@ -1,16 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { BidRequest, Imp } from '../../src/openrtb/types';
-import { CandidateIndex, explain, FILTER_ORDER, selectForImp } from '../../src/targeting/campaign-store';
-import { convert } from '../../src/targeting/currency';
-import type { Candidate, CandidateGate, Match, NoBidReason } from '../../src/targeting/types';
-import { bannerImp, bidRequest, candidate, deal, imp, pmp, videoImp } from './fixtures';
+import { Auction, CandidateIndex, FILTER_ORDER, type Explanation } from '../../src/targeting/campaign-store';
+import { chooseBidCurrency, STATIC_RATES } from '../../src/currency/rates';
+import type { Candidate, CandidateGate, Match, NoBidReason, Rates } from '../../src/targeting/types';
+import { bannerImp, bidRequest, candidate, deal, imp, pmp, select, videoImp } from './fixtures';
 
 function isMatch(r: Match | NoBidReason): r is Match {
   return typeof r === 'object';
 }
 function run(cands: Candidate[], i: Imp, req: BidRequest = bidRequest(), cur = 'USD'): Match | NoBidReason {
-  return selectForImp(new CandidateIndex(cands), i, req, cur);
+  return select(new CandidateIndex(cands), i, req, cur);
+}
+function explain(index: CandidateIndex, i: Imp, req: BidRequest, cur: string, gate: CandidateGate | null = null): Explanation[] {
+  return new Auction(STATIC_RATES, gate).explain(index, i, req, cur, true).candidates;
 }
 function winner(r: Match | NoBidReason): string {
   return isMatch(r) ? r.candidate.id : `no bid: ${r}`;
@@ -62,7 +65,7 @@ const rows: Row[] = [
   { filter: 'deal', name: 'deals-only campaign in the open market', cand: { deals: ['D1'], dealsOnly: true }, accept: { imp: imp({ banner: bannerImp(), pmp: pmp([deal('D1')]) }) } },
 ];
 
-describe('selectForImp: every filter rejects and accepts', () => {
+describe('Auction.select: every filter rejects and accepts', () => {
   for (const r of rows) {
     it(`${r.filter}: ${r.name}`, () => {
       const baseImp = r.imp ?? banner300;
@@ -89,7 +92,7 @@ describe('selectForImp: every filter rejects and accepts', () => {
   });
 });
 
-describe('selectForImp: video filter', () => {
+describe('Auction.select: video filter', () => {
   const v = (dur: number, over: Parameters<typeof candidate>[0] = {}): Candidate =>
     candidate({ id: 'v', kind: 'video', video: { mimes: ['video/mp4'], duration: dur, protocols: [2, 3], w: 640, h: 360, mediaUrl: 'https://cdn.example/v.mp4', bitrate: 800 }, ...over });
   const cases: { name: string; c: Candidate; vi: Parameters<typeof videoImp>[0]; ok: boolean }[] = [
@@ -123,7 +126,7 @@ describe('selectForImp: video filter', () => {
   });
 });
 
-describe('selectForImp: picking the winner', () => {
+describe('Auction.select: picking the winner', () => {
   it('picks the highest price among eligible candidates, and prices it in the bid currency', () => {
     const r = run([candidate({ id: 'a', price: 1 }), candidate({ id: 'b', price: 2.5 }), candidate({ id: 'c', price: 2, cat: ['IAB8'] })], banner300, bidRequest(), 'EUR');
     assert.ok(isMatch(r));
@@ -131,7 +134,7 @@ describe('selectForImp: picking the winner', () => {
     assert.equal(r.mtype, 1);
     assert.deepEqual(r.size, { w: 300, h: 250 });
     assert.equal(r.dealId, null);
-    assert.equal(r.price, convert(2.5, 'USD', 'EUR'));
+    assert.equal(r.price, STATIC_RATES.convert(2.5, 'USD', 'EUR'));
   });
   it('skips a blocked higher-priced candidate for the next one', () => {
     const r = run([candidate({ id: 'top', price: 4, adomain: ['apple.com'] }), candidate({ id: 'next', price: 3 })], banner300, bidRequest({ badv: ['apple.com'] }));
@@ -166,13 +169,39 @@ describe('selectForImp: picking the winner', () => {
     assert.equal(winner(run([c], imp({ bidfloor: 0.9, bidfloorcur: 'EUR', banner: bannerImp() }))), 'c');
     assert.equal(winner(run([c], imp({ bidfloor: 0.9, bidfloorcur: 'EUR', banner: bannerImp() }), bidRequest(), 'GBP')), 'c');
   });
+  it('uses the rates it is given, for prices, imp floors and deal floors, and for the bid currency', () => {
+    // A made-up market: 2 EUR per USD, and a currency the static table does not have.
+    const table = new Map([
+      ['USD', 1],
+      ['EUR', 2],
+      ['XTS', 10],
+    ]);
+    const rates: Rates = {
+      unitsPerUsd: (cur) => table.get(cur) ?? null,
+      convert: (amount, from, to) => {
+        const f = table.get(from);
+        const t = table.get(to);
+        return f === undefined || t === undefined ? null : (amount / f) * t;
+      },
+    };
+    const idx = new CandidateIndex([candidate({ id: 'c', price: 1, deals: ['D'] })]);
+    const a = new Auction(rates);
+    const m = a.select(idx, banner300, bidRequest(), 'EUR', true);
+    assert.ok(isMatch(m));
+    assert.equal(m.price, 2);
+    assert.equal(a.select(idx, imp({ bidfloor: 2.01, bidfloorcur: 'EUR', banner: bannerImp() }), bidRequest(), 'EUR', true), 'floor');
+    assert.equal(winner(a.select(idx, imp({ bidfloor: 9.9, bidfloorcur: 'XTS', banner: bannerImp() }), bidRequest(), 'USD', true)), 'c');
+    assert.equal(a.select(idx, imp({ banner: bannerImp(), pmp: pmp([deal('D', 10.1, 'XTS')], true) }), bidRequest(), 'USD', true), 'floor');
+    assert.equal(chooseBidCurrency(['XTS'], rates), 'XTS');
+    assert.equal(STATIC_RATES.chooseBidCurrency(['XTS']), null);
+  });
   it('ties are broken by creative id, whatever the file order', () => {
     assert.equal(winner(run([candidate({ id: 'z', price: 1 }), candidate({ id: 'a', price: 1 })], banner300)), 'a');
     assert.equal(winner(run([candidate({ id: 'a', price: 1 }), candidate({ id: 'z', price: 1 })], banner300)), 'a');
   });
 });
 
-describe('selectForImp: deals', () => {
+describe('Auction.select: deals', () => {
   const inDeal = (id: string, price: number, deals: string[], dealsOnly = false): Candidate => candidate({ id, price, deals, dealsOnly });
   it('private auction: only deal bids; the deal floor applies, not the imp floor', () => {
     const i = imp({ bidfloor: 4, banner: bannerImp(), pmp: pmp([deal('D1', 2)], true) });
@@ -222,12 +251,23 @@ describe('selectForImp: deals', () => {
     assert.ok(isMatch(r));
     assert.equal(r.dealId, null);
   });
+  it('private auction: a candidate without deals that passes the filters stops at "deal", as explain() says', () => {
+    // The deal's only campaign targets sites; the request is an app.
+    const cands = [candidate({ id: 'd', price: 3, deals: ['D1'], targeting: { inventory: 'site' } }), inDeal('open', 2, [])];
+    const i = imp({ banner: bannerImp(), pmp: pmp([deal('D1')], true) });
+    const req = bidRequest({ inventory: 'app' });
+    assert.equal(run(cands, i, req), 'deal');
+    assert.deepEqual(
+      explain(new CandidateIndex(cands), i, req, 'USD').map((e) => e.reason),
+      ['inventory', 'deal'],
+    );
+  });
   it('deals-only campaign whose deal floor is missed: floor (it got further than "deal")', () => {
     assert.equal(run([inDeal('d', 1, ['D1'], true)], imp({ banner: bannerImp(), pmp: pmp([deal('D1', 3)]) })), 'floor');
   });
 });
 
-describe('selectForImp: the no-bid reason is the furthest-progressing rejection', () => {
+describe('Auction.select: the no-bid reason is the furthest-progressing rejection', () => {
   it('FILTER_ORDER documents the stages: floor after the targeting filters, the gate last', () => {
     assert.deepEqual(FILTER_ORDER.slice(-3), ['floor', 'budget', 'frequency_cap']);
     assert.ok(FILTER_ORDER.indexOf('inventory') < FILTER_ORDER.indexOf('bcat'));
@@ -248,7 +288,7 @@ describe('selectForImp: the no-bid reason is the furthest-progressing rejection'
   });
 });
 
-describe('explain', () => {
+describe('Auction.explain', () => {
   it('lists every candidate of the imp media types with its first failing filter, null when eligible', () => {
     const cands = [
       candidate({ id: 'ok', price: 2 }),
@@ -260,11 +300,11 @@ describe('explain', () => {
     ];
     const out = explain(new CandidateIndex(cands), imp({ bidfloor: 0.5, banner: bannerImp() }), bidRequest({ bcat: ['IAB25'] }), 'USD');
     assert.deepEqual(out, [
-      { crid: 'ok', reason: null },
-      { crid: 'cheap', reason: 'floor' },
-      { crid: 'cat', reason: 'bcat' },
-      { crid: 'size', reason: 'size' },
-      { crid: 'app', reason: 'inventory' },
+      { crid: 'ok', reason: null, deal: null },
+      { crid: 'cheap', reason: 'floor', deal: null },
+      { crid: 'cat', reason: 'bcat', deal: null },
+      { crid: 'size', reason: 'size', deal: null },
+      { crid: 'app', reason: 'inventory', deal: null },
     ]);
   });
   it('reports deal outcomes and imp-level reasons', () => {
@@ -272,9 +312,9 @@ describe('explain', () => {
     const idx = new CandidateIndex(cands);
     const priv = imp({ banner: bannerImp(), pmp: pmp([deal('D1', 1.5)], true) });
     assert.deepEqual(explain(idx, priv, bidRequest(), 'USD'), [
-      { crid: 'd', reason: null },
-      { crid: 'o', reason: 'deal' },
-      { crid: 'low', reason: 'floor' },
+      { crid: 'd', reason: null, deal: 'D1' },
+      { crid: 'o', reason: 'deal', deal: null },
+      { crid: 'low', reason: 'floor', deal: null },
     ]);
     const unknownCur = imp({ bidfloor: 1, bidfloorcur: 'XYZ', banner: bannerImp() });
     assert.deepEqual(
@@ -303,7 +343,7 @@ class TestGate implements CandidateGate {
   }
 }
 
-describe('selectForImp: the candidate gate (budget, frequency caps)', () => {
+describe('Auction.select: the candidate gate (budget, frequency caps)', () => {
   const cands = [
     candidate({ id: 'a', campaignId: 'broke', price: 3 }),
     candidate({ id: 'b', campaignId: 'capped', price: 2 }),
@@ -315,31 +355,31 @@ describe('selectForImp: the candidate gate (budget, frequency caps)', () => {
 
   it('a gated winner gives way to the next best, and only would-be winners are asked', () => {
     const gate = new TestGate({ broke: 'budget', capped: 'frequency_cap' });
-    const r = selectForImp(idx, banner300, req, 'USD', gate);
+    const r = select(idx, banner300, req, 'USD', gate);
     assert.equal(winner(r), 'c');
     assert.deepEqual(gate.asked, ['a', 'b', 'c']);
   });
   it('a gate that allows is asked once', () => {
     const gate = new TestGate({});
-    assert.equal(winner(selectForImp(idx, banner300, req, 'USD', gate)), 'a');
+    assert.equal(winner(select(idx, banner300, req, 'USD', gate)), 'a');
     assert.deepEqual(gate.asked, ['a']);
   });
   it('everything gated → the furthest gate reason; the gate ranks after floor', () => {
-    assert.equal(selectForImp(idx, banner300, req, 'USD', new TestGate({ broke: 'budget', capped: 'budget', fine: 'budget' })), 'budget');
-    assert.equal(selectForImp(idx, banner300, req, 'USD', new TestGate({ broke: 'budget', capped: 'frequency_cap', fine: 'budget' })), 'frequency_cap');
+    assert.equal(select(idx, banner300, req, 'USD', new TestGate({ broke: 'budget', capped: 'budget', fine: 'budget' })), 'budget');
+    assert.equal(select(idx, banner300, req, 'USD', new TestGate({ broke: 'budget', capped: 'frequency_cap', fine: 'budget' })), 'frequency_cap');
     // a (3.00) gated, b and c under the 2.50 floor: budget, not floor
-    assert.equal(selectForImp(idx, imp({ bidfloor: 2.5, banner: bannerImp() }), req, 'USD', new TestGate({ broke: 'budget' })), 'budget');
+    assert.equal(select(idx, imp({ bidfloor: 2.5, banner: bannerImp() }), req, 'USD', new TestGate({ broke: 'budget' })), 'budget');
   });
   it('deal bids are gated too', () => {
     const d = new CandidateIndex([candidate({ id: 'd1', campaignId: 'broke', price: 3, deals: ['D'] }), candidate({ id: 'd2', campaignId: 'fine', price: 2, deals: ['D'] })]);
-    const r = selectForImp(d, imp({ banner: bannerImp(), pmp: pmp([deal('D', 1)], true) }), bidRequest(), 'USD', new TestGate({ broke: 'budget' }));
+    const r = select(d, imp({ banner: bannerImp(), pmp: pmp([deal('D', 1)], true) }), bidRequest(), 'USD', new TestGate({ broke: 'budget' }));
     assert.ok(isMatch(r));
     assert.equal(r.candidate.id, 'd2');
     assert.equal(r.dealId, 'D');
   });
   it('without a gate nothing is gated (the previous call\'s gate is not kept)', () => {
-    selectForImp(idx, banner300, req, 'USD', new TestGate({ broke: 'budget' }));
-    assert.equal(winner(selectForImp(idx, banner300, req, 'USD')), 'a');
+    select(idx, banner300, req, 'USD', new TestGate({ broke: 'budget' }));
+    assert.equal(winner(select(idx, banner300, req, 'USD')), 'a');
   });
   it('explain reports the gate verdict of otherwise eligible candidates', () => {
     const out = explain(idx, banner300, req, 'USD', new TestGate({ broke: 'budget', capped: 'frequency_cap' }));

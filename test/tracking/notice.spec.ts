@@ -1,15 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { NoticeError, readNotice } from '../../src/tracking/notice';
+import { STATIC_RATES } from '../../src/currency/rates';
 import { PayloadCodec, type TrackingPayload } from '../../src/tracking/payload';
 
-const codec = new PayloadCodec('notice-secret');
+const secret = { id: 1, secret: 'notice-secret' };
+const codec = new PayloadCodec({ current: secret, accepted: [secret], legacy: false });
+const NOW = 1_700_000_000_000;
+const DAY = 86_400_000;
 const payload: TrackingPayload = {
-  requestId: 'r1', bidId: 'b1', impId: '1', crid: 'cr', cid: 'c', price: 2, cur: 'USD', ts: 1, dealId: '', publisher: 'p', userId: 'u',
+  requestId: 'r1', bidId: 'b1', impId: '1', crid: 'cr', cid: 'c', price: 2, cur: 'USD', ts: NOW - 1000, dealId: '', publisher: 'p', userKey: 'u',
 };
 
-function query(extra: Record<string, string>): Record<string, string> {
-  const q = new URLSearchParams(codec.encode(payload));
+function query(extra: Record<string, string>, p: TrackingPayload = payload): Record<string, string> {
+  const q = new URLSearchParams(codec.encode(p).s2s);
   return { p: q.get('p')!, s: q.get('s')!, ...extra };
 }
 
@@ -27,7 +31,7 @@ describe('readNotice: macros', () => {
   ];
   for (const c of ok) {
     it(c.name, () => {
-      const n = readNotice('win', query(c.q), codec);
+      const n = readNotice('win', query(c.q), codec, DAY, STATIC_RATES, NOW);
       if (c.price === null) assert.equal(n.price, null);
       else assert.ok(Math.abs(n.price! - c.price) < 1e-9, `price ${n.price}`);
       if (c.loss !== undefined) assert.equal(n.loss, c.loss);
@@ -44,7 +48,18 @@ describe('readNotice: macros', () => {
   ];
   for (const c of bad) {
     it(`rejects ${c.name}`, () => {
-      assert.throws(() => readNotice('win', query(c.q), codec), (e: unknown) => e instanceof NoticeError && e.status === c.status && c.reason.test(e.reason));
+      assert.throws(() => readNotice('win', query(c.q), codec, DAY, STATIC_RATES, NOW), (e: unknown) => e instanceof NoticeError && e.status === c.status && c.reason.test(e.reason));
     });
   }
+});
+
+describe('readNotice: audience and age', () => {
+  it('a browser event does not accept the server-to-server signature', () => {
+    assert.throws(() => readNotice('imp', query({}), codec, DAY, STATIC_RATES, NOW), (e: unknown) => e instanceof NoticeError && e.status === 403);
+  });
+  it('refuses a notice about a bid older than the age limit (410) and one from the future (400)', () => {
+    assert.throws(() => readNotice('bill', query({}, { ...payload, ts: NOW - DAY - 1 }), codec, DAY, STATIC_RATES, NOW), (e: unknown) => e instanceof NoticeError && e.status === 410);
+    assert.throws(() => readNotice('bill', query({}, { ...payload, ts: NOW + 3_600_000 }), codec, DAY, STATIC_RATES, NOW), (e: unknown) => e instanceof NoticeError && e.status === 400);
+    assert.equal(readNotice('bill', query({}, { ...payload, ts: NOW - DAY + 1000 }), codec, DAY, STATIC_RATES, NOW).payload.ts, NOW - DAY + 1000);
+  });
 });

@@ -1,0 +1,254 @@
+/**
+ * Live currency rates: read from a file (CURRENCY_RATES_FILE) or a URL (CURRENCY_RATES_URL) in the
+ * format Prebid Server reads (rates.ts: parseRatesFile), refreshed every CURRENCY_REFRESH_S off the
+ * bid path, and swapped in as one reference: `current()` is all the bid path calls.
+ *
+ * - Start-up: a configured file that cannot be read or parsed stops the start (the operator's own
+ *   file is wrong: bidding on 2025's static rates instead, the failure this service exists to
+ *   prevent, would go unnoticed). A URL that does not answer well does not: a rates server being
+ *   down must not keep the bidder down; the static table is used, `health()` says so, and the URL
+ *   is tried again every RETRY_BEFORE_FIRST_LOAD_S until it answers.
+ * - Refresh: a file is read again every refresh and also polled (fs.watchFile, `watchMs`) so that
+ *   a change on disk is picked up within a second; a URL is fetched with a timeout and a size bound,
+ *   with its ETag / Last-Modified, so an unchanged file costs a 304. A refresh that fails (missing
+ *   file, invalid JSON, HTTP error, timeout, oversize) keeps the rates in use and is counted.
+ * - Age: `ageSeconds()` is now − `dataAsOf` of the rates in use; `health()` gives a "degraded"
+ *   reason when it is over CURRENCY_MAX_AGE_S (0: never). With no file or URL configured the static
+ *   table is in use by choice and is not reported as stale (its age is still in the metrics).
+ */
+import * as fs from 'node:fs';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { CurrencyRates, CurrencyRatesError, MAX_RATES_FILE_BYTES, parseRatesFile, STATIC_RATES } from './rates';
+
+export interface CurrencySettings {
+  /** CURRENCY_RATES_FILE: a path, or null. */
+  readonly file: string | null;
+  /** CURRENCY_RATES_URL: an http(s) URL, or null. Not both. */
+  readonly url: string | null;
+  /** CURRENCY_REFRESH_S (default 3600): how often the rates are read again. */
+  readonly refreshSeconds: number;
+  /** CURRENCY_MAX_AGE_S: rates older than this make health() degraded; 0 = never. */
+  readonly maxAgeSeconds: number;
+  /** Deadline of one URL fetch, headers and body (default 10 000 ms). */
+  readonly fetchTimeoutMs?: number;
+  /** Largest rates body accepted (default MAX_RATES_FILE_BYTES). */
+  readonly maxBytes?: number;
+  /** How often a rates file's metadata is polled for changes (default 1000 ms; 0 = only the periodic refresh). */
+  readonly watchMs?: number;
+}
+
+export const CURRENCY_SETTINGS = Symbol('CURRENCY_SETTINGS');
+
+/** Until a configured URL has answered once, it is tried this often (or every refresh, when shorter). */
+export const RETRY_BEFORE_FIRST_LOAD_S = 60;
+
+export type RefreshOutcome = 'updated' | 'unchanged' | 'failed';
+
+export interface CurrencyStats {
+  readonly refreshes: Readonly<Record<RefreshOutcome, number>>;
+  /** The message of the last failed refresh, null when the last refresh succeeded. */
+  readonly lastError: string | null;
+  /** When the source was last read successfully (ms), null before. */
+  readonly lastSuccessAt: number | null;
+}
+
+class RatesSourceError extends Error {}
+
+@Injectable()
+export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger('Currency');
+  private rates: CurrencyRates = STATIC_RATES;
+  private timer: NodeJS.Timeout | null = null;
+  private watching = false;
+  private running: Promise<RefreshOutcome> | null = null;
+  private loadedOnce = false;
+  private etag: string | null = null;
+  private lastModified: string | null = null;
+  /** The text of the rates in use: a file rewritten with the same content is not parsed again. */
+  private lastText: string | null = null;
+  private readonly counts: Record<RefreshOutcome, number> = { updated: 0, unchanged: 0, failed: 0 };
+  private lastError: string | null = null;
+  private lastSuccessAt: number | null = null;
+  private readonly fetchTimeoutMs: number;
+  private readonly maxBytes: number;
+
+  constructor(@Inject(CURRENCY_SETTINGS) private readonly settings: CurrencySettings) {
+    if (settings.file !== null && settings.url !== null) throw new Error('set CURRENCY_RATES_FILE or CURRENCY_RATES_URL, not both');
+    if (!(settings.refreshSeconds > 0)) throw new Error(`CURRENCY_REFRESH_S must be > 0, got ${settings.refreshSeconds}`);
+    if (!(settings.maxAgeSeconds >= 0)) throw new Error(`CURRENCY_MAX_AGE_S must be ≥ 0, got ${settings.maxAgeSeconds}`);
+    if (settings.url !== null && !/^https?:\/\//i.test(settings.url)) throw new Error(`CURRENCY_RATES_URL must be an http(s) URL, got ${settings.url}`);
+    this.fetchTimeoutMs = settings.fetchTimeoutMs ?? 10_000;
+    this.maxBytes = settings.maxBytes ?? MAX_RATES_FILE_BYTES;
+  }
+
+  /** The rates in use: one immutable table, replaced as a whole by a refresh. */
+  current(): CurrencyRates {
+    return this.rates;
+  }
+
+  /** Where the rates in use came from: `static`, the file path or the URL. */
+  get source(): string {
+    return this.rates.source;
+  }
+
+  /** Seconds since the `dataAsOf` of the rates in use. */
+  ageSeconds(now = Date.now()): number {
+    return Math.max(0, (now - this.rates.asOf) / 1000);
+  }
+
+  stats(): CurrencyStats {
+    return { refreshes: { ...this.counts }, lastError: this.lastError, lastSuccessAt: this.lastSuccessAt };
+  }
+
+  /** A reason to report the bidder degraded, or null when the rates are fine. */
+  health(now = Date.now()): string | null {
+    const configured = this.settings.file ?? this.settings.url;
+    if (configured === null) return null;
+    if (!this.loadedOnce) return `currency rates from ${configured} not loaded (${this.lastError ?? 'not tried yet'}): using the static table of ${new Date(STATIC_RATES.asOf).toISOString().slice(0, 10)}`;
+    const max = this.settings.maxAgeSeconds;
+    const age = this.ageSeconds(now);
+    if (max > 0 && age > max) return `currency rates are ${Math.round(age)} s old (dataAsOf ${new Date(this.rates.asOf).toISOString()}), over CURRENCY_MAX_AGE_S=${max}`;
+    return null;
+  }
+
+  async onModuleInit(): Promise<void> {
+    const { file, url } = this.settings;
+    if (file === null && url === null) {
+      this.logger.log(`no CURRENCY_RATES_FILE or CURRENCY_RATES_URL: static rates of ${new Date(STATIC_RATES.asOf).toISOString().slice(0, 10)}`);
+      return;
+    }
+    const outcome = await this.refresh();
+    if (outcome === 'failed' && file !== null) throw new Error(`CURRENCY_RATES_FILE ${file}: ${this.lastError}`);
+    this.schedule();
+    if (file !== null && (this.settings.watchMs ?? 1000) > 0) {
+      fs.watchFile(file, { interval: this.settings.watchMs ?? 1000, persistent: false }, (cur, prev) => {
+        if (cur.mtimeMs !== prev.mtimeMs || cur.size !== prev.size || cur.ino !== prev.ino) void this.refresh();
+      });
+      this.watching = true;
+    }
+  }
+
+  onApplicationShutdown(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.watching && this.settings.file !== null) fs.unwatchFile(this.settings.file);
+    this.watching = false;
+  }
+
+  /** Reads the source once more (never concurrently with another read); never throws. */
+  refresh(): Promise<RefreshOutcome> {
+    this.running ??= this.load().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private schedule(): void {
+    const every = this.loadedOnce ? this.settings.refreshSeconds : Math.min(this.settings.refreshSeconds, RETRY_BEFORE_FIRST_LOAD_S);
+    this.timer = setTimeout(() => {
+      void this.refresh().then(() => {
+        if (this.timer !== null) this.schedule();
+      });
+    }, every * 1000);
+    this.timer.unref();
+  }
+
+  private async load(): Promise<RefreshOutcome> {
+    const source = (this.settings.file ?? this.settings.url)!;
+    try {
+      const text = this.settings.file !== null ? await this.readFile(this.settings.file) : await this.fetchUrl(this.settings.url!);
+      if (text === null || text === this.lastText) return this.done('unchanged');
+      const rates = parseRatesFile(text, source);
+      for (const w of rates.warnings) this.logger.warn(`${source}: ${w}`);
+      this.rates = rates;
+      this.lastText = text;
+      this.loadedOnce = true;
+      this.logger.log(`rates from ${source}: ${rates.currencies().length} currencies, dataAsOf ${new Date(rates.asOf).toISOString()}`);
+      return this.done('updated');
+    } catch (e) {
+      const message = e instanceof RatesSourceError || e instanceof CurrencyRatesError ? e.message : `${(e as Error).name}: ${(e as Error).message}`;
+      this.counts.failed++;
+      this.lastError = message;
+      this.logger.warn(`rates from ${source} not refreshed, keeping those of ${this.rates.source} (dataAsOf ${new Date(this.rates.asOf).toISOString()}): ${message}`);
+      return 'failed';
+    }
+  }
+
+  private done(outcome: 'updated' | 'unchanged'): RefreshOutcome {
+    this.counts[outcome]++;
+    this.lastError = null;
+    this.lastSuccessAt = Date.now();
+    return outcome;
+  }
+
+  private async readFile(file: string): Promise<string> {
+    let handle: fs.promises.FileHandle;
+    try {
+      handle = await fs.promises.open(file, 'r');
+    } catch (e) {
+      throw new RatesSourceError(`cannot open: ${(e as Error).message}`);
+    }
+    try {
+      const size = (await handle.stat()).size;
+      if (size > this.maxBytes) throw new RatesSourceError(`${size} bytes, over the ${this.maxBytes}-byte bound`);
+      return await handle.readFile('utf8');
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** The body of the URL, or null when the server says it has not changed (304). */
+  private async fetchUrl(url: string): Promise<string | null> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    // Only once rates from this URL are in use: a 304 then means "keep them".
+    if (this.loadedOnce && this.etag !== null) headers['if-none-match'] = this.etag;
+    if (this.loadedOnce && this.lastModified !== null) headers['if-modified-since'] = this.lastModified;
+    const signal = AbortSignal.timeout(this.fetchTimeoutMs);
+    let res: Response;
+    try {
+      res = await fetch(url, { headers, signal, redirect: 'follow' });
+    } catch (e) {
+      throw new RatesSourceError(signal.aborted ? `no answer within ${this.fetchTimeoutMs} ms` : `fetch failed: ${(e as Error).message}`);
+    }
+    if (res.status === 304 && this.loadedOnce) {
+      await res.body?.cancel();
+      return null;
+    }
+    if (res.status !== 200) {
+      await res.body?.cancel();
+      throw new RatesSourceError(`HTTP ${res.status}`);
+    }
+    const declared = Number(res.headers.get('content-length'));
+    if (declared > this.maxBytes) {
+      await res.body?.cancel();
+      throw new RatesSourceError(`${declared} bytes declared, over the ${this.maxBytes}-byte bound`);
+    }
+    const text = await this.readBounded(res, signal);
+    this.etag = res.headers.get('etag');
+    this.lastModified = res.headers.get('last-modified');
+    return text;
+  }
+
+  private async readBounded(res: Response, signal: AbortSignal): Promise<string> {
+    if (res.body === null) return '';
+    const reader = res.body.getReader();
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        total += value.byteLength;
+        if (total > this.maxBytes) {
+          await reader.cancel();
+          throw new RatesSourceError(`body over the ${this.maxBytes}-byte bound`);
+        }
+        chunks.push(value);
+      }
+    } catch (e) {
+      if (e instanceof RatesSourceError) throw e;
+      throw new RatesSourceError(signal.aborted ? `no complete answer within ${this.fetchTimeoutMs} ms` : `reading the body failed: ${(e as Error).message}`);
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  }
+}

@@ -1,0 +1,212 @@
+/**
+ * Frequency caps: impressions per user per campaign per UTC day, counted in Redis from impression
+ * trackers (once per bid: a replayed impression URL counts nothing), enforced on the bid path from a
+ * local set of (campaign, user) pairs that reached their cap. Users are known by their user key (a
+ * keyed hash of their id, see src/privacy), never by a raw id.
+ *
+ * The bid path never touches Redis, and most users never cost a Redis read at all: a worker learns
+ * only of the pairs that are capped. The worker that records the impression which reaches a cap adds
+ * the pair to a per-day Redis set and PUBLISHes it; every worker adds published pairs to its local
+ * set, and loads the whole day's set when it starts and whenever its subscription (re)connects. So a
+ * cap can be exceeded only by impressions of bids made before the news arrived (impressions are
+ * counted in 50 ms batches, then pub/sub latency: milliseconds) or while a worker's subscriber was
+ * away (until it reconnects and reloads).
+ */
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import type Redis from 'ioredis';
+import { CONFIG, type Config } from '../config/config';
+import { RedisService } from '../redis/redis.service';
+import { CampaignStore } from '../targeting/campaign-store';
+import type { Candidate } from '../targeting/types';
+import { Clock } from './clock';
+import { capKeys } from './keys';
+import { utcDay } from './utc-day';
+
+const CHANNEL = 'bidder:fcap:capped';
+const DAY_TTL_SECONDS = 2 * 24 * 3600;
+/** How long impressions gather before they are counted in Redis together (one round trip). */
+const IMPRESSION_BATCH_MS = 50;
+/** Capped pairs held locally; past this the oldest are forgotten (they may then bid once more). */
+const MAX_CAPPED = 1_000_000;
+
+@Injectable()
+export class CapsService implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly logger = new Logger('FreqCaps');
+  /** `${campaignId}\u0000${userId}` of today's capped pairs. */
+  private capped = new Set<string>();
+  private day = '';
+  private sub: Redis | null = null;
+  private retry: NodeJS.Timeout | null = null;
+  private pending: Array<{ day: string; bidId: string; userKey: string; campaignId: string; crid: string; resolve: (counted: boolean) => void; reject: (e: unknown) => void }> =
+    [];
+  private flushTimer: NodeJS.Timeout | null = null;
+  /** `impressions`: counted; `repeated`: seen before for the same bid (not counted again). */
+  readonly stats = { impressions: 0, repeated: 0, cappedPairs: 0, reloads: 0, errors: 0, blockedBids: 0 };
+
+  constructor(
+    @Inject(CONFIG) private readonly config: Config,
+    private readonly redis: RedisService,
+    private readonly store: CampaignStore,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Subscribes to cap news and loads today's capped pairs (start-up waits at most 2 s for it). */
+  async onApplicationBootstrap(): Promise<void> {
+    const sub = this.redis.client.duplicate({ connectionName: `bidder:${this.config.workerId}:fcap`, enableOfflineQueue: true });
+    this.sub = sub;
+    sub.on('error', () => {
+      this.stats.errors++;
+    });
+    sub.on('message', (_channel: string, message: string) => this.onNews(message));
+    // Every (re)connection re-subscribes (ioredis does) and reloads the day's set: news published
+    // while this worker was away is in it.
+    sub.on('ready', () => void this.reload());
+    await Promise.race([
+      sub.connect().then(() => sub.subscribe(CHANNEL)),
+      new Promise((resolve) => setTimeout(resolve, 2_000)),
+    ]).catch(() => undefined);
+  }
+
+  /** Impressions still gathering are counted while Redis is still there (every onApplicationShutdown runs after this). */
+  async beforeApplicationShutdown(): Promise<void> {
+    if (this.flushTimer !== null) {
+      clearTimeout(this.flushTimer);
+      await this.flushImpressions().catch(() => undefined);
+    }
+  }
+
+  onApplicationShutdown(): void {
+    if (this.retry !== null) clearTimeout(this.retry);
+    this.sub?.disconnect();
+    this.sub = null;
+  }
+
+  private rollDay(day: string): void {
+    if (day !== this.day) {
+      this.day = day;
+      this.capped = new Set();
+    }
+  }
+
+  private remember(day: string, pair: string): void {
+    this.rollDay(day);
+    if (this.capped.size >= MAX_CAPPED) {
+      const oldest = this.capped.values().next();
+      if (!oldest.done) this.capped.delete(oldest.value);
+    }
+    this.capped.add(pair);
+    this.stats.cappedPairs = this.capped.size;
+  }
+
+  private onNews(message: string): void {
+    const bar = message.indexOf('|');
+    if (bar > 0) this.remember(message.slice(0, bar), message.slice(bar + 1));
+  }
+
+  /** Loads today's capped pairs from Redis (SSCAN, in batches). */
+  async reload(now = this.clock.now()): Promise<void> {
+    const day = utcDay(now);
+    try {
+      let cursor = '0';
+      do {
+        const [next, members] = await this.redis.client.sscan(capKeys.capped(day), cursor, 'COUNT', 1000);
+        for (const m of members) this.remember(day, m);
+        cursor = next;
+      } while (cursor !== '0');
+      this.stats.reloads++;
+    } catch (e) {
+      this.stats.errors++;
+      if (this.stats.errors % 100 === 1) this.logger.warn(`could not load today's capped users, retrying: ${(e as Error).message}`);
+      if (this.sub !== null && this.retry === null) {
+        this.retry = setTimeout(() => {
+          this.retry = null;
+          void this.reload();
+        }, 1_000);
+        this.retry.unref();
+      }
+    }
+  }
+
+  /** Bid path: may this user see one more impression of this candidate's campaign today? O(1), local. */
+  allows(userKey: string, c: Candidate): boolean {
+    const cap = c.frequencyCap;
+    if (cap === undefined || cap === null || userKey === '') return true;
+    this.rollDay(this.clock.today());
+    if (this.capped.size !== 0 && this.capped.has(`${c.campaignId}\u0000${userKey}`)) {
+      this.stats.blockedBids++;
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * Counts the impression of a bid (from the impression tracker), once per bid: resolves true when it
+   * was counted, false when this bid's impression was seen before. With a user, it counts toward the
+   * user's caps, and when it reaches the campaign's cap every worker is told. Impressions are counted
+   * in batches: the first one starts an IMPRESSION_BATCH_MS timer and everything recorded until it
+   * fires goes to Redis in one pipeline (one round trip instead of one per impression; the cap news
+   * leaves that much later). Rejects when Redis cannot be reached.
+   */
+  recordImpression(bidId: string, userKey: string, campaignId: string, crid: string): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.pending.push({ day: this.clock.today(), bidId, userKey, campaignId, crid, resolve, reject });
+      this.flushTimer ??= setTimeout(() => void this.flushImpressions(), IMPRESSION_BATCH_MS);
+    });
+  }
+
+  private async flushImpressions(): Promise<void> {
+    this.flushTimer = null;
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length === 0) return;
+    let counts: number[];
+    try {
+      // One command per impression, sent together (the client writes them back to back).
+      counts = await Promise.all(
+        batch.map((i) =>
+          i.userKey === ''
+            ? this.redis.client
+                .set(capKeys.anonImpMarker(i.bidId), '1', 'EX', DAY_TTL_SECONDS, 'NX')
+                .then((ok) => (ok === null ? -1 : 0))
+            : this.redis.impression(capKeys.impMarker(i.userKey, i.bidId), capKeys.counts(i.userKey, i.day), i.campaignId, DAY_TTL_SECONDS, DAY_TTL_SECONDS),
+        ),
+      );
+    } catch (e) {
+      this.stats.errors++;
+      for (const i of batch) i.reject(e);
+      return;
+    }
+    const index = this.store.current();
+    const news: Array<{ day: string; pair: string }> = [];
+    for (let j = 0; j < batch.length; j++) {
+      const i = batch[j];
+      if (counts[j] < 0) {
+        this.stats.repeated++;
+        continue;
+      }
+      this.stats.impressions++;
+      const cap = index.get(i.crid)?.frequencyCap;
+      if (i.userKey === '' || cap === undefined || cap === null || counts[j] < cap.perDay) continue;
+      const pair = `${i.campaignId}\u0000${i.userKey}`;
+      this.remember(i.day, pair);
+      news.push({ day: i.day, pair });
+    }
+    try {
+      if (news.length > 0) {
+        // Not a transaction: the set and the channel may live on different nodes of a cluster.
+        const p = this.redis.client.pipeline();
+        for (const n of news) {
+          const cappedKey = capKeys.capped(n.day);
+          p.sadd(cappedKey, n.pair).expire(cappedKey, DAY_TTL_SECONDS).publish(CHANNEL, `${n.day}|${n.pair}`);
+        }
+        const res = await p.exec();
+        for (const [err] of res ?? []) if (err) throw err;
+      }
+    } catch (e) {
+      this.stats.errors++;
+      // Counted already: the news reaches the others when their subscription next reloads the day's set.
+      this.logger.warn(`could not publish ${news.length} capped users: ${(e as Error).message}`);
+    }
+    for (let j = 0; j < batch.length; j++) batch[j].resolve(counts[j] >= 0);
+  }
+}

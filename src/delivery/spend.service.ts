@@ -1,0 +1,258 @@
+/**
+ * Spend and pacing, shared by every worker and machine through Redis, never awaited on the bid path.
+ *
+ * Truth: billing notices. `bill()` records a bid id once (SET NX with a TTL, so a billing notice
+ * fired twice, to any worker, counts once) and adds its cost to the campaign's total and daily spend
+ * (integer micro-USD, one Lua script, atomic).
+ *
+ * Bid path: each worker holds a local lease per budgeted campaign. Every BUDGET_REFRESH_MS it reads
+ * every campaign's spend, counts the live workers of every host (heartbeats in a sorted set, scored
+ * on Redis's clock so that hosts whose clocks disagree all count) and sets
+ *   lease = remaining / workers − (its own bids of the last BUDGET_WINDOW_MS, at their bid price)
+ * A bid is allowed only while the lease covers its cost, and its cost is taken from the lease at
+ * once. So the bids of all workers that may still be billed never exceed what is left of the budget:
+ * overspend needs a billing notice that arrives later than BUDGET_WINDOW_MS after its bid, or the
+ * worker count to change within one refresh; it is measured in test/delivery/budget.spec.ts.
+ * An exhausted campaign stops bidding on every worker within one refresh (default 250 ms).
+ * Until the first successful read, and while Redis is away, leases are not renewed: campaigns
+ * stop once what they hold is used up (fail safe: budgets are money).
+ */
+import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { CONFIG, type Config } from '../config/config';
+import { RedisService } from '../redis/redis.service';
+import { CurrencyService } from '../currency/currency.service';
+import { CampaignStore } from '../targeting/campaign-store';
+import type { Candidate } from '../targeting/types';
+import type { TrackingPayload } from '../tracking/payload';
+import { Clock } from './clock';
+import { spendKeys, WORKERS_KEY } from './keys';
+import { utcDay } from './utc-day';
+
+const MICRO = 1_000_000;
+/** How long daily spend counters live after their last bill (they are read only on their day). */
+const DAILY_TTL_S = 3 * 24 * 3600;
+
+class CampaignBudget {
+  /** USD this worker may still commit to bids until the next refresh. */
+  lease = 0;
+  /** Bid cost committed per refresh tick: a ring of BUDGET_WINDOW_MS, `sum` its total. */
+  readonly ticks: Float64Array;
+  private head = 0;
+  sum = 0;
+  current = 0;
+  constructor(
+    readonly total: number,
+    readonly daily: number,
+    windowTicks: number,
+  ) {
+    this.ticks = new Float64Array(windowTicks);
+  }
+
+  /** Ends a tick: what was committed during it joins the window, the oldest tick leaves. */
+  slide(): void {
+    this.sum += this.current - this.ticks[this.head];
+    this.ticks[this.head] = this.current;
+    this.head = (this.head + 1) % this.ticks.length;
+    this.current = 0;
+    // Float drift of the running sum stays far below a micro-dollar, but never let it go negative.
+    if (this.sum < 0) this.sum = 0;
+  }
+
+  /** Carries the window over to a campaign whose budget changed (a reload). */
+  copyWindow(from: CampaignBudget): void {
+    for (let i = 0; i < this.ticks.length && i < from.ticks.length; i++) this.ticks[i] = from.ticks[(from.head + i) % from.ticks.length];
+    this.head = Math.min(from.ticks.length, this.ticks.length) % this.ticks.length;
+    this.sum = 0;
+    for (let i = 0; i < this.ticks.length; i++) this.sum += this.ticks[i];
+    this.current = from.current;
+  }
+}
+
+/** The budgeted campaigns of one candidate index and their Redis keys, built once per index (and day). */
+interface RefreshPlan {
+  readonly index: object;
+  readonly ids: string[];
+  readonly budgets: Array<{ total: number; daily: number }>;
+  readonly totalKeys: string[];
+  day: string;
+  dailyKeys: string[];
+}
+
+@Injectable()
+export class SpendService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('Spend');
+  private readonly budgets = new Map<string, CampaignBudget>();
+  private readonly windowTicks: number;
+  private timer: NodeJS.Timeout | null = null;
+  private refreshing: Promise<void> | null = null;
+  private lastRefreshOk = 0;
+  private plan: RefreshPlan | null = null;
+  /** `liveWorkers`: workers of every host counted at the last refresh. */
+  readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0, liveWorkers: 0 };
+  /** This worker in the live set: host, worker id and pid. */
+  private readonly member: string;
+  /** A heartbeat older than this (on Redis's clock) is a worker that is gone. */
+  private readonly heartbeatWindowMs: number;
+
+  constructor(
+    @Inject(CONFIG) private readonly config: Config,
+    private readonly redis: RedisService,
+    private readonly store: CampaignStore,
+    private readonly clock: Clock,
+    private readonly currency: CurrencyService,
+  ) {
+    this.windowTicks = Math.max(1, Math.ceil(config.budgetWindowMs / config.budgetRefreshMs));
+    this.member = `${config.workerId}:${process.pid}`;
+    this.heartbeatWindowMs = Math.max(3 * config.budgetRefreshMs, 1_000);
+  }
+
+  /** Starts the refresh loop; start-up waits (at most 2 s) for the first budget view, so a new worker bids at once. */
+  async onApplicationBootstrap(): Promise<void> {
+    this.timer = setInterval(() => void this.refresh(), this.config.budgetRefreshMs);
+    this.timer.unref();
+    this.redis.onReady(() => void this.refresh());
+    if (!this.redis.isReady()) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 2_000);
+        this.redis.onReady(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    await this.refresh();
+  }
+
+  /** Stops the refresh loop and leaves the live set at once, so the others' leases grow at their next refresh. */
+  async onApplicationShutdown(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    if (this.redis.isReady()) await this.redis.client.zrem(WORKERS_KEY, this.member).catch(() => undefined);
+  }
+
+  /** Bid path: does the campaign's lease still cover one more bid of this candidate? O(1), no side effect. */
+  allows(c: Candidate): boolean {
+    if (c.budget === undefined) return true;
+    const b = this.budgets.get(c.campaignId);
+    // Budgeted but not read yet (first refresh pending, or Redis away since start): wait.
+    if (b === undefined || b.lease < c.price / 1000) {
+      this.stats.blockedBids++;
+      return false;
+    }
+    return true;
+  }
+
+  /** Bid path: takes the cost of a bid just made (at its maximum, the bid price in USD) from the lease. */
+  commit(c: Candidate): void {
+    const b = this.budgets.get(c.campaignId);
+    if (b === undefined) return;
+    const cost = c.price / 1000;
+    b.lease -= cost;
+    b.current += cost;
+  }
+
+  /** Reads spend for every budgeted campaign and renews the leases; one at a time (a caller during one gets that one). Never throws. */
+  refresh(now = this.clock.now()): Promise<void> {
+    this.refreshing ??= this.doRefresh(now).finally(() => {
+      this.refreshing = null;
+    });
+    return this.refreshing;
+  }
+
+  /** Campaign ids and keys for the current index and day; rebuilt only when either changes (4 refreshes/s are cheap). */
+  private refreshPlan(day: string): RefreshPlan {
+    const index = this.store.current();
+    let plan = this.plan;
+    if (plan === null || plan.index !== index) {
+      const campaigns = new Map<string, { total: number; daily: number }>();
+      for (const c of index.candidates) if (c.budget) campaigns.set(c.campaignId, c.budget);
+      const ids = [...campaigns.keys()];
+      plan = {
+        index,
+        ids,
+        budgets: ids.map((id) => campaigns.get(id)!),
+        totalKeys: ids.map((id) => spendKeys.total(id)),
+        day: '',
+        dailyKeys: [],
+      };
+      this.plan = plan;
+    }
+    if (plan.day !== day) {
+      plan.day = day;
+      plan.dailyKeys = plan.ids.map((id) => spendKeys.daily(id, day));
+    }
+    return plan;
+  }
+
+  private async doRefresh(now: number): Promise<void> {
+    try {
+      const plan = this.refreshPlan(this.clock.today(now));
+      const ids = plan.ids;
+      const r = this.redis.client;
+      const [live, totals, dailies] = await Promise.all([
+        this.redis.heartbeat(WORKERS_KEY, this.member, this.heartbeatWindowMs, 60_000),
+        ids.length > 0 ? r.mget(plan.totalKeys) : [],
+        ids.length > 0 ? r.mget(plan.dailyKeys) : [],
+      ]);
+      this.stats.liveWorkers = live;
+      const workers = Math.max(1, live);
+      for (let i = 0; i < ids.length; i++) {
+        const id = ids[i];
+        const cfg = plan.budgets[i];
+        let b = this.budgets.get(id);
+        if (b === undefined || b.total !== cfg.total || b.daily !== cfg.daily) {
+          const fresh = new CampaignBudget(cfg.total, cfg.daily, this.windowTicks);
+          if (b !== undefined) fresh.copyWindow(b);
+          b = fresh;
+          this.budgets.set(id, b);
+        }
+        const spentTotal = Number(totals[i] ?? 0) / MICRO;
+        const spentToday = Number(dailies[i] ?? 0) / MICRO;
+        const remaining = Math.max(0, Math.min(b.total - spentTotal, b.daily - spentToday));
+        b.slide();
+        b.lease = Math.max(0, remaining / workers - b.sum);
+      }
+      if (this.budgets.size > ids.length) {
+        const live = new Set(ids);
+        for (const id of [...this.budgets.keys()]) if (!live.has(id)) this.budgets.delete(id);
+      }
+      this.stats.refreshes++;
+      this.lastRefreshOk = now;
+    } catch (e) {
+      this.stats.refreshErrors++;
+      if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`budget refresh failed: ${(e as Error).message}`);
+    }
+  }
+
+  /** Age of the budget view in ms (Infinity before the first successful refresh). */
+  staleness(now = this.clock.now()): number {
+    return this.lastRefreshOk === 0 ? Infinity : now - this.lastRefreshOk;
+  }
+
+  /**
+   * Counts one billing notice: once per bid id across all workers. `priceCpm` is the clearing price
+   * in the payload's currency (null when the exchange did not substitute it: we then count our bid
+   * price, the most it can cost). The cost counts toward the daily spend of the day of the bid.
+   * Throws when Redis cannot be reached or refuses (the caller answers 503 so the exchange retries;
+   * the retry is safe because billing is idempotent, and the marker is set only once the spend is in).
+   */
+  async bill(p: TrackingPayload, priceCpm: number | null): Promise<'counted' | 'duplicate'> {
+    const cpm = priceCpm ?? p.price;
+    const usd = this.currency.current().convert(cpm, p.cur, 'USD') ?? cpm;
+    const micros = Math.round((usd / 1000) * MICRO);
+    const counted = await this.redis.bill(
+      { marker: spendKeys.billMarker(p.cid, p.bidId), total: spendKeys.total(p.cid), daily: spendKeys.daily(p.cid, utcDay(p.ts)) },
+      micros,
+      this.config.billDedupeTtlSeconds,
+      DAILY_TTL_S,
+    );
+    if (counted === 1) this.stats.billsCounted++;
+    else this.stats.billsDuplicate++;
+    return counted === 1 ? 'counted' : 'duplicate';
+  }
+
+  /** Total spend of a campaign in USD (for tests and operators). */
+  async spent(campaignId: string): Promise<number> {
+    return Number((await this.redis.client.get(spendKeys.total(campaignId))) ?? 0) / MICRO;
+  }
+}

@@ -1,0 +1,140 @@
+import * as querystring from 'node:querystring';
+import { Inject, Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
+import { CONFIG, type Config } from '../config/config';
+import { CurrencyService } from '../currency/currency.service';
+import { CapsService } from '../delivery/caps.service';
+import { SpendService } from '../delivery/spend.service';
+import { errorAnswer, type HttpAnswer, noContent } from '../http/answer';
+import { type FrontRequest, type FrontRoute, HttpFront } from '../http/front';
+import { LogService } from '../log/log.service';
+import type { LogRecord } from '../log/log.types';
+import { CampaignStore } from '../targeting/campaign-store';
+import { isNoticeEvent, NoticeError, readNotice, type Notice } from './notice';
+import { NoticeStats } from './notice-stats';
+import { PayloadCodec, type TrackingPayload } from './payload';
+
+export const NOTICE_PREFIX = '/t/';
+
+/** The smallest transparent GIF, the impression pixel's answer. */
+const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
+
+/**
+ * Notice and tracker endpoints, the targets of every bid's nurl/burl/lurl, impression tracker and
+ * click URL: `GET /t/{win,bill,loss,imp,click}?p=<payload>&s=<signature>&<macros>`, served by the
+ * HTTP front (src/http/front.ts). Each logs one record of its type. A payload signed for the other
+ * audience, forged or tampered: 403; about a bid older than the age limit: 410.
+ */
+@Injectable()
+export class NoticeRoute implements FrontRoute, OnModuleInit {
+  private readonly logger = new Logger('Notices');
+  private readonly maxAgeMs: number;
+
+  constructor(
+    @Optional() @Inject(HttpFront) private readonly front: HttpFront | null,
+    @Inject(CONFIG) config: Config,
+    private readonly codec: PayloadCodec,
+    private readonly log: LogService,
+    private readonly store: CampaignStore,
+    private readonly spend: SpendService,
+    private readonly caps: CapsService,
+    private readonly stats: NoticeStats,
+    private readonly currency: CurrencyService,
+  ) {
+    this.maxAgeMs = config.billDedupeTtlSeconds * 1000;
+  }
+
+  onModuleInit(): void {
+    this.front?.route({ method: 'GET', path: NOTICE_PREFIX, prefix: true, port: 'public', route: this });
+  }
+
+  handle(r: FrontRequest): HttpAnswer | Promise<HttpAnswer> {
+    const event = r.path.slice(NOTICE_PREFIX.length);
+    // Repeated keys give arrays, as in any query parser; readNotice takes the first.
+    return this.answer(event, r.query === '' ? {} : querystring.parse(r.query));
+  }
+
+  /** The answer to one notice; a promise only for billing, which waits for Redis. */
+  answer(event: string, query: querystring.ParsedUrlQuery): HttpAnswer | Promise<HttpAnswer> {
+    if (!isNoticeEvent(event)) return errorAnswer(404, 'unknown notice type');
+    let n: Notice;
+    try {
+      n = readNotice(event, query, this.codec, this.maxAgeMs, this.currency.current());
+    } catch (e) {
+      if (!(e instanceof NoticeError)) throw e;
+      this.stats.count(event, e.status === 410 ? 'expired' : 'rejected');
+      return errorAnswer(e.status, e.reason);
+    }
+    const p = n.payload;
+    const record = {
+      type: n.event,
+      id: p.requestId,
+      name: p.publisher,
+      bid: p.bidId,
+      imp: p.impId,
+      crid: p.crid,
+      cid: p.cid,
+      price: n.price,
+      bidPrice: p.price,
+      cur: p.cur,
+      deal: p.dealId === '' ? null : p.dealId,
+      bidTs: p.ts,
+    };
+    switch (n.event) {
+      case 'win':
+        this.stats.count('win', 'ok');
+        this.log.log(record);
+        return noContent();
+      case 'loss':
+        this.stats.count('loss', 'ok');
+        this.log.log({ ...record, loss: n.loss });
+        return noContent();
+      case 'bill':
+        return this.bill(p, n.price, record);
+      case 'imp':
+        this.impression(p, record);
+        return { status: 200, headers: { 'content-type': 'image/gif', 'cache-control': 'no-store' }, payload: PIXEL };
+      case 'click': {
+        const c = this.store.current().get(p.crid);
+        this.stats.count('click', c === undefined ? 'unknown_creative' : 'ok');
+        this.log.log({ ...record, landing: c?.landingUrl ?? null });
+        // Only ever redirect to the landing page of the creative named by the signed payload.
+        if (c === undefined) return errorAnswer(404, 'creative no longer exists');
+        return { status: 302, headers: { location: c.landingUrl, 'cache-control': 'no-store' }, payload: undefined };
+      }
+    }
+  }
+
+  /**
+   * The pixel answers at once; the record follows when Redis has said whether this bid's impression
+   * was counted before (`counted`: true the first time, false for a replay, null when Redis failed).
+   */
+  private impression(p: TrackingPayload, record: LogRecord): void {
+    const user = p.userKey === '' ? null : p.userKey;
+    this.caps.recordImpression(p.bidId, p.userKey, p.cid, p.crid).then(
+      (counted) => {
+        this.stats.count('imp', counted ? 'ok' : 'repeated');
+        this.log.log({ ...record, user, counted });
+      },
+      (e: unknown) => {
+        this.stats.count('imp', 'cap_error');
+        this.log.log({ ...record, user, counted: null });
+        this.logger.warn(`impression not counted: ${(e as Error).message}`);
+      },
+    );
+  }
+
+  private async bill(p: TrackingPayload, price: number | null, record: LogRecord): Promise<HttpAnswer> {
+    let counted: boolean;
+    try {
+      counted = (await this.spend.bill(p, price)) === 'counted';
+    } catch {
+      // Spend could not be recorded: ask the exchange to retry (billing is idempotent).
+      this.stats.count('bill', 'error');
+      this.log.log({ ...record, counted: null });
+      return errorAnswer(503, 'billing store unavailable, retry', { 'retry-after': '1' });
+    }
+    this.stats.count('bill', counted ? 'ok' : 'duplicate');
+    this.log.log({ ...record, counted });
+    return noContent();
+  }
+}

@@ -1,0 +1,26 @@
+import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { Hmac } from '../../src/crypto/hmac';
+
+describe('Hmac', () => {
+  it('equals createHmac at every padding boundary and for non-ASCII text', () => {
+    const key = Buffer.from('k'.repeat(48));
+    const s = new Hmac(key);
+    for (let n = 0; n <= 200; n++) {
+      const text = 'é'.repeat(n % 7) + 'a'.repeat(n);
+      assert.deepEqual(s.mac(text), createHmac('sha256', key).update(text).digest(), `length ${n}`);
+    }
+  });
+  it('handles keys longer than a block and messages longer than its buffer', () => {
+    const key = Buffer.alloc(100, 7);
+    const s = new Hmac(key);
+    const long = 'x'.repeat(5000);
+    assert.deepEqual(s.mac(long), createHmac('sha256', key).update(long).digest());
+    assert.deepEqual(s.mac('short'), createHmac('sha256', key).update('short').digest());
+  });
+  it('matches the RFC 4231 test case 2 vector', () => {
+    const mac = new Hmac(Buffer.from('Jefe')).mac('what do ya want for nothing?');
+    assert.equal(mac.toString('hex'), '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
+  });
+});
