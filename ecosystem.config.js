@@ -80,6 +80,19 @@ const appEnv = {
 // Unset means the bundled demo campaigns (src/config/config.ts).
 if (env.CAMPAIGNS_FILE) appEnv.CAMPAIGNS_FILE = path.resolve(env.CAMPAIGNS_FILE);
 
+// The bid log shipper (src/shipper/, docs/log-pipeline.md): one process, Redis list → Parquet. A
+// fixed SHIP_ID per host lets a restarted shipper resume its own batch; its graceful stop finishes
+// the batch under way within SHIP_STOP_TIMEOUT_MS.
+const shipStopMs = int('SHIP_STOP_TIMEOUT_MS', 20000);
+const shipperEnv = {
+  NODE_ENV: appEnv.NODE_ENV,
+  REDIS_URL: appEnv.REDIS_URL,
+  LOG_REDIS_KEY: appEnv.LOG_REDIS_KEY,
+  SHIP_DIR: path.resolve(env.SHIP_DIR || path.join(runDir, 'bidlog')),
+  SHIP_ID: env.SHIP_ID || `${os.hostname()}-shipper`.replace(/[^A-Za-z0-9_.:-]/g, '_'),
+  SHIP_STOP_TIMEOUT_MS: String(shipStopMs),
+};
+
 module.exports = {
   apps: [
     {
@@ -107,6 +120,26 @@ module.exports = {
       time: false,
       out_file: env.BIDDER_OUT_FILE || path.join(logDir, 'bidder.out.log'),
       error_file: env.BIDDER_ERR_FILE || path.join(logDir, 'bidder.err.log'),
+    },
+    {
+      name: 'shipper',
+      script: path.join(__dirname, 'dist', 'shipper', 'main.js'),
+      cwd: __dirname,
+      exec_mode: 'fork',
+      instances: 1,
+      env: shipperEnv,
+      wait_ready: true,
+      listen_timeout: 30000,
+      kill_timeout: shipStopMs + 10000,
+      max_memory_restart: env.SHIP_MAX_MEMORY_RESTART || '2G',
+      autorestart: true,
+      min_uptime: 5000,
+      max_restarts: 15,
+      exp_backoff_restart_delay: 200,
+      merge_logs: true,
+      time: false,
+      out_file: env.SHIPPER_OUT_FILE || path.join(logDir, 'shipper.out.log'),
+      error_file: env.SHIPPER_ERR_FILE || path.join(logDir, 'shipper.err.log'),
     },
   ],
 };

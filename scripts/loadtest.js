@@ -426,7 +426,7 @@ function phaseCpu(run) {
 }
 
 async function countLogs({ bidder, runId, from, expected, graceful }) {
-  const counter = new LogCounter({ redisUrl: bidder.redisUrl, key: bidder.logKey, runId, from });
+  const counter = new LogCounter({ redisUrl: bidder.redisUrl, key: bidder.logKey, runId, from, shipDir: bidder.shipDir || null });
   if (graceful) return counter.scan();
   // A cluster we did not start flushes on its own schedule: poll until complete or out of time.
   const until = Date.now() + bidder.logWait * 1000;
@@ -468,7 +468,10 @@ async function finishBidder(side, { runId, o, interrupted }) {
   run.logs.extra = Math.max(0, found - sent);
   const stoppedEarly = o.scenario === 'ramp' || interrupted;
   run.logs.complete = run.logs.lost === 0 && run.logs.requestRecords === run.logs.responseRecords && (stoppedEarly || run.logs.extra === 0);
-  log(`loadtest: bid log: ${sent} requests sent, ${run.logs.requestRecords} request and ${run.logs.responseRecords} response records in ${bidder.logKey}`);
+  log(
+    `loadtest: bid log: ${sent} requests sent, ${run.logs.requestRecords} request and ${run.logs.responseRecords} response records in ${bidder.logKey}` +
+      (run.logs.shippedRecords ? ` (${run.logs.shippedRecords} of them already shipped to Parquet in ${bidder.shipDir})` : ''),
+  );
   if (bidder.logKey.startsWith('loadtest:') && !o.keepLogs) {
     const Redis = require(path.join(ROOT, 'node_modules', 'ioredis'));
     const r = new Redis(bidder.redisUrl, { maxRetriesPerRequest: 1 });

@@ -15,6 +15,8 @@ const ROOT = path.resolve(__dirname, '..');
 const PM2_CLI = path.join(ROOT, 'node_modules', 'pm2', 'bin', 'pm2');
 const ECOSYSTEM = path.join(ROOT, 'ecosystem.config.js');
 const APP = 'bidder';
+/** The bid log shipper (ecosystem.config.js), one process beside the bidder's workers. */
+const SHIPPER = 'shipper';
 const REQUIRED_NODE_MAJOR = 24;
 
 /** Where npm start keeps its state, the PM2 home, the private Redis and the logs. */
@@ -92,10 +94,10 @@ function pm2(args, { env = {}, stdio = 'pipe', timeout = 120_000 } = {}) {
 }
 
 /**
- * The bidder's PM2 processes ([] when no daemon runs: never starts one just to ask).
- * Each: { pmId, pid, status, instance, memory, cpu, restarts, uptime }.
+ * The PM2 processes of an app, the bidder's by default ([] when no daemon runs: never starts one
+ * just to ask). Each: { pmId, pid, status, instance, memory, cpu, restarts, uptime }.
  */
-function appProcesses(home = pm2Home()) {
+function appProcesses(home = pm2Home(), name = APP) {
   if (!daemonInfo(home)) return [];
   const r = pm2(['jlist'], { env: { PM2_HOME: home } });
   if (r.status !== 0) return [];
@@ -108,7 +110,7 @@ function appProcesses(home = pm2Home()) {
     return [];
   }
   return list
-    .filter((p) => p.name === APP)
+    .filter((p) => p.name === name)
     .map((p) => ({
       pmId: p.pm_id,
       pid: p.pid,
@@ -121,7 +123,7 @@ function appProcesses(home = pm2Home()) {
     }));
 }
 
-module.exports = { ROOT, PM2_CLI, ECOSYSTEM, APP, runDir, pm2Home, pm2Env, assertNode, alive, daemonInfo, pm2, appProcesses };
+module.exports = { ROOT, PM2_CLI, ECOSYSTEM, APP, SHIPPER, runDir, pm2Home, pm2Env, assertNode, alive, daemonInfo, pm2, appProcesses };
 
 if (require.main === module) {
   assertNode();

@@ -3,11 +3,13 @@
 //
 //   start   build if dist/ is missing or older than src/; use the Redis at REDIS_URL if it answers,
 //           else start a private redis-server (files in .run/redis); start the PM2 cluster
-//           (ecosystem.config.js, PM2_HOME=.run/pm2, daemon on this Node 24); wait until every
-//           worker is ready; print where it listens and how to stop it. Idempotent: when the
+//           (ecosystem.config.js, PM2_HOME=.run/pm2, daemon on this Node 24) and the bid log
+//           shipper beside it; wait until every worker is ready and the shipper online; print
+//           where it listens and how to stop it. Idempotent: when the
 //           bidder already runs it says so and exits 0. The last line is machine-readable:
 //           BIDDER_READY {"url":...,"redisUrl":...,"startedRedis":bool,"startedPm2":bool,"workers":n}
-//   stop    stop the workers gracefully (their logs are flushed), kill that PM2 daemon, stop the
+//   stop    stop the workers gracefully (their logs are flushed), then the shipper (it finishes its
+//           batch), kill that PM2 daemon, stop the
 //           Redis that `start` started (by its PID, after a SAVE so the log survives to the next start)
 //   status  workers, Redis, health; exit 0 when running, 3 when not
 //
@@ -20,7 +22,7 @@ const http = require('node:http');
 const net = require('node:net');
 const path = require('node:path');
 const redisLib = require('./lib/redis');
-const { ROOT, ECOSYSTEM, APP, runDir, pm2Home, assertNode, alive, daemonInfo, pm2, appProcesses } = require('./pm2');
+const { ROOT, ECOSYSTEM, APP, SHIPPER, runDir, pm2Home, assertNode, alive, daemonInfo, pm2, appProcesses } = require('./pm2');
 
 const READY_TIMEOUT_MS = 90_000;
 
@@ -220,6 +222,20 @@ async function waitReady(url, workers, timeoutMs) {
   return `not ready after ${timeoutMs / 1000} s (${last})`;
 }
 
+/** Waits until the shipper's process is online (it signals PM2 once its admin server listens). */
+async function waitShipper(timeoutMs) {
+  const until = Date.now() + timeoutMs;
+  let last = 'not started';
+  while (Date.now() < until) {
+    const p = appProcesses(pm2Home(), SHIPPER)[0];
+    if (p && p.status === 'online') return null;
+    if (p && p.status === 'errored') return 'the shipper errored';
+    last = p ? p.status : 'not started';
+    await sleep(250);
+  }
+  return `the shipper is not online after ${timeoutMs / 1000} s (${last})`;
+}
+
 function tail(file, lines = 30) {
   try {
     return fs.readFileSync(file, 'utf8').split('\n').slice(-lines - 1).join('\n');
@@ -307,27 +323,28 @@ async function start() {
 
   // A stopped or errored app from an earlier run would keep its old settings: start afresh.
   if (appProcesses().length > 0) pm2(['delete', APP]);
+  if (appProcesses(pm2Home(), SHIPPER).length > 0) pm2(['delete', SHIPPER]);
 
   const workers = intEnv('WORKERS', 0);
   const url = localUrl(port);
   const env = { PORT: String(port), REDIS_URL: redis.url, ...localSecrets() };
   if (workers > 0) env.WORKERS = String(workers);
   say(`bidder: starting ${workers || 'one per core'} worker(s) under PM2 (PM2_HOME ${pm2Home()})`);
-  const r = pm2(['start', ECOSYSTEM, '--only', APP], { env, timeout: READY_TIMEOUT_MS + 30_000 });
+  const r = pm2(['start', ECOSYSTEM, '--only', `${APP},${SHIPPER}`], { env, timeout: READY_TIMEOUT_MS + 30_000 });
   if (r.status !== 0) {
     process.stderr.write(r.stdout + r.stderr);
     fail('pm2 start failed; `npm stop` cleans up');
   }
   const expected = appProcesses().length;
   writeState({ ...base, url, port, workers: expected });
-  const err = await waitReady(url, expected, READY_TIMEOUT_MS);
+  const err = (await waitReady(url, expected, READY_TIMEOUT_MS)) || (await waitShipper(READY_TIMEOUT_MS));
   if (err) {
     const logs = path.join(process.env.BIDDER_LOG_DIR || path.join(runDir(), 'logs'), 'bidder.err.log');
     process.stderr.write(`${tail(logs)}\n`);
     fail(`${err}; see ${logs}, \`npm run pm2 -- logs\`; \`npm stop\` cleans up`);
   }
   say(`bidder: ${expected} workers listening on ${url} (bid: POST ${url}/openrtb2/bid; metrics on the admin port: http://127.0.0.1:${process.env.ADMIN_PORT || 8081}/metrics)`);
-  say(`bidder: bid log in ${redis.url}${redis.started ? ` (private redis-server, pid ${redis.pid})` : ''}`);
+  say(`bidder: bid log in ${redis.url}${redis.started ? ` (private redis-server, pid ${redis.pid})` : ''}, shipped to Parquet by the shipper (\`npm run report\`)`);
   say('bidder: stop with `npm stop`; scale with `npm run pm2 -- scale bidder <n>`; reload with `npm run pm2 -- reload bidder`');
   say(readyLine({ url, redisUrl: redis.url, startedRedis: redis.started, startedPm2: true, workers: expected }));
 }
@@ -343,6 +360,11 @@ async function stop() {
     // kill_timeout) and removal from PM2; then the daemon itself.
     if (workers > 0) {
       const r = pm2(['delete', APP], { timeout: 120_000 });
+      if (r.status !== 0) process.stderr.write(r.stdout + r.stderr);
+    }
+    // After the workers, so that their final flush may still be shipped; it finishes its batch.
+    if (appProcesses(pm2Home(), SHIPPER).length > 0) {
+      const r = pm2(['delete', SHIPPER], { timeout: 120_000 });
       if (r.status !== 0) process.stderr.write(r.stdout + r.stderr);
     }
     pm2(['kill'], { timeout: 60_000 });
@@ -375,6 +397,9 @@ async function status() {
       `  ${APP}[${p.instance}] pm_id ${p.pmId} pid ${p.pid} ${p.status}, ${(p.memory / 1048576).toFixed(0)} MiB, ` +
         `cpu ${p.cpu}%, restarts ${p.restarts}, up ${Math.round(p.uptime / 1000)} s`,
     );
+  }
+  for (const p of appProcesses(pm2Home(), SHIPPER)) {
+    say(`  ${SHIPPER} pm_id ${p.pmId} pid ${p.pid} ${p.status}, ${(p.memory / 1048576).toFixed(0)} MiB, cpu ${p.cpu}%, restarts ${p.restarts}`);
   }
   if (state && state.redis) {
     const r = state.redis;

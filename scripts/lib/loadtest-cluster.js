@@ -59,7 +59,9 @@ async function ensureRedis({ log, dir }) {
 
 /**
  * The bidder's cluster through `scripts/start.js start` (idempotent: a cluster already running is
- * used as it is). Returns {url, redisUrl, logKey, pm2Home, startedPm2, startedRedis, stop()}.
+ * used as it is). Returns {url, redisUrl, logKey, pm2Home, shipDir, startedPm2, startedRedis, stop()};
+ * shipDir is where the bid log shipper that start.js runs beside the workers writes its Parquet files
+ * (ecosystem.config.js: $SHIP_DIR, else $BIDDER_RUN_DIR/bidlog).
  */
 async function startBidder({ workers, port, redisUrl, logKey, log }) {
   if (!fs.existsSync(START_JS)) throw new Error('scripts/start.js is missing: the load test starts the bidder through it');
@@ -72,7 +74,9 @@ async function startBidder({ workers, port, redisUrl, logKey, log }) {
   }
   const ready = JSON.parse(line.slice('BIDDER_READY '.length));
   // The PM2_HOME start.js used (scripts/pm2.js: $PM2_HOME, else $BIDDER_RUN_DIR/pm2, else .run/pm2).
-  const pm2Home = ready.pm2Home || require(path.join(ROOT, 'scripts', 'pm2.js')).pm2Home(env);
+  const pm2lib = require(path.join(ROOT, 'scripts', 'pm2.js'));
+  const pm2Home = ready.pm2Home || pm2lib.pm2Home(env);
+  const shipDir = env.SHIP_DIR ? path.resolve(env.SHIP_DIR) : path.join(pm2lib.runDir(env), 'bidlog');
   const base = String(ready.url).replace(/\/+$/, '');
   // A cluster that was already running keeps its own log key (we cannot know another one).
   const key = ready.startedPm2 ? logKey : ready.logRedisKey || process.env.LOG_REDIS_KEY || 'bidlog';
@@ -86,6 +90,7 @@ async function startBidder({ workers, port, redisUrl, logKey, log }) {
     redisUrl: ready.redisUrl || redisUrl,
     logKey: key,
     pm2Home,
+    shipDir,
     startedPm2: Boolean(ready.startedPm2),
     startedRedis: Boolean(ready.startedRedis),
     async stop() {

@@ -1,19 +1,30 @@
 'use strict';
-// Log completeness for the load test: counts the bid-log records of one run in Redis.
+// Log completeness for the load test: counts the bid-log records of one run in Redis and, once the
+// bid log shipper runs beside the bidder, in the Parquet files it wrote (docs/log-pipeline.md).
 // The log pipeline RPUSHes zstd frames of NDJSON to a list (INTERFACE.md); every request id of a
 // run starts with `<runId>-`, so the run's records are told apart from anything else in the list.
+const fs = require('node:fs');
 const zlib = require('node:zlib');
 const path = require('node:path');
 
 const Redis = require(path.resolve(__dirname, '..', '..', 'node_modules', 'ioredis'));
 
 class LogCounter {
-  /** `from`: the list length before the run; frames before it are not read. */
-  constructor({ redisUrl, key, runId, from = 0 }) {
+  /**
+   * `from`: the list length before the run; frames before it are not read. `shipDir`: the shipper's
+   * partitions; then every scan reads everything again (the shipper takes frames from the head of
+   * the list, so list indexes move): the list, the shippers' processing lists, and the Parquet files.
+   */
+  constructor({ redisUrl, key, runId, from = 0, shipDir = null }) {
     this.redisUrl = redisUrl;
     this.key = key;
     this.prefix = `${runId}-`;
-    this.next = from;
+    this.shipDir = shipDir;
+    this.next = shipDir ? 0 : from;
+    this.reset();
+  }
+
+  reset() {
     this.requests = new Set();
     this.responses = new Set();
     this.duplicates = 0;
@@ -22,6 +33,7 @@ class LogCounter {
     this.badLines = 0;
     this.compressedBytes = 0;
     this.rawBytes = 0;
+    this.shippedRecords = 0;
   }
 
   static async listLength(redisUrl, key) {
@@ -34,8 +46,17 @@ class LogCounter {
     }
   }
 
-  /** Reads the frames pushed since the last scan. */
+  /**
+   * Reads the frames pushed since the last scan (with a shipper: everything, again). While a
+   * shipper is moving frames, a frame read in the list may be read again in a processing list or a
+   * Parquet file and count as a duplicate; the load test counts after stopping the bidder and the
+   * shipper, when nothing moves.
+   */
   async scan() {
+    if (this.shipDir) {
+      this.reset();
+      this.next = 0;
+    }
     const r = new Redis(this.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
     try {
       await r.connect();
@@ -45,10 +66,53 @@ class LogCounter {
         this.next += frames.length;
         for (const f of frames) this.addFrame(f);
       }
+      if (this.shipDir) {
+        for (const proc of await r.keys(`${this.key}:proc:*`)) {
+          for (const f of await r.lrangeBuffer(proc, 0, -1)) this.addFrame(f);
+        }
+      }
     } finally {
       r.disconnect();
     }
+    if (this.shipDir) await this.scanShipped();
     return this.result();
+  }
+
+  /** The run's request and response records in the shipper's Parquet partitions. */
+  async scanShipped() {
+    const files = [];
+    let dates = [];
+    try {
+      dates = fs.readdirSync(this.shipDir).filter((d) => /^date=\d{4}-\d{2}-\d{2}$/.test(d));
+    } catch {
+      return;
+    }
+    for (const d of dates) {
+      for (const h of fs.readdirSync(path.join(this.shipDir, d)).filter((x) => /^hour=\d{2}$/.test(x))) {
+        for (const f of fs.readdirSync(path.join(this.shipDir, d, h))) if (f.endsWith('.parquet')) files.push(path.join(this.shipDir, d, h, f));
+      }
+    }
+    if (files.length === 0) return;
+    const { DuckDBInstance } = require(path.resolve(__dirname, '..', '..', 'node_modules', '@duckdb', 'node-api'));
+    const db = await DuckDBInstance.create(':memory:', { threads: '1' });
+    const c = await db.connect();
+    try {
+      const q = (s) => `'${s.replace(/'/g, "''")}'`;
+      const rows = (
+        await c.runAndReadAll(
+          `SELECT type, id FROM read_parquet([${files.map(q).join(', ')}]) WHERE type IN ('request', 'response') AND starts_with(id, ${q(this.prefix)})`,
+        )
+      ).getRowsJS();
+      for (const [type, id] of rows) {
+        this.shippedRecords++;
+        const set = type === 'request' ? this.requests : this.responses;
+        if (set.has(id)) this.duplicates++;
+        else set.add(id);
+      }
+    } finally {
+      c.closeSync();
+      db.closeSync();
+    }
   }
 
   addFrame(frame) {
@@ -101,6 +165,7 @@ class LogCounter {
       requestRecords: this.requests.size,
       responseRecords: this.responses.size,
       duplicates: this.duplicates,
+      shippedRecords: this.shippedRecords,
     };
   }
 }

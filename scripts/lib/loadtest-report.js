@@ -677,7 +677,8 @@ function logSection(rep, lines, h) {
     `${h} Bid log`,
     '',
     `${int(l.sent)} requests sent; ${int(l.requestRecords)} \`request\` and ${int(l.responseRecords)} \`response\` records of this run found in Redis list \`${l.key}\` ` +
-      `(${int(l.frames)} zstd frames, ${f(l.compressedMB, 1)} MB compressed, ${f(l.rawMB, 1)} MB of NDJSON; ${int(l.duplicates)} duplicates, ${int(l.badFrames)} unreadable frames). ` +
+      (l.shippedRecords ? `and in the bid log shipper's Parquet files (${int(l.shippedRecords)} records there) ` : '') +
+      `(${int(l.frames)} zstd frames in Redis, ${f(l.compressedMB, 1)} MB compressed, ${f(l.rawMB, 1)} MB of NDJSON; ${int(l.duplicates)} duplicates, ${int(l.badFrames)} unreadable frames). ` +
       `${l.complete ? '**Complete.**' : '**Records are missing.**'}` +
       (l.extra > 0 ? ` ${int(l.extra)} more requests reached the bidder than k6 counted: requests in flight when k6 was stopped, cancelled on its side.` : ''),
   );

@@ -113,9 +113,10 @@ function projectRoot(): string {
 
 export const DEFAULT_CAMPAIGNS_FILE = path.join(projectRoot(), 'data', 'campaigns.demo.json');
 
-type Env = Record<string, string | undefined>;
+export type Env = Record<string, string | undefined>;
 
-class Reader {
+/** Reads typed values from the environment, collecting every problem (the shipper reuses it: src/shipper/shipper.config.ts). */
+export class Reader {
   readonly problems: string[] = [];
   constructor(private readonly env: Env) {}
 

@@ -1,13 +1,14 @@
 // The bidder under PM2 as operators run it: `node scripts/start.js start` with 2 workers under a
 // test PM2_HOME, scale to 3, reload and scale down under a steady stream of requests, metrics per
-// worker and for the machine, then `pm2 stop` and the bid log in Redis checked record by record.
+// worker and for the machine, then `pm2 stop` and the bid log (in Redis, and in the Parquet files the
+// shipper beside the workers wrote meanwhile) checked record by record.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { incomplete, readBidLog } from './support/bidlog';
+import { addShipped, incomplete, readBidLog } from './support/bidlog';
 import { postBid, request, SteadyLoad, type LoadResult } from './support/http';
 import { parseProm, sum } from './support/prom';
 import { freePort, startTestRedis, type TestRedis } from '../support/redis';
@@ -129,6 +130,8 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
       REDIS_URL: redis.url,
       LOG_FLUSH_INTERVAL_MS: '1000',
       LOG_LEVEL: 'info',
+      SHIP_ADMIN_PORT: '0',
+      SHIP_INTERVAL_MS: '500',
     });
   });
 
@@ -266,11 +269,16 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
     assert.equal(workers.size, 2, `series of workers ${[...workers].join(', ')}`);
   });
 
-  it('after pm2 stop, the bid log in Redis holds one request and one response record for every answered request', async () => {
+  it('after pm2 stop, the bid log (Redis and the shipped Parquet files) holds one request and one response record for every answered request', async () => {
     const r = await run([path.join('scripts', 'pm2.js'), 'stop', 'bidder'], env);
     assert.equal(r.status, 0, r.stdout + r.stderr);
     assert.equal(online().length, 0);
+    // The shipper finishes its batch and stops; what it did not take is still in Redis.
+    const s = await run([path.join('scripts', 'pm2.js'), 'stop', 'shipper'], env);
+    assert.equal(s.status, 0, s.stdout + s.stderr);
     const log = await readBidLog(redis.url, 'bidlog');
+    const shipped = await addShipped(log, path.join(runDir, 'bidlog'));
+    assert.ok(shipped > 0, 'the shipper ran beside the workers and shipped records');
     assert.equal(log.malformed, 0);
     const missing = incomplete(log, answered);
     assert.equal(

@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/config';
 import { DRAIN_MAX_MS } from '../../src/health/lifecycle';
+import { loadShipperConfig } from '../../src/shipper/shipper.config';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const FILE = path.join(ROOT, 'ecosystem.config.js');
@@ -30,18 +31,23 @@ interface App {
 /** No cgroup CPU quota, whatever the machine running the tests has. */
 const NO_CPU_MAX = path.join(os.tmpdir(), 'no-such-dir', 'cpu.max');
 
-/** Evaluates the file as the PM2 CLI does, with `env` as the CLI's environment. */
-function load(env: Record<string, string | undefined>): App {
+/** Evaluates the file as the PM2 CLI does, with `env` as the CLI's environment; returns the app `name`. */
+function load(env: Record<string, string | undefined>, name = 'bidder'): App {
   const saved = { ...process.env };
-  for (const k of ['WORKERS', 'PORT', 'HOST', 'REDIS_URL', 'SHUTDOWN_TIMEOUT_MS', 'CAMPAIGNS_FILE', 'TRACKING_BASE_URL', 'BIDDER_RUN_DIR', 'LOG_SPILL_DIR']) delete process.env[k];
+  for (const k of ['WORKERS', 'PORT', 'HOST', 'REDIS_URL', 'SHUTDOWN_TIMEOUT_MS', 'CAMPAIGNS_FILE', 'TRACKING_BASE_URL', 'BIDDER_RUN_DIR', 'LOG_SPILL_DIR', 'LOG_REDIS_KEY', 'SHIP_DIR', 'SHIP_ID', 'SHIP_STOP_TIMEOUT_MS']) delete process.env[k];
   process.env.BIDDER_CPU_MAX_FILE = NO_CPU_MAX;
   for (const [k, v] of Object.entries(env)) if (v !== undefined) process.env[k] = v;
   try {
     delete require.cache[require.resolve(FILE)];
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const cfg = require(FILE) as { apps: App[] };
-    assert.equal(cfg.apps.length, 1);
-    return cfg.apps[0];
+    assert.deepEqual(
+      cfg.apps.map((a) => a.name),
+      ['bidder', 'shipper'],
+    );
+    const app = cfg.apps.find((a) => a.name === name);
+    assert.ok(app, name);
+    return app;
   } finally {
     for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
     Object.assign(process.env, saved);
@@ -168,6 +174,24 @@ describe('ecosystem.config.js', () => {
     assert.equal(custom.env.REDIS_URL, 'redis://10.0.0.5:6380');
     assert.equal(custom.env.TRACKING_BASE_URL, 'http://127.0.0.1:9000');
     assert.ok(path.isAbsolute(custom.env.CAMPAIGNS_FILE));
+  });
+
+  it('runs one bid log shipper beside the workers, on the same Redis and list, with a stop deadline PM2 waits for', () => {
+    const app = load({ BIDDER_RUN_DIR: '/tmp/x', REDIS_URL: 'redis://10.0.0.5:6380', LOG_REDIS_KEY: 'blog' }, 'shipper');
+    assert.equal(app.exec_mode, 'fork');
+    assert.equal(app.instances, 1);
+    assert.equal(app.script, path.join(ROOT, 'dist', 'shipper', 'main.js'));
+    assert.ok(fs.existsSync(app.script), 'npm test builds dist/ first');
+    assert.equal(app.env.REDIS_URL, 'redis://10.0.0.5:6380');
+    assert.equal(app.env.LOG_REDIS_KEY, 'blog');
+    assert.equal(app.env.SHIP_DIR, '/tmp/x/bidlog');
+    assert.match(app.env.SHIP_ID, /-shipper$/, 'a fixed id per host: a restart resumes its own batch');
+    assert.equal(app.wait_ready, true);
+    assert.ok(app.kill_timeout > Number(app.env.SHIP_STOP_TIMEOUT_MS));
+    assert.equal(app.out_file, '/tmp/x/logs/shipper.out.log');
+    const config = loadShipperConfig(app.env);
+    assert.equal(config.dir, '/tmp/x/bidlog');
+    assert.equal(load({ SHIP_DIR: 'rel/dir' }, 'shipper').env.SHIP_DIR, path.resolve('rel/dir'));
   });
 
   it('refuses a WORKERS that is not a whole number', () => {

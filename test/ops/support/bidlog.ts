@@ -1,6 +1,9 @@
-// Reads the bid log from Redis as INTERFACE.md defines it: a list of zstd frames, each NDJSON.
+// Reads the bid log from Redis as INTERFACE.md defines it: a list of zstd frames, each NDJSON;
+// and what the shipper already moved to Parquet.
 import * as zlib from 'node:zlib';
+import { DuckDBInstance } from '@duckdb/node-api';
 import Redis from 'ioredis';
+import { partitionFiles } from '../../../src/shipper/report-data';
 
 export interface BidLogCounts {
   frames: number;
@@ -37,4 +40,28 @@ export async function readBidLog(redisUrl: string, key: string): Promise<BidLogC
 /** Ids among `ids` that do not have exactly one request and one response record. */
 export function incomplete(log: BidLogCounts, ids: readonly string[]): string[] {
   return ids.filter((id) => log.requests.get(id) !== 1 || log.responses.get(id) !== 1);
+}
+
+/**
+ * Adds the request and response records the shipper moved to Parquet under `shipDir` (the other
+ * half of the bid log once the shipper runs); returns how many records it found there.
+ */
+export async function addShipped(log: BidLogCounts, shipDir: string): Promise<number> {
+  const files = await partitionFiles(shipDir);
+  if (files.length === 0) return 0;
+  const db = await DuckDBInstance.create(':memory:', { threads: '1' });
+  const c = await db.connect();
+  try {
+    const rows = (await c.runAndReadAll(`SELECT type, id, ts FROM read_parquet([${files.map((f) => `'${f.replace(/'/g, "''")}'`).join(', ')}])`)).getRowObjectsJS();
+    for (const r of rows) {
+      log.records++;
+      if (r.ts === null || typeof r.type !== 'string') log.malformed++;
+      const m = r.type === 'request' ? log.requests : r.type === 'response' ? log.responses : null;
+      if (m && typeof r.id === 'string') m.set(r.id, (m.get(r.id) ?? 0) + 1);
+    }
+    return rows.length;
+  } finally {
+    c.closeSync();
+    db.closeSync();
+  }
 }

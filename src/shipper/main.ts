@@ -1,0 +1,91 @@
+import { assertNodeVersion } from '../node-version';
+assertNodeVersion();
+
+import 'reflect-metadata';
+import { ConsoleLogger, Logger, type LogLevel } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ConfigError } from '../config/config';
+import { AdminServer } from './admin-server';
+import { loadShipperConfig, type ShipperConfig } from './shipper.config';
+import { ShipperMetrics } from './shipper.metrics';
+import { ShipperModule } from './shipper.module';
+import { ShipperService } from './shipper.service';
+
+const LEVELS: Record<ShipperConfig['logLevel'], LogLevel[]> = {
+  fatal: ['fatal'],
+  error: ['fatal', 'error'],
+  warn: ['fatal', 'error', 'warn'],
+  info: ['fatal', 'error', 'warn', 'log'],
+  debug: ['fatal', 'error', 'warn', 'log', 'debug'],
+  trace: ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'],
+  silent: [],
+};
+
+/**
+ * `node dist/shipper/main.js`: the bid log shipper (docs/log-pipeline.md). One JSON line per
+ * event on stdout. SIGINT/SIGTERM: the batch under way is finished (bounded by
+ * SHIP_STOP_TIMEOUT_MS), then the process exits.
+ */
+async function main(): Promise<void> {
+  let config: ShipperConfig;
+  try {
+    config = loadShipperConfig(process.env);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`shipper: ${e.message}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
+  const logger = new ConsoleLogger({ json: true, logLevels: LEVELS[config.logLevel] });
+  const app = await NestFactory.createApplicationContext(ShipperModule.forRoot(config), { logger });
+  const log = new Logger('main');
+  process.on('uncaughtException', (e) => {
+    log.fatal({ msg: 'uncaught exception', err: e.stack ?? e.message });
+    process.exit(1);
+  });
+  process.on('unhandledRejection', (e) => {
+    log.fatal({ msg: 'unhandled rejection', err: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+    process.exit(1);
+  });
+  const shipper = app.get(ShipperService);
+  const admin = new AdminServer(app.get(ShipperMetrics), () => shipper.status(), config.shipperId);
+  try {
+    const url = await admin.listen(config.adminPort, config.adminHost);
+    log.log({ msg: 'admin server listening', url, node: process.version });
+  } catch (e) {
+    // Draining Redis matters more than being scraped: ship on, and say so loudly.
+    log.error({ msg: 'admin server not started; shipping without /metrics and /health', host: config.adminHost, port: config.adminPort, err: e instanceof Error ? e.message : String(e) });
+  }
+
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) return;
+    stopping = true;
+    log.log({ msg: 'stopping', signal });
+    // Past the batch deadline and the closing of connections, exit regardless.
+    setTimeout(() => {
+      log.error({ msg: 'stop overran its deadline; exiting' });
+      process.exit(1);
+    }, config.stopTimeoutMs + 5_000).unref();
+    void app
+      .close()
+      .then(() => admin.close())
+      .then(
+        () => process.exit(0),
+        (e: unknown) => {
+          log.error({ msg: 'stop failed', err: e instanceof Error ? e.message : String(e) });
+          process.exit(1);
+        },
+      );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  // PM2 wait_ready.
+  if (typeof process.send === 'function') process.send('ready');
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`shipper: failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exit(1);
+});

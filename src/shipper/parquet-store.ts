@@ -1,0 +1,326 @@
+import { randomBytes } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import * as zlib from 'node:zlib';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import type { Batch, Frame } from './batch';
+import { BATCH_HOURS_SQL, copyHourSql, INVALID_LINE_KEY, loadBatchSql } from './schema';
+
+/** What storing one batch group did. */
+export interface StoreResult {
+  /** Records of the group (in the files written now and in those found already there). */
+  records: number;
+  /** Files written now, and files of the group found already written (a resumed batch). */
+  written: Array<{ file: string; records: number; bytes: number }>;
+  skipped: Array<{ file: string; records: number }>;
+  /** Lines that were not JSON (stored with type NULL and the line in `raw`). */
+  invalidLines: number;
+  /** Frames that were not zstd: kept as files in `bad-frames/`, not in the partitions. */
+  badFrames: string[];
+}
+
+/** Where a storage step failed: a class of error for the metrics and the log. */
+export class StorageError extends Error {
+  constructor(
+    readonly step: 'stage' | 'load' | 'write',
+    cause: unknown,
+  ) {
+    const e = cause instanceof Error ? cause : new Error(String(cause));
+    super(`${step}: ${(e as NodeJS.ErrnoException).code ? `${(e as NodeJS.ErrnoException).code} ` : ''}${e.message}`, { cause: e });
+    this.name = 'StorageError';
+  }
+  get code(): string | undefined {
+    return (this.cause as NodeJS.ErrnoException | undefined)?.code;
+  }
+}
+
+export interface ParquetStoreOptions {
+  dir: string;
+  /** Names this process's staging directory (one per shipper id). */
+  shipperId: string;
+  threads: number;
+  memoryMb: number;
+}
+
+/** Temporary names of files being written: `<group>.parquet.tmp-<random>`. */
+const TMP = /\.tmp-[0-9a-f]{12}$/;
+/** A temporary file older than this was left by a crash (a write takes seconds). */
+const STALE_TMP_MS = 3_600_000;
+const DATE_DIR = /^date=(\d{4}-\d{2}-\d{2})$/;
+const DAY_MS = 86_400_000;
+
+/**
+ * The Parquet partitions under SHIP_DIR, written through an embedded DuckDB (in memory, its own
+ * threads). One batch group becomes one file per UTC hour of its records:
+ * `date=YYYY-MM-DD/hour=HH/<group>.parquet`. A file is written under a temporary name in its
+ * directory, fsynced, renamed, and the directory fsynced, so a reader never sees half a file and a
+ * file that exists is complete; a group whose file for an hour exists already (a resumed batch) is
+ * not written again.
+ */
+export class ParquetStore {
+  private db: DuckDBInstance | null = null;
+  private conn: DuckDBConnection | null = null;
+  readonly staging: string;
+
+  constructor(private readonly opts: ParquetStoreOptions) {
+    this.staging = path.join(opts.dir, '.staging', opts.shipperId);
+  }
+
+  get dir(): string {
+    return this.opts.dir;
+  }
+
+  async open(): Promise<void> {
+    this.db = await DuckDBInstance.create(':memory:', {
+      threads: String(this.opts.threads),
+      memory_limit: `${this.opts.memoryMb}MB`,
+      temp_directory: `${this.staging}.duckdb-tmp`,
+      preserve_insertion_order: 'false',
+      enable_external_access: 'true',
+      autoinstall_known_extensions: 'false',
+      autoload_known_extensions: 'true',
+    });
+    this.conn = await this.db.connect();
+  }
+
+  close(): void {
+    this.conn?.closeSync();
+    this.db?.closeSync();
+    this.conn = null;
+    this.db = null;
+  }
+
+  private connection(): DuckDBConnection {
+    if (this.conn === null) throw new Error('ParquetStore is not open');
+    return this.conn;
+  }
+
+  /** Stores a batch group; throws a StorageError (nothing half-written is visible) when it cannot. */
+  async store(batch: Batch): Promise<StoreResult> {
+    const result: StoreResult = { records: 0, written: [], skipped: [], invalidLines: 0, badFrames: [] };
+    const conn = this.connection();
+    let files: string[];
+    try {
+      await fsp.rm(this.staging, { recursive: true, force: true });
+      await fsp.mkdir(this.staging, { recursive: true });
+      files = await this.stageFast(batch.frames);
+    } catch (e) {
+      throw new StorageError('stage', e);
+    }
+    try {
+      if (files.length > 0) {
+        try {
+          await conn.run(loadBatchSql(files));
+        } catch {
+          // Not zstd, not UTF-8 or not JSON somewhere: sort it out line by line (rare, slow path).
+          let longest: number;
+          try {
+            ({ files, longest } = await this.stageChecked(batch.frames, result));
+          } catch (e) {
+            throw new StorageError('stage', e);
+          }
+          if (files.length > 0) await conn.run(loadBatchSql(files, longest + 1024));
+        }
+      }
+    } catch (e) {
+      throw e instanceof StorageError ? e : new StorageError('load', e);
+    }
+    try {
+      if (files.length > 0) {
+        const hours = (await conn.runAndReadAll(BATCH_HOURS_SQL)).getRowObjectsJS() as Array<{ p_date: string; p_hour: string; n: bigint }>;
+        for (const h of hours) {
+          const records = Number(h.n);
+          result.records += records;
+          const dir = await this.partitionDir(h.p_date, h.p_hour);
+          const file = path.join(dir, `${batch.group}.parquet`);
+          if (await exists(file)) {
+            result.skipped.push({ file, records });
+            continue;
+          }
+          const bytes = await this.writeAtomically(file, (tmp) => conn.run(copyHourSql(h.p_date, h.p_hour, tmp)).then(() => undefined));
+          result.written.push({ file, records, bytes });
+        }
+      }
+    } catch (e) {
+      throw new StorageError('write', e);
+    } finally {
+      await conn.run('DROP TABLE IF EXISTS batch').catch(() => undefined);
+      await fsp.rm(this.staging, { recursive: true, force: true }).catch(() => undefined);
+    }
+    return result;
+  }
+
+  /** The frames as they are (DuckDB decompresses them): `<hash>.ndjson.zst`. */
+  private async stageFast(frames: readonly Frame[]): Promise<string[]> {
+    const files: string[] = [];
+    for (const f of frames) {
+      const file = path.join(this.staging, `${f.hash}.ndjson.zst`);
+      await fsp.writeFile(file, f.bytes);
+      files.push(file);
+    }
+    return files;
+  }
+
+  /**
+   * Decompresses and checks every line: a frame that is not zstd is kept apart in `bad-frames/`
+   * (fsynced, named by its hash); a line that is not JSON is staged wrapped as
+   * `{"__invalid_line": "<line>"}` so that it is stored, with type NULL, rather than lost.
+   */
+  private async stageChecked(frames: readonly Frame[], result: StoreResult): Promise<{ files: string[]; longest: number }> {
+    const files: string[] = [];
+    let longest = 0;
+    result.invalidLines = 0;
+    result.badFrames = [];
+    for (const f of frames) {
+      let text: string;
+      try {
+        text = zlib.zstdDecompressSync(f.bytes).toString('utf8');
+      } catch {
+        await this.keepBadFrame(f);
+        result.badFrames.push(f.hash);
+        continue;
+      }
+      const out: string[] = [];
+      for (const line of text.split('\n')) {
+        if (line.trim() === '') continue;
+        let staged = line;
+        try {
+          JSON.parse(line);
+        } catch {
+          staged = JSON.stringify({ [INVALID_LINE_KEY]: line });
+          result.invalidLines++;
+        }
+        out.push(staged);
+        longest = Math.max(longest, Buffer.byteLength(staged));
+      }
+      if (out.length === 0) continue;
+      const file = path.join(this.staging, `${f.hash}.ndjson`);
+      await fsp.writeFile(file, `${out.join('\n')}\n`);
+      files.push(file);
+    }
+    return { files, longest };
+  }
+
+  private async keepBadFrame(f: Frame): Promise<void> {
+    const dir = path.join(this.opts.dir, 'bad-frames');
+    await mkdirSynced(dir);
+    const file = path.join(dir, `${f.hash}.zst`);
+    if (await exists(file)) return;
+    await this.writeAtomically(file, (tmp) => fsp.writeFile(tmp, f.bytes));
+  }
+
+  private async partitionDir(date: string, hour: string): Promise<string> {
+    await fsp.mkdir(this.opts.dir, { recursive: true });
+    const d = path.join(this.opts.dir, `date=${date}`);
+    await mkdirSynced(d);
+    const h = path.join(d, `hour=${hour}`);
+    await mkdirSynced(h);
+    return h;
+  }
+
+  /** `write(tmp)`, fsync it, rename it to `file`, fsync the directory; returns the file's size. */
+  private async writeAtomically(file: string, write: (tmp: string) => Promise<void>): Promise<number> {
+    const tmp = `${file}.tmp-${randomBytes(6).toString('hex')}`;
+    try {
+      await write(tmp);
+      const h = await fsp.open(tmp, 'r+');
+      let size: number;
+      try {
+        await h.sync();
+        size = (await h.stat()).size;
+      } finally {
+        await h.close();
+      }
+      await fsp.rename(tmp, file);
+      await fsyncDir(path.dirname(file));
+      return size;
+    } catch (e) {
+      await fsp.rm(tmp, { force: true }).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  /**
+   * Deletes whole `date=` partitions whose day ended more than `days` days before `now` (0 keeps
+   * everything), and temporary files older than an hour that a crash left behind. Returns the
+   * partitions deleted.
+   */
+  async retain(days: number, now: number = Date.now()): Promise<string[]> {
+    const deleted: string[] = [];
+    let names: string[];
+    try {
+      names = await fsp.readdir(this.opts.dir);
+    } catch {
+      return deleted;
+    }
+    for (const name of names.sort()) {
+      const m = DATE_DIR.exec(name);
+      if (!m) continue;
+      const dayEnd = Date.parse(`${m[1]}T00:00:00Z`) + DAY_MS;
+      const dir = path.join(this.opts.dir, name);
+      if (days > 0 && Number.isFinite(dayEnd) && dayEnd + days * DAY_MS <= now) {
+        await fsp.rm(dir, { recursive: true, force: true });
+        deleted.push(name);
+        continue;
+      }
+      await removeStaleTmp(dir, now);
+    }
+    if (deleted.length > 0) await fsyncDir(this.opts.dir).catch(() => undefined);
+    return deleted;
+  }
+}
+
+async function removeStaleTmp(dateDir: string, now: number): Promise<void> {
+  let hours: string[];
+  try {
+    hours = await fsp.readdir(dateDir);
+  } catch {
+    return;
+  }
+  for (const h of hours) {
+    const dir = path.join(dateDir, h);
+    let names: string[];
+    try {
+      names = await fsp.readdir(dir);
+    } catch {
+      continue;
+    }
+    for (const n of names) {
+      if (!TMP.test(n)) continue;
+      const p = path.join(dir, n);
+      const st = await fsp.stat(p).catch(() => null);
+      if (st && now - st.mtimeMs > STALE_TMP_MS) await fsp.rm(p, { force: true });
+    }
+  }
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await fsp.access(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** mkdir that also fsyncs the parent when it created the directory (so the new entry survives a crash). */
+async function mkdirSynced(dir: string): Promise<void> {
+  try {
+    await fsp.mkdir(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    const st = await fsp.stat(dir);
+    if (!st.isDirectory()) throw Object.assign(new Error(`${dir} exists and is not a directory`), { code: 'ENOTDIR' });
+    return;
+  }
+  await fsyncDir(path.dirname(dir));
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const h = await fsp.open(dir, 'r');
+  try {
+    await h.sync();
+  } finally {
+    await h.close();
+  }
+}

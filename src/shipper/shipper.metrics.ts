@@ -1,0 +1,50 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Kinds of error the shipper counts (and logs). */
+export type ShipErrorKind = 'redis' | 'lease' | 'stage' | 'load' | 'write' | 'retention' | 'backlog';
+
+/** The shipper's Prometheus registry (its own: the shipper is a process of its own). */
+export class ShipperMetrics {
+  readonly registry = new Registry();
+
+  readonly frames = new Counter({ name: 'shipper_frames_shipped_total', help: 'Frames (Redis list elements) stored in Parquet and removed from Redis.', registers: [this.registry] });
+  readonly records = new Counter({ name: 'shipper_records_shipped_total', help: 'Records in the batch groups shipped (each record once).', registers: [this.registry] });
+  readonly bytes = new Counter({
+    name: 'shipper_bytes_shipped_total',
+    help: 'Bytes shipped: zstd frames taken from Redis (kind="redis") and Parquet files written (kind="parquet").',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
+  readonly batches = new Counter({
+    name: 'shipper_batches_total',
+    help: 'Batch groups shipped, by how they were obtained: claimed from the list, resumed from this shipper\'s processing list, adopted from a dead shipper.',
+    labelNames: ['source'],
+    registers: [this.registry],
+  });
+  readonly errors = new Counter({ name: 'shipper_errors_total', help: 'Failures by kind; each is retried with backoff, nothing is lost.', labelNames: ['kind'], registers: [this.registry] });
+  readonly invalidLines = new Counter({ name: 'shipper_invalid_lines_total', help: 'Lines that were not JSON, stored with type NULL and the line in raw.', registers: [this.registry] });
+  readonly badFrames = new Counter({ name: 'shipper_bad_frames_total', help: 'List elements that were not zstd frames, kept in SHIP_DIR/bad-frames/.', registers: [this.registry] });
+  readonly partitionsDeleted = new Counter({ name: 'shipper_partitions_deleted_total', help: 'date= partitions deleted by the retention (SHIP_RETENTION_DAYS).', registers: [this.registry] });
+  readonly batchSeconds = new Histogram({
+    name: 'shipper_batch_duration_seconds',
+    help: 'Time to store one batch group (stage, load, write, fsync, rename) and remove it from Redis.',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly backlogFrames = new Gauge({ name: 'shipper_backlog_frames', help: 'Frames waiting in the log lists (not yet claimed), as last read.', registers: [this.registry] });
+  readonly backlogBytes = new Gauge({ name: 'shipper_backlog_bytes', help: 'Memory of the log lists in Redis (MEMORY USAGE, sampled), as last read.', registers: [this.registry] });
+  readonly backlogAge = new Gauge({ name: 'shipper_backlog_oldest_age_seconds', help: 'Age of the first record of the oldest frame waiting (0 when none).', registers: [this.registry] });
+  readonly processingFrames = new Gauge({ name: 'shipper_processing_frames', help: 'Frames in this shipper\'s processing list (the batch under way).', registers: [this.registry] });
+  readonly lastSuccess = new Gauge({ name: 'shipper_last_success_timestamp_seconds', help: 'When a batch was last shipped, or the list last found empty (epoch seconds).', registers: [this.registry] });
+  readonly redisUp = new Gauge({ name: 'shipper_redis_up', help: '1 while the Redis connection is up.', registers: [this.registry] });
+  readonly storageUp = new Gauge({ name: 'shipper_storage_ok', help: '0 while the last attempt to store a batch failed.', registers: [this.registry] });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+    this.storageUp.set(1);
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
