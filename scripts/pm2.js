@@ -1,14 +1,16 @@
 'use strict';
-// `npm run pm2 -- <args>`: the project's PM2 (node_modules/pm2) on the project's Node 24, with the
-// project's PM2_HOME (<project>/.run/pm2 unless PM2_HOME or BIDDER_RUN_DIR say otherwise), so that
-// `npm run pm2 -- scale bidder 4`, `npm run pm2 -- reload bidder`, `npm run pm2 -- logs` act on the
-// cluster that `npm start` started. Also the helpers scripts/start.js and the tests use.
+// `npm run pm2 -- <args>`: the project's PM2 (node_modules/pm2) on the project's Node 24. The PM2
+// home is PM2's own default (~/.pm2) unless PM2_HOME says otherwise (or BIDDER_RUN_DIR, which tests
+// and the load test set, makes it $BIDDER_RUN_DIR/pm2), so the commands of PM2's documentation
+// (`pm2 scale bidder 4`, `pm2 reload bidder`, `pm2 logs`, `pm2 monit`, with a global pm2 or `npx
+// pm2`) reach the cluster `npm start` started. Also the helpers scripts/start.js and the tests use.
 //
 // The PM2 daemon forks its workers with the Node it runs on, so it must be started from Node 24:
-// this script always runs the PM2 CLI with its own process.execPath, and warns when the daemon of
-// this PM2_HOME runs on another Node.
+// this script always runs the PM2 CLI with its own process.execPath (a PM2 CLI on another Node only
+// talks to the running daemon), and warns when the daemon of this PM2_HOME runs on another Node.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..');
@@ -25,7 +27,8 @@ function runDir(env = process.env) {
 }
 
 function pm2Home(env = process.env) {
-  return path.resolve(env.PM2_HOME || path.join(runDir(env), 'pm2'));
+  if (env.PM2_HOME) return path.resolve(env.PM2_HOME);
+  return env.BIDDER_RUN_DIR ? path.join(runDir(env), 'pm2') : path.join(os.homedir(), '.pm2');
 }
 
 /** The environment every PM2 CLI call gets: PM2_HOME and BIDDER_RUN_DIR pinned. */
@@ -97,6 +100,19 @@ function pm2(args, { env = {}, stdio = 'pipe', timeout = 120_000 } = {}) {
  * The PM2 processes of an app, the bidder's by default ([] when no daemon runs: never starts one
  * just to ask). Each: { pmId, pid, status, instance, memory, cpu, restarts, uptime }.
  */
+/** Names of every app in the daemon of `home` ([] when no daemon runs). */
+function appNames(home = pm2Home()) {
+  if (!daemonInfo(home)) return [];
+  const r = pm2(['jlist'], { env: { PM2_HOME: home } });
+  const start = r.stdout.indexOf('[');
+  if (r.status !== 0 || start < 0) return [];
+  try {
+    return [...new Set(JSON.parse(r.stdout.slice(start)).map((p) => p.name))];
+  } catch {
+    return [];
+  }
+}
+
 function appProcesses(home = pm2Home(), name = APP) {
   if (!daemonInfo(home)) return [];
   const r = pm2(['jlist'], { env: { PM2_HOME: home } });
@@ -123,7 +139,7 @@ function appProcesses(home = pm2Home(), name = APP) {
     }));
 }
 
-module.exports = { ROOT, PM2_CLI, ECOSYSTEM, APP, SHIPPER, runDir, pm2Home, pm2Env, assertNode, alive, daemonInfo, pm2, appProcesses };
+module.exports = { appNames, ROOT, PM2_CLI, ECOSYSTEM, APP, SHIPPER, runDir, pm2Home, pm2Env, assertNode, alive, daemonInfo, pm2, appProcesses };
 
 if (require.main === module) {
   assertNode();

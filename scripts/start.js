@@ -3,26 +3,26 @@
 //
 //   start   build if dist/ is missing or older than src/; use the Redis at REDIS_URL if it answers,
 //           else start a private redis-server (files in .run/redis); start the PM2 cluster
-//           (ecosystem.config.js, PM2_HOME=.run/pm2, daemon on this Node 24) and the bid log
+//           (ecosystem.config.js, in PM2's own home ~/.pm2, daemon on this Node 24) and the bid log
 //           shipper beside it; wait until every worker is ready and the shipper online; print
-//           where it listens and how to stop it. Idempotent: when the
-//           bidder already runs it says so and exits 0. The last line is machine-readable:
+//           where it listens and how to stop it. Idempotent: when the bidder already runs it says
+//           so and exits 0. The last line is machine-readable:
 //           BIDDER_READY {"url":...,"redisUrl":...,"startedRedis":bool,"startedPm2":bool,"workers":n}
 //   stop    stop the workers gracefully (their logs are flushed), then the shipper (it finishes its
-//           batch), kill that PM2 daemon, stop the
-//           Redis that `start` started (by its PID, after a SAVE so the log survives to the next start)
+//           batch), then the PM2 daemon unless it runs other apps, then the Redis that `start`
+//           started (by its PID, after a SAVE so the log survives to the next start)
 //   status  workers, Redis, health; exit 0 when running, 3 when not
 //
 // Environment: PORT (8080), HOST, WORKERS (default one per core), REDIS_URL, BIDDER_RUN_DIR
-// (default <project>/.run), PM2_HOME (default $BIDDER_RUN_DIR/pm2), and every bidder variable
-// (docs/operations.md), passed on to the workers.
+// (default <project>/.run), PM2_HOME (default ~/.pm2, or $BIDDER_RUN_DIR/pm2 when that is set),
+// and every bidder variable (docs/operations.md), passed on to the workers.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
 const net = require('node:net');
 const path = require('node:path');
 const redisLib = require('./lib/redis');
-const { ROOT, ECOSYSTEM, APP, SHIPPER, runDir, pm2Home, assertNode, alive, daemonInfo, pm2, appProcesses } = require('./pm2');
+const { ROOT, ECOSYSTEM, APP, SHIPPER, runDir, pm2Home, assertNode, alive, daemonInfo, pm2, appProcesses, appNames } = require('./pm2');
 
 const READY_TIMEOUT_MS = 90_000;
 
@@ -311,6 +311,15 @@ async function start() {
 
   const daemon = daemonInfo();
   if (daemon && !daemon.ours) {
+    // The daemon forks the workers with its own Node: it must be this one (24). Restart it, unless
+    // it runs someone else's apps too (PM2_HOME is PM2's shared default): then say what to do.
+    const others = appNames().filter((n) => n !== APP && n !== SHIPPER);
+    if (others.length > 0) {
+      fail(
+        `the PM2 daemon of ${pm2Home()} runs on ${daemon.exe} (not Node 24) with other apps (${others.join(', ')}); ` +
+          `the bidder's workers would run on that Node. Stop that daemon (pm2 kill) or start the bidder with PM2_HOME set to another directory.`,
+      );
+    }
     say(`bidder: the PM2 daemon of ${pm2Home()} runs on ${daemon.exe}; restarting it on ${process.execPath}`);
     pm2(['kill']);
   }
@@ -367,7 +376,8 @@ async function stop() {
       const r = pm2(['delete', SHIPPER], { timeout: 120_000 });
       if (r.status !== 0) process.stderr.write(r.stdout + r.stderr);
     }
-    pm2(['kill'], { timeout: 60_000 });
+    // The daemon goes too, unless it runs other apps (PM2_HOME is PM2's shared default).
+    if (appNames().length === 0) pm2(['kill'], { timeout: 60_000 });
   }
   const stoppedRedis = await stopOurRedis(state && state.redis);
   try {

@@ -35,6 +35,8 @@ export interface Config {
   readonly logSpillDir: string;
   /** Upper bound of the spill directory; past it records are dropped (and counted). */
   readonly logSpillMaxBytes: number;
+  /** Past this many bytes of log frames waiting in Redis for the shipper, the worker says it is degraded. */
+  readonly logBacklogWarnBytes: number;
   /** Deadline for the final flush on a graceful stop; shorter than PM2's kill_timeout. */
   readonly shutdownTimeoutMs: number;
   readonly campaignsFile: string;
@@ -231,6 +233,7 @@ export function loadConfig(env: Env = process.env): Config {
     logZstdLevel: r.int('LOG_ZSTD_LEVEL', 2, 1, 19),
     logSpillDir: path.resolve(r.str('LOG_SPILL_DIR', path.join(process.cwd(), '.run', 'spill'))),
     logSpillMaxBytes: r.int('LOG_SPILL_MAX_BYTES', 2048 * MiB, 0, Number.MAX_SAFE_INTEGER),
+    logBacklogWarnBytes: r.int('LOG_BACKLOG_WARN_BYTES', 512 * MiB, 0, Number.MAX_SAFE_INTEGER),
     shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),
     campaignsFile: path.resolve(r.str('CAMPAIGNS_FILE', DEFAULT_CAMPAIGNS_FILE)),
     trackingBaseUrl: r.url('TRACKING_BASE_URL', 'http://127.0.0.1:8080', ['http:', 'https:']).replace(/\/+$/, ''),

@@ -186,8 +186,9 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
     }
   });
 
-  it('pm2 scale bidder 3 gives 3 workers, all serving', async () => {
-    const r = await run([path.join('scripts', 'pm2.js'), 'scale', 'bidder', '3'], env);
+  it('pm2 scale bidder 3, typed as PM2 documents it (its own CLI, not the project wrapper), gives 3 workers, all serving', async () => {
+    // The plain PM2 CLI, in the same PM2_HOME: it reaches the daemon npm start started.
+    const r = await run([path.join('node_modules', 'pm2', 'bin', 'pm2'), 'scale', 'bidder', '3'], { ...env, PM2_HOME: pm2Home });
     assert.equal(r.status, 0, r.stdout + r.stderr);
     const procs = await waitOnline(3);
     const pids = await servingPids(3);
