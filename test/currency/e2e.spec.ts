@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { parseProm, sum } from '../ops/support/prom';
+import { parseProm, sum } from '../support/prom';
 import { until } from '../log/support';
 import { request, startTestApp, type TestApp } from '../support/app';
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { request, startTestApp, type TestApp } from '../support/app';
-import { parseProm } from '../ops/support/prom';
+import { parseProm } from '../support/prom';
 
 let t: TestApp;
 before(async () => {

@@ -1,7 +1,7 @@
 /** The bidder says it is degraded when the bid log piles up in Redis (no shipper takes it). */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { parseProm, sum } from '../ops/support/prom';
+import { parseProm, sum } from '../support/prom';
 import { request, startTestApp, type TestApp } from '../support/app';
 import { sendBids, until } from './support';
 

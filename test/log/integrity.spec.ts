@@ -15,7 +15,7 @@ import Redis from 'ioredis';
 import { LogPipeline } from '../../src/log/log-pipeline';
 import type { FrameSink } from '../../src/log/log-sink';
 import { newFrameId, SpillStore } from '../../src/log/spill';
-import { parseProm, sum } from '../ops/support/prom';
+import { parseProm, sum } from '../support/prom';
 import { request, startTestApp } from '../support/app';
 import { freePort, startTestRedis, type TestRedis } from '../support/redis';
 import { NODE, readRedisLog, ROOT, runCli, sendBids, until } from './support';

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { addShipped, incomplete, readBidLog } from './support/bidlog';
 import { postBid, request, SteadyLoad, type LoadResult } from './support/http';
-import { parseProm, sum } from './support/prom';
+import { parseProm, sum } from '../support/prom';
 import { freePort, startTestRedis, type TestRedis } from '../support/redis';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');

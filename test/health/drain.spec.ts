@@ -4,7 +4,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { drainHttpServer } from '../../src/health/lifecycle';
-import { request, SteadyLoad } from './support/http';
+import { request, SteadyLoad } from '../ops/support/http';
 
 async function server(): Promise<{ server: http.Server; url: string }> {
   const s = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {

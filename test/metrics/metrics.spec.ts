@@ -16,8 +16,8 @@ import { CounterFamily, HistogramFamily, type MetricFamily } from '../../src/met
 import { logStatMetricName } from '../../src/metrics/log-stats';
 import { MetricsService } from '../../src/metrics/metrics.service';
 import { startTestRedis, type TestRedis } from '../support/redis';
-import { postBid, request } from './support/http';
-import { parseProm, sum } from './support/prom';
+import { postBid, request } from '../ops/support/http';
+import { parseProm, sum } from '../support/prom';
 
 /** The repository (this file runs from .test-build/test/ops). */
 const ROOT = path.resolve(__dirname, '..', '..', '..');
