@@ -65,7 +65,7 @@ const port = int('PORT', 8080);
 const runDir = path.resolve(env.BIDDER_RUN_DIR || path.join(__dirname, '.run'));
 const logDir = path.resolve(env.BIDDER_LOG_DIR || path.join(runDir, 'logs'));
 
-/** INTERFACE.md's variables with their documented defaults; every other variable passes through. */
+/** The documented variables with their defaults (README, Configuration); every other variable passes through. */
 const appEnv = {
   NODE_ENV: env.NODE_ENV || 'production',
   PORT: String(port),

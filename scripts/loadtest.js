@@ -445,7 +445,7 @@ function bidRequests(run) {
 
 /**
  * Stops the bidder cluster when this run started it (a graceful stop flushes every worker's log
- * buffer, INTERFACE.md; a cluster it did not start is waited for instead), then checks that every
+ * buffer, docs/log-pipeline.md; a cluster it did not start is waited for instead), then checks that every
  * request k6 counted left its two records, and puts the result on the main run.
  */
 async function finishBidder(side, { runId, o, interrupted }) {

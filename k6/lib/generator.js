@@ -183,7 +183,7 @@ function nativeImp(r) {
   const req = nativeRequest(r);
   const form = r();
   // Exchanges send native.request as a JSON string (the spec), as an object, or with the
-  // Native 1.0 root wrapper (OPENRTB-NOTES.md).
+  // Native 1.0 root wrapper (Native 1.0/1.1 habit: {"native": …}).
   let request;
   if (form < 0.65) request = JSON.stringify(req);
   else if (form < 0.85) request = req;

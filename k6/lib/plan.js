@@ -20,7 +20,7 @@ export function seconds(text) {
 }
 
 export const DEFAULTS = {
-  // The reference load (REFERENCE.md): 100/s for 5 s, then 1300/s for 3 minutes.
+  // The reference load (docs/loadtest.md): 100/s for 5 s, then 1300/s for 3 minutes.
   warmupRate: 100,
   warmupDuration: 5,
   warmupVUs: 50,

@@ -1,7 +1,7 @@
 'use strict';
 // Log completeness for the load test: counts the bid-log records of one run in Redis and, once the
 // bid log shipper runs beside the bidder, in the Parquet files it wrote (docs/log-pipeline.md).
-// The log pipeline RPUSHes zstd frames of NDJSON to a list (INTERFACE.md); every request id of a
+// The log pipeline RPUSHes zstd frames of NDJSON to a list (docs/log-pipeline.md); every request id of a
 // run starts with `<runId>-`, so the run's records are told apart from anything else in the list.
 const fs = require('node:fs');
 const zlib = require('node:zlib');

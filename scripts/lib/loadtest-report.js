@@ -1,11 +1,12 @@
 'use strict';
-// The load test's report: a JSON summary, a Markdown table in the reference's format
-// (REFERENCE.md), SVG plots and an HTML page that holds them all, plus bench/RESULTS.md.
+// The load test's report: a JSON summary, a Markdown table in the format of the published NestJS /
+// Go bidder comparison this project started from, SVG plots and an HTML page that holds them all,
+// plus bench/RESULTS.md.
 const fs = require('node:fs');
 const path = require('node:path');
 const { lineChart, barChart } = require('./loadtest-svg');
 
-// REFERENCE.md: k6 latencies at 1300/s of the bidders this project must beat (avg, p70, p80, p95, p99).
+// The published comparison's k6 latencies at 1300/s (avg, p70, p80, p95, p99), on its own machine.
 const PUBLISHED = [
   ['reference Node/Nest, with the async zstd→Redis log', [2.88, 1.99, 2.45, 7.44, 19.63]],
   ['reference Go/Gin, with the async log', [2.17, 2.0, 2.14, 3.41, 11.4]],
@@ -480,7 +481,7 @@ function mainTables(rep, lines, h) {
     );
   }
   if (s.rate === 1300 && rep.scenario === 'reference') {
-    // The published comparison this project started from (REFERENCE.md; its machine, not this one).
+    // The published comparison this project started from (its machine, not this one).
     for (const [name, v] of PUBLISHED) lines.push(`| *${name} (published)* | ${v.map((x) => f(x)).join(' | ')} | – | – | – | – | – | – | – | – |`);
   }
   const bidder = rep.targets.bidder || rep.targets.remote;

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 
 /**
  * Every setting the bidder reads, loaded from the environment once at start-up and frozen.
- * A bad value stops the process with one error that names every bad variable (INTERFACE.md).
+ * A bad value stops the process with one error that names every bad variable (README, Configuration).
  */
 export interface Config {
   /** NODE_ENV; `production` turns on the checks of unsafe settings (secrets). */

@@ -20,7 +20,7 @@ const OUT_CHUNK = 256 * 1024;
 const FEED_BYTES = 512 * 1024;
 
 /**
- * Compresses lines into ONE zstd frame (one Redis list element, INTERFACE.md) off the event loop:
+ * Compresses lines into ONE zstd frame (one Redis list element, docs/log-pipeline.md) off the event loop:
  * the chunks are streamed into zlib's async zstd compressor, which does the work on the libuv
  * thread pool, one chunk at a time (stream back-pressure), so the loop only moves buffers around.
  * The frame header carries the content size (pledged), which some decoders require.

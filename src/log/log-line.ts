@@ -47,7 +47,7 @@ export type RawJson =
  * The start of one NDJSON line, `{"ts":…,"type":…,"worker":…,"name":…` followed by the record's
  * other fields, and `,"<raw.key>":` when a raw JSON text follows. The caller appends the raw text
  * (see `rawText`) and `}\n`. Built by string concatenation: one JSON.stringify per non-numeric
- * field value, never of the whole record, never of the raw request (ARCHITECTURE.md "Log encoding");
+ * field value, never of the whole record, never of the raw request (docs/architecture.md);
  * about twice as fast as JSON.stringify of the record (bench/RESULTS-log.md).
  * The record's own `ts`/`worker` (the service writes those) are skipped, as are values JSON
  * leaves out (undefined, functions, symbols). Throws only if a value cannot be serialized

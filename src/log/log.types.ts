@@ -1,4 +1,4 @@
-/** Record types written to the bid log (INTERFACE.md: every record has `ts` and `type`). */
+/** Record types written to the bid log (docs/log-pipeline.md: every record has `ts` and `type`). */
 export type LogType = 'request' | 'response' | 'win' | 'bill' | 'loss' | 'imp' | 'click';
 
 /** A record to log; `ts` and `worker` are added by the log service. */

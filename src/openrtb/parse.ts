@@ -1,5 +1,5 @@
 /**
- * Lenient OpenRTB 2.5/2.6 request reader. Exchanges are sloppy (OPENRTB-NOTES.md, §2.6):
+ * Lenient OpenRTB 2.5/2.6 request reader. Exchanges are sloppy (OpenRTB 2.6 §2.6, tolerate unknowns):
  * numbers arrive as strings, booleans as 0/1, `native.request` as a JSON string or an object, with
  * or without the Native 1.0 `{"native": …}` wrapper, unknown fields everywhere. We read only the
  * fields the bidder uses, accept every encoding we can make sense of, and reject (400) only what we

@@ -149,7 +149,7 @@ describe('ecosystem.config.js', () => {
     assert.equal(app.error_file, '/tmp/x/logs/bidder.err.log');
   });
 
-  it('passes INTERFACE.md\'s variables with their documented defaults, and the bidder accepts them', () => {
+  it('passes the documented variables with their defaults (README, Configuration), and the bidder accepts them', () => {
     const app = load({});
     assert.deepEqual(
       { ...app.env, LOG_SPILL_DIR: undefined, NODE_ENV: undefined },

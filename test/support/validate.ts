@@ -1,7 +1,7 @@
 /**
  * The bid-response validator: checks a bidder answer against the request it answers, independently
  * of the bidder's own parsing (it reads the raw request JSON). Returns a list of problems; empty
- * means valid. Rules: OPENRTB-NOTES.md (OpenRTB 2.6 §4.2, Native 1.2).
+ * means valid. Rules: OpenRTB 2.6 §4.2 (bid response) and Native 1.2 §5 (native markup).
  */
 import { validate as isUuid } from 'uuid';
 import { PayloadCodec } from '../../src/tracking/payload';

@@ -1,4 +1,4 @@
-// Every request sample in /work/shared/openrtb-samples (normalized by a small local helper)
+// Every request sample in test/fixtures/samples (normalized by a small local helper)
 // against the demo campaigns: the imps we expect to bid get a match that respects the request,
 // the others get the no-bid reason we expect.
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ import type { Match, NativeFill, NoBidReason } from '../../src/targeting/types';
 import { normalizeSample, select } from './fixtures';
 
 const root = path.resolve(__dirname, '..', '..', '..');
-const SAMPLES = process.env.OPENRTB_SAMPLES ?? '/work/shared/openrtb-samples';
+const SAMPLES = path.join(root, 'test', 'fixtures', 'samples');
 const index = loadCampaignFile(path.join(root, 'data', 'campaigns.demo.json'));
 
 type Expect = { bid: true; mtype: 1 | 2 | 4; dealId?: string } | { bid: false; reason: NoBidReason };
@@ -103,10 +103,10 @@ function checkMatch(req: BidRequest, impIdx: number, m: Match, bidCur: string): 
   }
 }
 
-describe('openrtb-samples against the demo campaigns', { skip: !fs.existsSync(SAMPLES) && `no samples at ${SAMPLES}` }, () => {
-  it('every request sample of the manifest is covered here', () => {
+describe('openrtb-samples against the demo campaigns', () => {
+  it('every request sample of the list (LICENSES.md) is covered here', () => {
     const listed = fs
-      .readFileSync(path.join(SAMPLES, 'MANIFEST.md'), 'utf8')
+      .readFileSync(path.join(SAMPLES, 'LICENSES.md'), 'utf8')
       .split('\n')
       .map((l) => /^\| ((?:[\w.-]+\/)[\w.-]+\.json) \|/.exec(l)?.[1])
       .filter((f): f is string => f !== undefined)

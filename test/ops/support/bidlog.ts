@@ -1,4 +1,4 @@
-// Reads the bid log from Redis as INTERFACE.md defines it: a list of zstd frames, each NDJSON;
+// Reads the bid log from Redis as docs/log-pipeline.md defines it: a list of zstd frames, each NDJSON;
 // and what the shipper already moved to Parquet.
 import * as zlib from 'node:zlib';
 import { DuckDBInstance } from '@duckdb/node-api';
