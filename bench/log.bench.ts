@@ -32,6 +32,7 @@ import { LogService } from '../src/log/log.service';
 import type { RawJson } from '../src/log/log-line';
 import type { LogRecord } from '../src/log/log.types';
 import { RedisService } from '../src/redis/redis.service';
+import { sampleRequests as loadSamples } from '../test/support/samples';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -48,20 +49,9 @@ const quiet = { LOG_LEVEL: 'error' };
 
 type Json = Record<string, unknown>;
 
+/** The OpenRTB sample requests of the test fixtures (test/support/samples.ts). */
 function sampleRequests(): Json[] {
-  const dir = path.join(ROOT, 'test', 'fixtures', 'samples');
-  const out: Json[] = [];
-  for (const sub of fs.readdirSync(dir).sort()) {
-    const d = path.join(dir, sub);
-    if (!fs.statSync(d).isDirectory()) continue;
-    for (const f of fs.readdirSync(d).sort()) {
-      if (!f.endsWith('.json')) continue;
-      const j = JSON.parse(fs.readFileSync(path.join(d, f), 'utf8')) as Json;
-      const req = (j.mockBidRequest ?? j) as Json;
-      if (Array.isArray(req.imp) && req.id !== undefined) out.push(req);
-    }
-  }
-  return out;
+  return loadSamples().map((x) => x.request as Json);
 }
 
 const UAS = [

@@ -26,6 +26,7 @@ import 'reflect-metadata';
 import Redis from 'ioredis';
 import { createApp, listen } from '../src/app';
 import { loadConfig } from '../src/config/config';
+import { sampleRequests as loadSamples } from '../test/support/samples';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -40,20 +41,9 @@ const FRAME_RAW = 4 * MiB;
 
 type Json = Record<string, unknown>;
 
+/** The OpenRTB sample requests of the test fixtures (test/support/samples.ts). */
 function samples(): Json[] {
-  const dir = path.join(ROOT, 'test', 'fixtures', 'samples');
-  const out: Json[] = [];
-  for (const sub of fs.readdirSync(dir).sort()) {
-    const d = path.join(dir, sub);
-    if (!fs.statSync(d).isDirectory()) continue;
-    for (const f of fs.readdirSync(d).sort()) {
-      if (!f.endsWith('.json')) continue;
-      const j = JSON.parse(fs.readFileSync(path.join(d, f), 'utf8')) as Json;
-      const req = (j.mockBidRequest ?? j) as Json;
-      if (Array.isArray(req.imp) && req.id !== undefined) out.push(req);
-    }
-  }
-  return out;
+  return loadSamples().map((x) => x.request as Json);
 }
 
 /** A sample with what differs between real requests made fresh: ids, user, device, page. */

@@ -85,23 +85,30 @@ function figureCells(f: Figures): string[] {
   ];
 }
 
+/** The per-campaign table's head and cells, for the page and the text report alike. */
+export const CAMPAIGN_HEAD = ['campaign', 'bids', 'avg bid', 'wins', 'win rate', 'losses', 'imps', 'clicks', 'CTR', 'billed', 'spend', 'eCPM'];
+
+export function campaignCells(c: CampaignRow, html: boolean): string[] {
+  return [
+    html ? esc(c.cid) : c.cid,
+    fmtInt(c.bids),
+    c.avgBidPrice === null ? '–' : c.avgBidPrice.toFixed(3),
+    fmtInt(c.wins),
+    pct(c.winRate),
+    fmtInt(c.losses),
+    fmtInt(c.impressions),
+    fmtInt(c.clicks),
+    pct(c.ctr),
+    fmtInt(c.billed),
+    moneyText(c.money, 'spend', html),
+    moneyText(c.money, 'ecpm', html),
+  ];
+}
+
 function campaignTable(rows: CampaignRow[]): string {
   return table(
-    ['campaign', 'bids', 'avg bid', 'wins', 'win rate', 'losses', 'imps', 'clicks', 'CTR', 'billed', 'spend', 'eCPM'],
-    rows.map((c) => [
-      esc(c.cid),
-      fmtInt(c.bids),
-      c.avgBidPrice === null ? '–' : c.avgBidPrice.toFixed(3),
-      fmtInt(c.wins),
-      pct(c.winRate),
-      fmtInt(c.losses),
-      fmtInt(c.impressions),
-      fmtInt(c.clicks),
-      pct(c.ctr),
-      fmtInt(c.billed),
-      moneyText(c.money, 'spend'),
-      moneyText(c.money, 'ecpm'),
-    ]),
+    CAMPAIGN_HEAD,
+    rows.map((c) => campaignCells(c, true)),
   );
 }
 

@@ -7,7 +7,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { ConfigError } from '../config/config';
 import { buildReport, type Figures, type Report } from './report-data';
-import { fmtInt, moneyText, ms, pct, renderHtml } from './report-html';
+import { CAMPAIGN_HEAD, campaignCells, fmtInt, moneyText, ms, pct, renderHtml } from './report-html';
 import { loadShipperConfig } from './shipper.config';
 
 const USAGE = `Reports on the bid log shipped to Parquet (SHIP_DIR): per hour and per campaign, bid requests,
@@ -165,21 +165,8 @@ export function renderText(r: Report): string {
   out.push('Per campaign');
   out.push(
     textTable(
-      ['campaign', 'bids', 'avg bid', 'wins', 'win rate', 'losses', 'imps', 'clicks', 'CTR', 'billed', 'spend', 'eCPM'],
-      r.campaigns.map((c) => [
-        c.cid,
-        fmtInt(c.bids),
-        c.avgBidPrice === null ? '–' : c.avgBidPrice.toFixed(3),
-        fmtInt(c.wins),
-        pct(c.winRate),
-        fmtInt(c.losses),
-        fmtInt(c.impressions),
-        fmtInt(c.clicks),
-        pct(c.ctr),
-        fmtInt(c.billed),
-        moneyText(c.money, 'spend', false),
-        moneyText(c.money, 'ecpm', false),
-      ]),
+      CAMPAIGN_HEAD,
+      r.campaigns.map((c) => campaignCells(c, false)),
     ),
   );
   out.push('No-bid and error reasons');

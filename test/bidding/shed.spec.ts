@@ -4,14 +4,13 @@
  * counted and logged with reason `shed`, instead of a bid too late to count.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { BiddingService } from '../../src/bidding/bidding.service';
-import { NODE, readRedisLog, ROOT, until } from '../log/support';
+import { readRedisLog, spawnBidder, until } from '../log/support';
 import { request, startTestApp, type TestApp } from '../support/app';
 import { freePort, startTestRedis, type TestRedis } from '../support/redis';
 
@@ -69,26 +68,13 @@ describe('a worker whose event loop is held', () => {
     // Test-only: SIGUSR2 holds the event loop for 400 ms, as a long GC pause or a burst past capacity would.
     const preload = path.join(dir, 'hold.js');
     fs.writeFileSync(preload, "process.on('SIGUSR2', () => { const end = Date.now() + 400; while (Date.now() < end); });\n");
-    const port = await freePort();
-    const env = {
-      ...process.env,
-      NODE_ENV: 'test',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      ADMIN_PORT: '0',
-      REDIS_URL: redis.url,
-      LOG_REDIS_KEY: 'shed-log',
-      LOG_FLUSH_INTERVAL_MS: '100',
-      LOG_SPILL_DIR: path.join(dir, 'spill'),
-    };
-    const proc = spawn(NODE, ['-r', preload, path.join(ROOT, 'dist', 'main.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+    const bidder = await spawnBidder(
+      { REDIS_URL: redis.url, LOG_REDIS_KEY: 'shed-log', LOG_FLUSH_INTERVAL_MS: '100', LOG_SPILL_DIR: path.join(dir, 'spill') },
+      await freePort(),
+      preload,
+    );
     try {
-      await until('listening', () => out.includes('listening'), 20_000);
-      const url = `http://127.0.0.1:${port}/openrtb2/bid`;
+      const url = `${bidder.url}/openrtb2/bid`;
       const agent = new http.Agent({ keepAlive: true, maxSockets: 10 });
       const post = (id: string, tmax: number) =>
         new Promise<{ status: number; shed: boolean; ms: number }>((resolve, reject) => {
@@ -102,7 +88,7 @@ describe('a worker whose event loop is held', () => {
         });
       // Warm connections, then hold the loop and send while it is held.
       for (const a of await Promise.all(Array.from({ length: 10 }, (_, i) => post(`warm-${i}`, 100)))) assert.equal(a.status, 200);
-      proc.kill('SIGUSR2');
+      bidder.proc.kill('SIGUSR2');
       await new Promise((r) => setTimeout(r, 30));
       const held = await Promise.all(Array.from({ length: 10 }, (_, i) => post(`held-${i}`, 100)));
       for (const a of held) {
@@ -125,13 +111,12 @@ describe('a worker whose event loop is held', () => {
           ['shed'],
         );
       }
-      const admin = /"admin":"([^"]+)"/.exec(out)?.[1];
+      const admin = /"admin":"([^"]+)"/.exec(bidder.output())?.[1];
       assert.ok(admin, 'the listening line names the admin port');
       const m = await request(`${admin}/metrics`, { method: 'GET' });
       assert.match(m.body.toString(), /bidder_bid_requests_total\{[^}]*outcome="shed"[^}]*\} 10\n/);
     } finally {
-      proc.kill('SIGTERM');
-      await exited;
+      await bidder.stop('SIGTERM');
     }
   });
 });

@@ -5,7 +5,6 @@
  * writes its queued records to the spill directory before it exits.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -18,7 +17,7 @@ import { newFrameId, SpillStore } from '../../src/log/spill';
 import { parseProm, sum } from '../support/prom';
 import { request, startTestApp } from '../support/app';
 import { freePort, startTestRedis, type TestRedis } from '../support/redis';
-import { NODE, readRedisLog, ROOT, runCli, sendBids, until } from './support';
+import { readRedisLog, runCli, sendBids, spawnBidder, until } from './support';
 
 let redis: TestRedis;
 const tmp: string[] = [];
@@ -129,29 +128,12 @@ describe('a fatal error does not lose the queued records', () => {
     const preload = path.join(tmpdir('fatal-preload-'), 'crash.js');
     // Test-only: an uncaught exception thrown on SIGUSR2, as a bug in any callback would throw one.
     fs.writeFileSync(preload, "process.on('SIGUSR2', () => setImmediate(() => { throw new Error('test: a fatal bug'); }));\n");
-    const port = await freePort();
-    const env = {
-      ...process.env,
-      NODE_ENV: 'test',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      ADMIN_PORT: '0',
-      REDIS_URL: redis.url,
-      LOG_REDIS_KEY: 'fatal',
-      LOG_SPILL_DIR: spill,
-      LOG_FLUSH_INTERVAL_MS: '600000',
-    };
-    const proc = spawn(NODE, ['-r', preload, path.join(ROOT, 'dist', 'main.js')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    proc.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
-    await until('listening', () => out.includes('listening'), 20_000);
-    const { ids } = await sendBids(`http://127.0.0.1:${port}`, 25, 5, 'fatal');
-    proc.kill('SIGUSR2');
-    assert.equal(await exited, 1, out);
-    assert.match(out, /wrote 50 records to the spill directory/);
-    assert.ok(fs.readdirSync(spill).some((n) => n.endsWith('.zst')), out);
+    const bidder = await spawnBidder({ REDIS_URL: redis.url, LOG_REDIS_KEY: 'fatal', LOG_SPILL_DIR: spill, LOG_FLUSH_INTERVAL_MS: '600000' }, await freePort(), preload);
+    const { ids } = await sendBids(bidder.url, 25, 5, 'fatal');
+    bidder.proc.kill('SIGUSR2');
+    assert.equal(await bidder.exited, 1, bidder.output());
+    assert.match(bidder.output(), /wrote 50 records to the spill directory/);
+    assert.ok(fs.readdirSync(spill).some((n) => n.endsWith('.zst')), bidder.output());
 
     // The next start drains them.
     const t = await startTestApp({ LOG_SPILL_DIR: spill, LOG_REDIS_KEY: 'fatal-drain', LOG_FLUSH_INTERVAL_MS: '50' });

@@ -202,12 +202,16 @@ export interface Bidder {
   proc: ChildProcess;
   url: string;
   output(): string;
+  /** Resolves with the exit code once the process has exited. */
+  exited: Promise<number | null>;
   /** Sends `signal` and waits for the exit; resolves with the exit code. */
   stop(signal: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function spawnBidder(env: Record<string, string>, port: number): Promise<Bidder> {
-  const proc = spawn(NODE, [path.join(ROOT, 'dist', 'main.js')], {
+/** Starts `node dist/main.js`; `preload`: a test-only script run first (`node -r`), e.g. a fault on a signal. */
+export async function spawnBidder(env: Record<string, string>, port: number, preload?: string): Promise<Bidder> {
+  const args = preload === undefined ? [] : ['-r', preload];
+  const proc = spawn(NODE, [...args, path.join(ROOT, 'dist', 'main.js')], {
     cwd: ROOT,
     env: { ...process.env, NODE_ENV: 'test', HOST: '127.0.0.1', PORT: String(port), ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -234,6 +238,7 @@ export async function spawnBidder(env: Record<string, string>, port: number): Pr
     proc,
     url,
     output: () => out,
+    exited,
     async stop(signal) {
       if (proc.exitCode === null) proc.kill(signal);
       const t = setTimeout(() => proc.kill('SIGKILL'), 30_000);
