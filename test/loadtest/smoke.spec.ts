@@ -18,6 +18,16 @@ describe('npm run loadtest (smoke)', () => {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'loadtest-smoke-'));
   const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'loadtest-smoke-run-'));
   after(() => {
+    // Should the run have been cut short, its PM2 daemon must not outlive the directory it lives in.
+    const pidFile = path.join(runDir, 'pm2', 'pm2.pid');
+    const pid = fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8')) : 0;
+    if (pid > 0) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // already gone: what a run that stopped its cluster leaves
+      }
+    }
     fs.rmSync(out, { recursive: true, force: true });
     fs.rmSync(runDir, { recursive: true, force: true });
   });
