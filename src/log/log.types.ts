@@ -1,7 +1,7 @@
 /** Record types written to the bid log (INTERFACE.md: every record has `ts` and `type`). */
 export type LogType = 'request' | 'response' | 'win' | 'bill' | 'loss' | 'imp' | 'click';
 
-/** A record to log; `ts` and `worker` are added by the log service. */
+/** A record to log; `ts`, `worker` and `host` are added by the log service. */
 export interface LogRecord {
   readonly type: LogType;
   /** The bid request id. */

@@ -57,11 +57,17 @@ return n`;
 
 /**
  * `RPUSH list frame`, at most once per frame id: a push that timed out or whose connection broke may
- * still have run; the retry (or the drain of its spill file) is then a no-op. KEYS: the list, the
- * frame's marker (the list's tag). ARGV: frame, marker TTL s. Returns the list's length, or -1.
+ * still have run; the retry (or the drain of its spill file) is then a no-op, except that it sets the
+ * marker's TTL again: a write, so that a WAIT after the retry covers the frame too (WAIT counts
+ * the writes of its connection, and a replica that has this write has everything before it).
+ * KEYS: the list, the frame's marker (the list's tag). ARGV: frame, marker TTL s. Returns the
+ * list's length, or -1.
  */
 export const PUSH_ONCE = `
-if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('EXPIRE', KEYS[2], tonumber(ARGV[2]))
+  return -1
+end
 local n = redis.call('RPUSH', KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], '1', 'EX', tonumber(ARGV[2]))
 return n`;
