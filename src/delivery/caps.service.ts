@@ -38,6 +38,7 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
   private day = '';
   private sub: ChannelSubscriber | null = null;
   private retry: NodeJS.Timeout | null = null;
+  private reloadPending = false;
   private pending: Array<{ day: string; bidId: string; userKey: string; campaignId: string; crid: string; resolve: (counted: boolean) => void; reject: (e: unknown) => void }> =
     [];
   private flushTimer: NodeJS.Timeout | null = null;
@@ -56,15 +57,29 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
     // once Redis has confirmed it: news published while this worker was away is in the set.
     const sub = this.redis.subscribe(CHANNEL, 'fcap', {
       message: (text) => this.onNews(text),
-      subscribed: () => void this.reload(),
+      subscribed: () => this.reloadWhenReady(),
       error: () => {
         this.stats.errors++;
       },
     });
     this.sub = sub;
+    this.redis.onReady(() => {
+      if (!this.reloadPending) return;
+      this.reloadPending = false;
+      void this.reload();
+    });
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([sub.firstSubscription, new Promise((resolve) => (timer = setTimeout(resolve, 2_000)))]);
     clearTimeout(timer);
+  }
+
+  /** Reloads now, or once the client is up (the subscription may come first, e.g. at start-up). */
+  private reloadWhenReady(): void {
+    if (this.redis.isReady()) {
+      void this.reload();
+      return;
+    }
+    this.reloadPending = true;
   }
 
   /** Impressions still gathering are counted while Redis is still there (every onApplicationShutdown runs after this). */
