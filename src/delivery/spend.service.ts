@@ -223,12 +223,12 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     const totals = new Array<string | null | undefined>(n);
     const dailies = new Array<string | null | undefined>(n);
     const results = await Promise.allSettled(plan.groups.map((g) => r.mget(g.keys)));
-    let failed: unknown = null;
+    let failed: Error | null = null;
     for (let j = 0; j < results.length; j++) {
       const res = results[j];
       const campaigns = plan.groups[j].campaigns;
       if (res.status === 'rejected') {
-        failed = res.reason;
+        failed = res.reason instanceof Error ? res.reason : new Error(String(res.reason));
         continue;
       }
       for (let k = 0; k < campaigns.length; k++) {
@@ -238,7 +238,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     }
     if (failed !== null) {
       this.stats.refreshErrors++;
-      if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`budget refresh: some campaigns' spend could not be read (their leases wait): ${(failed as Error).message}`);
+      if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`budget refresh: some campaigns' spend could not be read (their leases wait): ${failed.message}`);
       if (results.every((x) => x.status === 'rejected')) throw failed;
     }
     return { totals, dailies };
