@@ -5,7 +5,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { ConfigError, loadConfig, MAX_LOG_SHARDS, type RedisTarget } from '../config/config';
 import { assertNodeVersion } from '../node-version';
-import { createRedisClient, describeTarget, type RedisClient } from '../redis/redis.options';
+import { createRedisClient, describeTarget, untilUsable, type RedisClient } from '../redis/redis.options';
 import { decompressFrame, splitLines } from './frame';
 import { ackKey, listKeyFor, logListKeys } from './log-keys';
 import { parseSpillName } from './spill';
@@ -177,6 +177,7 @@ async function* batches(o: Options): AsyncGenerator<ReadBatch> {
   try {
     try {
       await client.connect();
+      await untilUsable(client);
     } catch (e) {
       connected = false;
       const msg = `cannot reach ${describeTarget(o.redis)}: ${e instanceof Error ? e.message : String(e)}`;

@@ -109,6 +109,28 @@ export function createRedisClient(target: RedisTarget, connectionName: string, b
   return new Redis(target.url, redisClientOptions(connectionName, b));
 }
 
+/**
+ * Whether commands can be sent now: the connection is ready, and on a cluster so is the connection
+ * to every master the client knows. A cluster client says `ready` once it has the slot map, while
+ * it may still be connecting to some masters, and (without an offline queue) commands to those fail.
+ */
+export function usable(c: RedisClient): boolean {
+  if (c.status !== 'ready') return false;
+  if (!(c instanceof Cluster)) return true;
+  const masters = c.nodes('master');
+  return masters.length > 0 && masters.every((n) => n.status === 'ready');
+}
+
+/** Resolves once usable(c), or after `timeoutMs` (then commands may still fail, and the caller's retries take over). */
+export async function untilUsable(c: RedisClient, timeoutMs = CONNECT_TIMEOUT_MS): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  while (!usable(c)) {
+    if (Date.now() >= end || c.status === 'end') return false;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return true;
+}
+
 /** Reconnect after 100, 200, 400 … ms, at most 1 s apart, forever. */
 export function reconnectDelay(attempt: number): number {
   return Math.min(100 * 2 ** Math.min(attempt - 1, 10), 1_000);

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Cluster } from 'ioredis';
 import { CONFIG, type Config } from '../config/config';
-import { createRedisClient, describeTarget, masterFor, type RedisClient } from './redis.options';
+import { createRedisClient, describeTarget, masterFor, untilUsable, usable, type RedisClient } from './redis.options';
 import { BILL, HEARTBEAT, IMPRESSION, PUSH_ONCE } from './scripts';
 import { ChannelSubscriber, type SubscriberHandlers } from './subscriber';
 
@@ -49,7 +49,7 @@ class Watched {
     client.on('error', (e: Error) => this.onError(e));
     // A cluster client stays ready while one node is away; its node errors say why commands to that node fail.
     client.on('node error', (e: Error, node: string) => this.onError(new Error(`node ${node}: ${e.message}`)));
-    client.on('ready', () => this.handleReady());
+    client.on('ready', () => void this.handleReady());
     client.on('close', () => {
       if (this.everReady && !this.down && !this.closed) {
         this.down = true;
@@ -59,14 +59,17 @@ class Watched {
   }
 
   isReady(): boolean {
-    return this.client.status === 'ready';
+    return usable(this.client);
   }
 
   onReady(fn: () => void): void {
     this.listeners.push(fn);
   }
 
-  private handleReady(): void {
+  private async handleReady(): Promise<void> {
+    // A cluster client is ready before its node connections are: wait for them (bounded).
+    await untilUsable(this.client);
+    if (this.client.status !== 'ready') return;
     if (this.down || !this.everReady) this.logger.log(`connected to ${this.what}`);
     this.everReady = true;
     this.down = false;

@@ -1,5 +1,5 @@
 import type { RedisTarget } from '../config/config';
-import { createRedisClient, type RedisClient } from '../redis/redis.options';
+import { createRedisClient, untilUsable, usable, type RedisClient } from '../redis/redis.options';
 import { readBacklog, type Backlog } from './backlog';
 import { heartbeatKey, procKey, shippersKey } from './keys';
 
@@ -115,12 +115,13 @@ export class ShipperRedis {
     this.scripts = this.client as unknown as Scripts;
   }
 
-  connect(): Promise<void> {
-    return this.client.connect();
+  async connect(): Promise<void> {
+    await this.client.connect();
+    await untilUsable(this.client);
   }
 
   ready(): boolean {
-    return this.client.status === 'ready';
+    return usable(this.client);
   }
 
   async heartbeat(listKey: string, ttlMs: number): Promise<Lease> {
