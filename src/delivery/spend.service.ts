@@ -27,7 +27,7 @@
  */
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
-import { bySlot } from '../redis/redis.options';
+import { slotOf } from '../redis/redis.options';
 import { RedisService } from '../redis/redis.service';
 import { CurrencyService } from '../currency/currency.service';
 import { CampaignStore } from '../targeting/campaign-store';
@@ -85,12 +85,10 @@ interface RefreshPlan {
   readonly totalKeys: string[];
   day: string;
   dailyKeys: string[];
-  /**
-   * On a Redis Cluster, one MGET per hash slot (a campaign's keys share its slot; campaigns rarely
-   * share one): per group, the campaign indexes and their keys, total then daily. Null on one server
-   * (two MGETs of every campaign).
-   */
-  groups: Array<{ campaigns: number[]; keys: string[] }> | null;
+  /** Every total key, then every daily key: what a refresh reads. */
+  keys: string[];
+  /** Each key's hash slot (a campaign's two keys share its slot), for the cluster's reads. */
+  slots: number[];
 }
 
 @Injectable()
@@ -189,21 +187,16 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         totalKeys: ids.map((id) => spendKeys.total(id)),
         day: '',
         dailyKeys: [],
-        groups: null,
+        keys: [],
+        slots: [],
       };
       this.plan = plan;
     }
     if (plan.day !== day) {
       plan.day = day;
       plan.dailyKeys = plan.ids.map((id) => spendKeys.daily(id, day));
-      if (this.config.redis.mode === 'cluster') {
-        const totalKeys = plan.totalKeys;
-        const dailyKeys = plan.dailyKeys;
-        plan.groups = [...bySlot(totalKeys).values()].map((campaigns) => ({
-          campaigns,
-          keys: [...campaigns.map((i) => totalKeys[i]), ...campaigns.map((i) => dailyKeys[i])],
-        }));
-      }
+      plan.keys = [...plan.totalKeys, ...plan.dailyKeys];
+      if (this.config.redis.mode === 'cluster') plan.slots = plan.keys.map(slotOf);
     }
     return plan;
   }
@@ -213,33 +206,17 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
    * campaign whose read failed. Rejects only when nothing could be read.
    */
   private async readSpend(plan: RefreshPlan): Promise<{ totals: Array<string | null | undefined>; dailies: Array<string | null | undefined> }> {
-    const r = this.redis.client;
     const n = plan.ids.length;
     if (n === 0) return { totals: [], dailies: [] };
-    if (plan.groups === null) {
-      const [totals, dailies] = await Promise.all([r.mget(plan.totalKeys), r.mget(plan.dailyKeys)]);
-      return { totals, dailies };
-    }
-    const totals = new Array<string | null | undefined>(n);
-    const dailies = new Array<string | null | undefined>(n);
-    const results = await Promise.allSettled(plan.groups.map((g) => r.mget(g.keys)));
-    let failed: Error | null = null;
-    for (let j = 0; j < results.length; j++) {
-      const res = results[j];
-      const campaigns = plan.groups[j].campaigns;
-      if (res.status === 'rejected') {
-        failed = res.reason instanceof Error ? res.reason : new Error(String(res.reason));
-        continue;
-      }
-      for (let k = 0; k < campaigns.length; k++) {
-        totals[campaigns[k]] = res.value[k];
-        dailies[campaigns[k]] = res.value[campaigns.length + k];
-      }
-    }
-    if (failed !== null) {
+    const values = await this.redis.readMany(plan.keys, plan.slots);
+    const totals = values.slice(0, n);
+    const dailies = values.slice(n);
+    let unread = 0;
+    for (let i = 0; i < n; i++) if (totals[i] === undefined || dailies[i] === undefined) unread++;
+    if (unread > 0) {
       this.stats.refreshErrors++;
-      if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`budget refresh: some campaigns' spend could not be read (their leases wait): ${failed.message}`);
-      if (results.every((x) => x.status === 'rejected')) throw failed;
+      if (unread === n) throw new Error('no campaign\'s spend could be read');
+      if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`budget refresh: ${unread} of ${n} campaigns' spend could not be read (their leases wait)`);
     }
     return { totals, dailies };
   }
@@ -262,7 +239,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
           this.budgets.set(id, b);
         }
         // Its node did not answer: the lease waits (no slide either: its window only grows, which is safe).
-        if (totals[i] === undefined) continue;
+        if (totals[i] === undefined || dailies[i] === undefined) continue;
         const spentTotal = Number(totals[i] ?? 0) / MICRO;
         const spentToday = Number(dailies[i] ?? 0) / MICRO;
         const remaining = Math.max(0, Math.min(b.total - spentTotal, b.daily - spentToday));

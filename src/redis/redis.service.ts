@@ -1,8 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Cluster } from 'ioredis';
 import { CONFIG, type Config } from '../config/config';
+import type Redis from 'ioredis';
 import { createRedisClient, describeTarget, masterFor, untilUsable, usable, type RedisClient } from './redis.options';
-import { BILL, HEARTBEAT, IMPRESSION, PUSH_ONCE } from './scripts';
+import { BILL, HEARTBEAT, IMPRESSION, PUSH_ONCE, READ_MANY } from './scripts';
 import { ChannelSubscriber, type SubscriberHandlers } from './subscriber';
 
 /** The client with the project's scripts defined as commands (EVALSHA; the script text is sent only when Redis lacks it). */
@@ -11,6 +12,7 @@ interface ScriptCommands {
   bidderHeartbeat(key: string, member: string, windowMs: string, ttlMs: string): Promise<number>;
   bidderImpression(marker: string, counts: string, campaign: string, markerTtlS: string, countsTtlS: string): Promise<number>;
   bidderPushOnce(list: string, marker: string, frame: Buffer, ttlS: string): Promise<number>;
+  bidderReadMany(...keys: string[]): Promise<Array<string | null>>;
 }
 
 const SCRIPTS = {
@@ -18,6 +20,7 @@ const SCRIPTS = {
   bidderHeartbeat: { numberOfKeys: 1, lua: HEARTBEAT },
   bidderImpression: { numberOfKeys: 2, lua: IMPRESSION },
   bidderPushOnce: { numberOfKeys: 2, lua: PUSH_ONCE },
+  bidderReadMany: { numberOfKeys: 0, lua: READ_MANY },
 } as const;
 
 function defineScripts(c: RedisClient): void {
@@ -174,6 +177,58 @@ export class RedisService implements OnModuleInit, OnApplicationShutdown {
     }
     const n = await this.scripts(c).bidderPushOnce(list, marker, frame, String(ttlS));
     return { pushed: n !== -1, replicas: await c.wait(want, this.config.logWaitTimeoutMs) };
+  }
+
+  /**
+   * The values of many string keys (null: no such key), whatever their slots. One server: one
+   * MGET (rejects when it fails). A cluster: one READ_MANY per master, on that master's own
+   * connection, with the keys its slots hold by the client's slot map (`slots`: each key's slot,
+   * computed once by the caller); a node whose script fails (a slot moved, an old Redis) has its keys
+   * read by slot instead, once the slot map has been asked for again: one MGET per slot through the
+   * cluster client. A key that could not be read at all is `undefined`: the caller decides per key.
+   */
+  async readMany(keys: readonly string[], slots: readonly number[]): Promise<Array<string | null | undefined>> {
+    const c = this.client;
+    if (!(c instanceof Cluster)) return c.mget(keys as string[]);
+    const out = new Array<string | null | undefined>(keys.length);
+    const byNode = new Map<string, number[]>();
+    for (let i = 0; i < keys.length; i++) {
+      const nodeKey = c.slots[slots[i]]?.[0] ?? '';
+      const group = byNode.get(nodeKey);
+      if (group === undefined) byNode.set(nodeKey, [i]);
+      else group.push(i);
+    }
+    const masters = new Map<string, Redis>();
+    for (const n of c.nodes('master')) masters.set(`${n.options.host}:${n.options.port}`, n);
+    await Promise.all(
+      [...byNode].map(async ([nodeKey, idx]) => {
+        const node = masters.get(nodeKey);
+        try {
+          if (node === undefined || node.status !== 'ready') throw new Error(`no connection to ${nodeKey || 'the node of these slots'}`);
+          if (typeof (node as unknown as Partial<ScriptCommands>).bidderReadMany !== 'function') defineScripts(node);
+          const values = await this.scripts(node).bidderReadMany(...idx.map((i) => keys[i]));
+          for (let j = 0; j < idx.length; j++) out[idx[j]] = values[j];
+        } catch {
+          // The slot map first (a connection to the slot's new master, if it moved), so that the
+          // reads below do not meet a node still connecting, which fails them at once.
+          await new Promise<void>((resolve) => c.refreshSlotsCache(() => resolve()));
+          await untilUsable(c, 1_000);
+          const bySlot = new Map<number, number[]>();
+          for (const i of idx) {
+            const g = bySlot.get(slots[i]);
+            if (g === undefined) bySlot.set(slots[i], [i]);
+            else g.push(i);
+          }
+          await Promise.allSettled(
+            [...bySlot.values()].map(async (ii) => {
+              const values = await c.mget(ii.map((i) => keys[i]));
+              for (let j = 0; j < ii.length; j++) out[ii[j]] = values[j];
+            }),
+          );
+        }
+      }),
+    );
+    return out;
   }
 
   /**
