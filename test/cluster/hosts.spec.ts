@@ -38,6 +38,7 @@ function campaign(id: string, extra: object, creative: object): object {
 let cluster: TestRedisCluster;
 let admin: Cluster;
 let dir: string;
+let campaignsFile: string;
 const hosts: Bidder[] = [];
 const adminUrls: string[] = [];
 /** Every bid request id sent, and the host it went to. */
@@ -47,9 +48,9 @@ before(async () => {
   cluster = await startTestRedisCluster({ nodeTimeoutMs: 1_000 });
   admin = await adminClient(cluster);
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-hosts-'));
-  const campaigns = path.join(dir, 'campaigns.json');
+  campaignsFile = path.join(dir, 'campaigns.json');
   fs.writeFileSync(
-    campaigns,
+    campaignsFile,
     JSON.stringify({
       version: 1,
       currency: 'USD',
@@ -64,7 +65,7 @@ before(async () => {
       clusterEnv(cluster, {
         HOST_ID: host,
         WORKER_ID: '0',
-        CAMPAIGNS_FILE: campaigns,
+        CAMPAIGNS_FILE: campaignsFile,
         LOG_REDIS_KEY: KEY,
         LOG_FLUSH_INTERVAL_MS: '20',
         LOG_SPILL_DIR: path.join(dir, `spill-${host}`),
@@ -188,6 +189,20 @@ describe('two bidder hosts on a Redis Cluster', () => {
     assert.ok((await bid(1, { banner: { w: 728, h: 90 } }, 'hosts-other-user')) !== null, 'another user is not capped');
   });
 
+  it('a host that dies (SIGKILL) stops counting within the heartbeat window (1 s) plus a refresh', async (t) => {
+    const dead = await spawnBidder(
+      clusterEnv(cluster, { HOST_ID: 'host-c', WORKER_ID: '0', CAMPAIGNS_FILE: campaignsFile, LOG_REDIS_KEY: KEY, LOG_SPILL_DIR: path.join(dir, 'spill-host-c'), BUDGET_REFRESH_MS: '100', LOG_LEVEL: 'info' }),
+      await freePort(),
+    );
+    await until('host-a to count 3 live workers', async () => (await metric(0, 'bidder_live_workers')) === 3, 5_000);
+    await dead.stop('SIGKILL');
+    const t0 = Date.now();
+    await until('host-a to count 2 live workers again', async () => (await metric(0, 'bidder_live_workers')) === 2, 5_000);
+    const ms = Date.now() - t0;
+    assert.ok(ms < 1_000 + 100 + 500, `${ms} ms`);
+    t.diagnostic(`host-c no longer counted ${ms} ms after SIGKILL`);
+  });
+
   it('log every request and response once, from both hosts, across a manual master failover', async (t) => {
     // A steady stream to both hosts for 3 s, the failover of the first list's master 1 s in.
     const traffic = Promise.all(hosts.map((h, i) => steadyBids(h.url, `fo${'ab'[i]}`, 3_000)));
@@ -195,6 +210,11 @@ describe('two bidder hosts on a Redis Cluster', () => {
     await cluster.failover(await masterPortOf(admin, `${KEY}:{0}`));
     const results = await traffic;
     results.forEach((ids, i) => ids.forEach((id) => sent.set(id, `host-${'ab'[i]}`)));
+    // Leases went on being renewed: both hosts' view of the spend is fresh.
+    for (const h of [0, 1]) {
+      const age = await metric(h, 'bidder_budget_view_age_seconds');
+      assert.ok(age >= 0 && age < 1, `host ${h}: budget view ${age} s old after the failover`);
+    }
     // Bids were answered all along (sendBids checks 200/204); now a graceful stop flushes both logs.
     for (const h of hosts) assert.equal(await h.stop('SIGTERM'), 0, h.output().slice(-2_000));
 
