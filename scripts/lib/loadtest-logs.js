@@ -199,6 +199,7 @@ class LogCounter {
   result() {
     return {
       key: this.key,
+      lists: this.keys.length,
       frames: this.frames,
       badFrames: this.badFrames,
       badLines: this.badLines,
