@@ -89,7 +89,8 @@ const shipperEnv = {
   REDIS_URL: appEnv.REDIS_URL,
   LOG_REDIS_KEY: appEnv.LOG_REDIS_KEY,
   SHIP_DIR: path.resolve(env.SHIP_DIR || path.join(runDir, 'bidlog')),
-  SHIP_ID: env.SHIP_ID || `${os.hostname()}-shipper`.replace(/[^A-Za-z0-9_.:-]/g, '_'),
+  // HOST_ID when set: two hosts tried on one machine (docs/operations.md, "Several hosts") get two ids.
+  SHIP_ID: env.SHIP_ID || `${env.HOST_ID || os.hostname()}-shipper`.replace(/[^A-Za-z0-9_.:-]/g, '_'),
   SHIP_STOP_TIMEOUT_MS: String(shipStopMs),
 };
 

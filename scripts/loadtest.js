@@ -67,10 +67,14 @@ const HELP = `usage: npm run loadtest -- [options]
   --results-md | --no-results-md
                               update bench/RESULTS.md (default: only for full-length runs)
   --keep-logs                 keep the run's log list in Redis (a list the load test created)
+  --redis-cluster             the bidder on a Redis Cluster (REDIS_MODE=cluster): the one of
+                              REDIS_CLUSTER_NODES, else a local one of 3 masters with a replica each
+                              that the run starts and stops (its nodes' CPU is Redis's CPU)
   --log-wait <s>              how long to wait for log records from a cluster it did not start (default 40)
 
 Environment passed on: PORT (bidder port when it starts the cluster), PM2_HOME, REDIS_URL
-(else a private Redis is started), LOG_REDIS_KEY, K6 (path of a k6 binary).
+(else a private Redis is started), REDIS_CLUSTER_NODES (a Redis Cluster, as --redis-cluster),
+LOG_REDIS_KEY, K6 (path of a k6 binary).
 Exit status: 0 when the bidder met the scenario's thresholds and no log record was lost,
 1 when not, 2 when the run could not be made.`;
 
@@ -93,6 +97,7 @@ function parseArgs(argv) {
     out: null,
     resultsMd: null,
     keepLogs: false,
+    redisCluster: false,
     logWait: 40,
     cpuRounds: null,
     cpuRoundDuration: '20s',
@@ -142,6 +147,7 @@ function parseArgs(argv) {
     } else if (a === '--results-md') o.resultsMd = true;
     else if (a === '--no-results-md') o.resultsMd = false;
     else if (a === '--keep-logs') o.keepLogs = true;
+    else if (a === '--redis-cluster') o.redisCluster = true;
     else if (a === '--validate') o.validate = true;
     else if (a === '--no-pin') o.pin = false;
     else if (valued[a]) {
@@ -223,13 +229,17 @@ function gitInfo() {
   return { commit: commit || 'unknown', short: commit.slice(0, 10), dirty, subject: git(['log', '-1', '--format=%s']) };
 }
 
-/** Redis's own CPU seconds (INFO cpu), or null. */
-async function redisCpu(conn) {
-  if (!conn) return null;
+/** Redis's own CPU seconds (INFO cpu; on a cluster, of every node), or null. */
+async function redisCpu(conns) {
+  if (!conns || conns.length === 0) return null;
   try {
-    const info = await conn.info('cpu');
-    const num = (k) => Number((new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info) || [])[1] || 0);
-    return num('used_cpu_user') + num('used_cpu_sys');
+    let sum = 0;
+    for (const conn of conns) {
+      const info = await conn.info('cpu');
+      const num = (k) => Number((new RegExp(`^${k}:([\\d.]+)`, 'm').exec(info) || [])[1] || 0);
+      sum += num('used_cpu_user') + num('used_cpu_sys');
+    }
+    return sum;
   } catch {
     return null;
   }
@@ -252,10 +262,14 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
   const pids = procs.map((p) => p.pid);
   if (daemon) pids.push(daemon);
   let redisConn = null;
-  if (server && server.redisUrl) {
+  if (server && (server.redisUrl || server.redisNodes)) {
     const Redis = require(path.join(ROOT, 'node_modules', 'ioredis'));
-    redisConn = new Redis(server.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-    await redisConn.connect().catch(() => (redisConn = null));
+    const addresses = server.redisNodes ? server.redisNodes.split(',').map((hp) => `redis://${hp}`) : [server.redisUrl];
+    redisConn = addresses.map((u) => new Redis(u, { lazyConnect: true, maxRetriesPerRequest: 1 }));
+    await Promise.all(redisConn.map((c) => c.connect())).catch(() => {
+      for (const c of redisConn) c.disconnect();
+      redisConn = null;
+    });
   }
 
   const summaryPath = path.join(outDir, `k6-${name}.json`);
@@ -364,7 +378,7 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
   const final = await take();
   await new Promise((r) => stdoutFile.end(r));
   await new Promise((r) => stderrFile.end(r));
-  if (redisConn) redisConn.disconnect();
+  if (redisConn) for (const c of redisConn) c.disconnect();
   if (interrupted()) log(`loadtest: ${name}: interrupted`);
 
   const memoryByWorker = procs.map((p) => {
@@ -426,7 +440,7 @@ function phaseCpu(run) {
 }
 
 async function countLogs({ bidder, runId, from, expected, graceful }) {
-  const counter = new LogCounter({ redisUrl: bidder.redisUrl, key: bidder.logKey, runId, from, shipDir: bidder.shipDir || null });
+  const counter = new LogCounter({ redisUrl: bidder.redisUrl, nodes: bidder.redisNodes, key: bidder.logKey, runId, from, shipDir: bidder.shipDir || null });
   if (graceful) return counter.scan();
   // A cluster we did not start flushes on its own schedule: poll until complete or out of time.
   const until = Date.now() + bidder.logWait * 1000;
@@ -473,10 +487,7 @@ async function finishBidder(side, { runId, o, interrupted }) {
       (run.logs.shippedRecords ? ` (${run.logs.shippedRecords} of them already shipped to Parquet in ${bidder.shipDir})` : ''),
   );
   if (bidder.logKey.startsWith('loadtest:') && !o.keepLogs) {
-    const Redis = require(path.join(ROOT, 'node_modules', 'ioredis'));
-    const r = new Redis(bidder.redisUrl, { maxRetriesPerRequest: 1 });
-    await r.del(bidder.logKey).catch(() => {});
-    r.disconnect();
+    await LogCounter.remove({ redisUrl: bidder.redisUrl, nodes: bidder.redisNodes }, bidder.logKey).catch(() => {});
   }
   if (!side.stopped && bidder.startedPm2) {
     await bidder.stop();
@@ -493,11 +504,11 @@ function sustainedOf(run, planLib) {
  * Pins a cluster this run started (PM2 daemon and workers, and the Redis it started) to `cpus`
  * (every thread: `taskset -a`). A cluster that was already running is left as it is.
  */
-async function pinServer(server, cpus, redisPid) {
+async function pinServer(server, cpus, redisPids) {
   const pids = (await pm2Processes(server.pm2Home)).map((p) => p.pid);
   const daemon = pm2DaemonPid(server.pm2Home);
   if (daemon) pids.push(daemon);
-  if (redisPid) pids.push(redisPid);
+  pids.push(...redisPids);
   const failed = pin(pids, cpus);
   if (failed.length) log(`loadtest: could not pin pids ${failed.join(', ')} to cores ${cpus}`);
 }
@@ -643,11 +654,11 @@ async function main() {
       // The bidder stays up through the CPU rounds; its log is counted once it is stopped.
       let bidderSide = null;
       if (o.target !== 'baseline') {
-        const redis = await cluster.ensureRedis({ log, dir: path.join(runDir, 'redis') });
+        const redis = await cluster.ensureRedis({ log, dir: path.join(runDir, 'redis'), cluster: o.redisCluster });
         cleanups.push(() => redis.stop());
         const logKey = redis.started ? process.env.LOG_REDIS_KEY || 'bidlog' : `loadtest:${runId}:bidlog`;
         const port = process.env.PORT ? Number(process.env.PORT) : await freePort();
-        const bidder = await cluster.startBidder({ workers: o.workers, port, redisUrl: redis.url, logKey, log });
+        const bidder = await cluster.startBidder({ workers: o.workers, port, redisUrl: redis.url, redisNodes: redis.nodes, logKey, log });
         bidder.logWait = o.logWait;
         bidder.target = `${bidder.url}/openrtb2/bid`;
         if (!bidder.startedPm2) {
@@ -664,21 +675,21 @@ async function main() {
         if (bidder.startedPm2) cleanups.push(async () => {
           if (!side.stopped) await bidder.stop();
         });
-        if (bidder.redisUrl !== redis.url && redis.started) {
+        if (bidder.redisUrl !== redis.url && redis.started && !redis.nodes) {
           // The cluster was already running with its own Redis: ours is not needed.
           await redis.stop();
         }
         if (pinning.pinned) {
-          if (bidder.startedPm2) await pinServer(bidder, pinning.serverCpus, bidder.redisUrl === redis.url ? redis.pid : null);
+          if (bidder.startedPm2) await pinServer(bidder, pinning.serverCpus, bidder.redisUrl === redis.url || bidder.redisNodes ? redis.pids : []);
           else pinning.note = 'the bidder cluster was already running and was left unpinned';
         }
         if (interrupted) throw new Error('interrupted');
-        side.from = await LogCounter.listLength(bidder.redisUrl, bidder.logKey);
+        side.from = await LogCounter.listLength({ redisUrl: bidder.redisUrl, nodes: bidder.redisNodes }, bidder.logKey);
         const run = await runLoad({ ...common, name: 'bidder', target: bidder.target, strict: true, server: bidder, env, runId });
         run.cpu = phaseCpu(run);
         side.run = run;
         side.sent += bidRequests(run);
-        run.server = { startedPm2: bidder.startedPm2, pm2Home: bidder.pm2Home, redisUrl: bidder.redisUrl, logKey: bidder.logKey, workers: run.workers.length };
+        run.server = { startedPm2: bidder.startedPm2, pm2Home: bidder.pm2Home, redisUrl: bidder.redisUrl, redisNodes: bidder.redisNodes, logKey: bidder.logKey, workers: run.workers.length };
         ctx.targets.bidder = run;
         const counted = (r) => (side.sent += bidRequests(r));
         const over = await overload('bidder', run, { target: bidder.target, strict: true, server: bidder, id: `${runId}-o` });
@@ -696,7 +707,7 @@ async function main() {
         baseline = await cluster.startBaseline({ workers, port, home: path.join(runDir, 'pm2-baseline'), log });
         baseline.target = `${baseline.url}/openrtb2/bid`;
         cleanups.push(() => baseline.stop());
-        if (pinning.pinned) await pinServer(baseline, pinning.serverCpus, null);
+        if (pinning.pinned) await pinServer(baseline, pinning.serverCpus, []);
         if (interrupted) throw new Error('interrupted');
         const run = await runLoad({ ...common, name: 'baseline', target: baseline.target, strict: false, server: baseline, env, runId: `${runId}b` });
         run.cpu = phaseCpu(run);

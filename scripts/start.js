@@ -2,12 +2,14 @@
 // `npm start` / `npm stop` / `node scripts/start.js status`: the whole bidder on this machine.
 //
 //   start   build if dist/ is missing or older than src/; use the Redis at REDIS_URL if it answers,
-//           else start a private redis-server (files in .run/redis); start the PM2 cluster
+//           else start a private redis-server (files in .run/redis); in cluster mode
+//           (REDIS_CLUSTER_NODES, or REDIS_MODE=cluster) a node of that cluster must answer (it
+//           is never started here: `npm run redis-cluster -- start` makes a local one); start the PM2 cluster
 //           (ecosystem.config.js, in PM2's own home ~/.pm2, daemon on this Node 24) and the bid log
 //           shipper beside it; wait until every worker is ready and the shipper online; print
-//           where it listens and how to stop it. Idempotent: when the bidder already runs it says
-//           so and exits 0. The last line is machine-readable:
-//           BIDDER_READY {"url":...,"redisUrl":...,"startedRedis":bool,"startedPm2":bool,"workers":n}
+//           where it listens and how to stop it. Idempotent: when the
+//           bidder already runs it says so and exits 0. The last line is machine-readable:
+//           BIDDER_READY {"url":...,"redisUrl":...,["redisClusterNodes":...,]"startedRedis":bool,"startedPm2":bool,"workers":n}
 //   stop    stop the workers gracefully (their logs are flushed), then the shipper (it finishes its
 //           batch), then the PM2 daemon unless it runs other apps, then the Redis that `start`
 //           started (by its PID, after a SAVE so the log survives to the next start)
@@ -119,8 +121,27 @@ function portFree(port) {
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
-/** Uses REDIS_URL (default redis://127.0.0.1:6379) if it answers, else starts a private redis-server. */
+/** The seed nodes (`host:port`) when the bidder runs on a Redis Cluster, else null. */
+function clusterSeeds() {
+  const nodes = (process.env.REDIS_CLUSTER_NODES || '').trim();
+  if (nodes !== '') return nodes.split(',').map((n) => n.trim()).filter(Boolean);
+  if ((process.env.REDIS_MODE || '').trim() !== 'cluster') return null;
+  const u = new URL((process.env.REDIS_URL || '').trim() || 'redis://127.0.0.1:6379');
+  return [`${u.hostname}:${u.port || 6379}`];
+}
+
+/**
+ * Uses REDIS_URL (default redis://127.0.0.1:6379) if it answers, else starts a private redis-server.
+ * On a Redis Cluster: one of its seed nodes must answer.
+ */
 async function ensureRedis() {
+  const seeds = clusterSeeds();
+  if (seeds !== null) {
+    for (const s of seeds) {
+      if (await redisLib.ping(`redis://${s}`)) return { url: (process.env.REDIS_URL || '').trim() || 'redis://127.0.0.1:6379', cluster: seeds.join(','), started: false, pid: null, dir: null };
+    }
+    fail(`no node of the Redis Cluster answers (${seeds.join(',')}); start it, or a local one with \`npm run redis-cluster -- start\` and its REDIS_CLUSTER_NODES`);
+  }
   const explicit = process.env.REDIS_URL && process.env.REDIS_URL.trim();
   const url = explicit || 'redis://127.0.0.1:6379';
   if (await redisLib.ping(url)) return { url, started: false, pid: null, dir: null };
@@ -336,7 +357,8 @@ async function start() {
 
   const workers = intEnv('WORKERS', 0);
   const url = localUrl(port);
-  const env = { PORT: String(port), REDIS_URL: redis.url, ...localSecrets() };
+  // On a cluster the workers take REDIS_MODE / REDIS_CLUSTER_NODES (and REDIS_URL's credentials) from this environment.
+  const env = { PORT: String(port), ...(redis.cluster ? {} : { REDIS_URL: redis.url }), ...localSecrets() };
   if (workers > 0) env.WORKERS = String(workers);
   say(`bidder: starting ${workers || 'one per core'} worker(s) under PM2 (PM2_HOME ${pm2Home()})`);
   const r = pm2(['start', ECOSYSTEM, '--only', `${APP},${SHIPPER}`], { env, timeout: READY_TIMEOUT_MS + 30_000 });
@@ -353,9 +375,9 @@ async function start() {
     fail(`${err}; see ${logs}, \`npm run pm2 -- logs\`; \`npm stop\` cleans up`);
   }
   say(`bidder: ${expected} workers listening on ${url} (bid: POST ${url}/openrtb2/bid; metrics on the admin port: http://127.0.0.1:${process.env.ADMIN_PORT || 8081}/metrics)`);
-  say(`bidder: bid log in ${redis.url}${redis.started ? ` (private redis-server, pid ${redis.pid})` : ''}, shipped to Parquet by the shipper (\`npm run report\`)`);
+  say(`bidder: bid log in ${redis.cluster ? `the Redis Cluster at ${redis.cluster}` : redis.url}${redis.started ? ` (private redis-server, pid ${redis.pid})` : ''}, shipped to Parquet by the shipper (\`npm run report\`)`);
   say('bidder: stop with `npm stop`; scale with `npm run pm2 -- scale bidder <n>`; reload with `npm run pm2 -- reload bidder`');
-  say(readyLine({ url, redisUrl: redis.url, startedRedis: redis.started, startedPm2: true, workers: expected }));
+  say(readyLine({ url, redisUrl: redis.url, ...(redis.cluster ? { redisClusterNodes: redis.cluster } : {}), startedRedis: redis.started, startedPm2: true, workers: expected }));
 }
 
 async function stop() {
@@ -411,7 +433,12 @@ async function status() {
   for (const p of appProcesses(pm2Home(), SHIPPER)) {
     say(`  ${SHIPPER} pm_id ${p.pmId} pid ${p.pid} ${p.status}, ${(p.memory / 1048576).toFixed(0)} MiB, cpu ${p.cpu}%, restarts ${p.restarts}`);
   }
-  if (state && state.redis) {
+  if (state && state.redis && state.redis.cluster) {
+    const seeds = state.redis.cluster.split(',');
+    let up = 0;
+    for (const s of seeds) if (await redisLib.ping(`redis://${s}`)) up++;
+    say(`Redis Cluster ${state.redis.cluster}: ${up} of ${seeds.length} seed nodes answering`);
+  } else if (state && state.redis) {
     const r = state.redis;
     const up = await redisLib.ping(r.url);
     say(`Redis ${r.url}: ${up ? 'answering' : 'not answering'}${r.started ? ` (private, pid ${r.pid})` : ''}`);

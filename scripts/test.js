@@ -14,7 +14,7 @@ if (major < 24) {
 }
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
-// Type-aware lint, zero warnings (STYLE.md); SKIP_LINT=1 skips it for a quick local subset.
+// Type-aware lint, zero warnings; SKIP_LINT=1 skips it for a quick local subset.
 if (process.env.SKIP_LINT !== '1') {
   execFileSync(process.execPath, [path.join(root, 'node_modules', 'eslint', 'bin', 'eslint.js'), '--max-warnings', '0', 'src', 'test', 'bench', 'scripts', 'ecosystem.config.js'], {
     cwd: root,

@@ -41,12 +41,12 @@ function stdoutDestination(buffered: boolean): pino.DestinationStream {
   return dest;
 }
 
-/** The application logger: one JSON line per event (`level`, `time` epoch ms, `pid`, `worker`, `msg`, ...). */
+/** The application logger: one JSON line per event (`level`, `time` epoch ms, `pid`, `worker`, `host`, `msg`, ...). */
 export function createPino(config: Config): pino.Logger {
   return pino(
     {
       level: config.logLevel,
-      base: { pid: process.pid, worker: config.workerId },
+      base: { pid: process.pid, worker: config.workerId, host: config.hostId },
       formatters: { level: (label) => ({ level: label }) },
     },
     stdoutDestination(config.accessLog),

@@ -42,19 +42,39 @@ async function waitHttp(url, timeoutMs, what) {
 
 /**
  * Redis for the bid log: $REDIS_URL when set (it must answer), else a private redis-server on a
- * free loopback port, a child of this process. Returns {url, started, stop()}.
+ * free loopback port, a child of this process. With `cluster` (--redis-cluster), or
+ * REDIS_CLUSTER_NODES set, a Redis Cluster instead: those nodes (one must answer), else a local
+ * one of 3 masters with a replica each (scripts/lib/redis-cluster.js), children of this process.
+ * Returns {url, nodes (the cluster's `host:port,…`, or null), started, pids, stop()}.
  */
-async function ensureRedis({ log, dir }) {
+async function ensureRedis({ log, dir, cluster = false }) {
+  const nodesEnv = (process.env.REDIS_CLUSTER_NODES || '').trim();
+  if (nodesEnv || cluster) {
+    const url = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+    if (nodesEnv) {
+      const seeds = nodesEnv.split(',').map((n) => n.trim());
+      let up = false;
+      for (const n of seeds) if (await redisLib.ping(`redis://${n}`, 1000)) up = true;
+      if (!up) throw new Error(`REDIS_CLUSTER_NODES=${nodesEnv}: no node answers`);
+      log(`loadtest: using the Redis Cluster at ${nodesEnv}`);
+      return { url, nodes: seeds.join(','), started: false, pids: [], stop: async () => {} };
+    }
+    fs.mkdirSync(dir, { recursive: true });
+    const { startRedisCluster } = require('./redis-cluster');
+    const c = await startRedisCluster({ dir: path.join(dir, 'cluster'), log });
+    log(`loadtest: started a local Redis Cluster at ${c.nodesEnv}`);
+    return { url, nodes: c.nodesEnv, started: true, pids: c.nodes.map((n) => n.pid), stop: () => c.stop() };
+  }
   const fromEnv = process.env.REDIS_URL;
   if (fromEnv) {
     if (!(await redisLib.ping(fromEnv, 1000))) throw new Error(`REDIS_URL=${fromEnv} does not answer`);
     log(`loadtest: using Redis at ${fromEnv}`);
-    return { url: fromEnv, started: false, pid: null, stop: async () => {} };
+    return { url: fromEnv, nodes: null, started: false, pids: [], stop: async () => {} };
   }
   fs.mkdirSync(dir, { recursive: true });
   const r = await redisLib.startRedis({ dir, log });
   log(`loadtest: started a private Redis at ${r.url} (pid ${r.pid})`);
-  return { url: r.url, started: true, pid: r.pid, stop: () => r.stop() };
+  return { url: r.url, nodes: null, started: true, pids: [r.pid], stop: () => r.stop() };
 }
 
 /**
@@ -63,9 +83,10 @@ async function ensureRedis({ log, dir }) {
  * shipDir is where the bid log shipper that start.js runs beside the workers writes its Parquet files
  * (ecosystem.config.js: $SHIP_DIR, else $BIDDER_RUN_DIR/bidlog).
  */
-async function startBidder({ workers, port, redisUrl, logKey, log }) {
+async function startBidder({ workers, port, redisUrl, redisNodes = null, logKey, log }) {
   if (!fs.existsSync(START_JS)) throw new Error('scripts/start.js is missing: the load test starts the bidder through it');
   const env = { ...process.env, WORKERS: String(workers), REDIS_URL: redisUrl, LOG_REDIS_KEY: logKey };
+  if (redisNodes) Object.assign(env, { REDIS_MODE: 'cluster', REDIS_CLUSTER_NODES: redisNodes });
   if (port) env.PORT = String(port);
   const r = await startJs('start', env);
   const line = r.stdout.split('\n').find((l) => l.startsWith('BIDDER_READY '));
@@ -81,13 +102,14 @@ async function startBidder({ workers, port, redisUrl, logKey, log }) {
   // A cluster that was already running keeps its own log key (we cannot know another one).
   const key = ready.startedPm2 ? logKey : ready.logRedisKey || process.env.LOG_REDIS_KEY || 'bidlog';
   log(
-    `loadtest: bidder at ${base} (${ready.startedPm2 ? 'started now' : 'already running'}), Redis ${ready.redisUrl}, ` +
+    `loadtest: bidder at ${base} (${ready.startedPm2 ? 'started now' : 'already running'}), Redis ${ready.redisClusterNodes ? `Cluster ${ready.redisClusterNodes}` : ready.redisUrl}, ` +
       `PM2_HOME ${pm2Home}, log key ${key}`,
   );
   return {
     app: 'bidder',
     url: base,
     redisUrl: ready.redisUrl || redisUrl,
+    redisNodes: ready.redisClusterNodes || null,
     logKey: key,
     pm2Home,
     shipDir,

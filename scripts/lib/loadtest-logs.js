@@ -1,26 +1,45 @@
 'use strict';
 // Log completeness for the load test: counts the bid-log records of one run in Redis and, once the
 // bid log shipper runs beside the bidder, in the Parquet files it wrote (docs/log-pipeline.md).
-// The log pipeline RPUSHes zstd frames of NDJSON to a list (docs/log-pipeline.md); every request id of a
-// run starts with `<runId>-`, so the run's records are told apart from anything else in the list.
+// The log pipeline RPUSHes zstd frames of NDJSON to its lists (docs/log-pipeline.md; one list on one
+// Redis, `<key>:{0}` … on a Redis Cluster: src/log/log-keys.ts); every request id of a run starts
+// with `<runId>-`, so the run's records are told apart from anything else in the lists.
 const fs = require('node:fs');
 const zlib = require('node:zlib');
 const path = require('node:path');
 
-const Redis = require(path.resolve(__dirname, '..', '..', 'node_modules', 'ioredis'));
+const ROOT = path.resolve(__dirname, '..', '..');
+const Redis = require(path.join(ROOT, 'node_modules', 'ioredis'));
+
+/** A client of the bid log's Redis: the server at `redisUrl`, or the cluster of `nodes` (`host:port,…`). */
+function client({ redisUrl, nodes }) {
+  if (!nodes) return new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+  const seeds = nodes.split(',').map((hp) => ({ host: hp.slice(0, hp.lastIndexOf(':')), port: Number(hp.slice(hp.lastIndexOf(':') + 1)) }));
+  return new Redis.Cluster(seeds, { lazyConnect: true, redisOptions: { maxRetriesPerRequest: 1 } });
+}
+
+/** The lists of the log with LOG_REDIS_KEY `key` (the bidder's own function, from dist/: the load test runs after a build). */
+function listKeys(key, nodes) {
+  const { logListKeys } = require(path.join(ROOT, 'dist', 'log', 'log-keys.js'));
+  const shards = Number(process.env.LOG_REDIS_SHARDS) || (nodes ? 16 : 1);
+  return logListKeys({ logRedisKey: key, logRedisShards: shards, redis: { mode: nodes ? 'cluster' : 'single' } });
+}
 
 class LogCounter {
   /**
-   * `from`: the list length before the run; frames before it are not read. `shipDir`: the shipper's
-   * partitions; then every scan reads everything again (the shipper takes frames from the head of
-   * the list, so list indexes move): the list, the shippers' processing lists, and the Parquet files.
+   * `from`: each list's length before the run (listLength()); frames before it are not read.
+   * `shipDir`: the shipper's partitions; then every scan reads everything again (the shipper takes
+   * frames from the head of the lists, so indexes move): the lists, the shippers' processing lists,
+   * and the Parquet files. `nodes`: the Redis Cluster's nodes, when the log is on one.
    */
-  constructor({ redisUrl, key, runId, from = 0, shipDir = null }) {
-    this.redisUrl = redisUrl;
+  constructor({ redisUrl, nodes = null, key, runId, from = {}, shipDir = null }) {
+    this.target = { redisUrl, nodes };
     this.key = key;
+    this.keys = listKeys(key, nodes);
     this.prefix = `${runId}-`;
     this.shipDir = shipDir;
-    this.next = shipDir ? 0 : from;
+    this.from = from;
+    this.next = new Map(this.keys.map((k) => [k, shipDir ? 0 : from[k] || 0]));
     this.reset();
   }
 
@@ -36,11 +55,25 @@ class LogCounter {
     this.shippedRecords = 0;
   }
 
-  static async listLength(redisUrl, key) {
-    const r = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+  /** Each list's length now: `{ list: length }`. */
+  static async listLength(target, key) {
+    const r = client(target);
     try {
       await r.connect();
-      return await r.llen(key);
+      const out = {};
+      for (const k of listKeys(key, target.nodes)) out[k] = await r.llen(k);
+      return out;
+    } finally {
+      r.disconnect();
+    }
+  }
+
+  /** Deletes the log's lists (a run's own key). */
+  static async remove(target, key) {
+    const r = client(target);
+    try {
+      await r.connect();
+      for (const k of listKeys(key, target.nodes)) await r.del(k);
     } finally {
       r.disconnect();
     }
@@ -55,20 +88,29 @@ class LogCounter {
   async scan() {
     if (this.shipDir) {
       this.reset();
-      this.next = 0;
+      for (const k of this.keys) this.next.set(k, 0);
     }
-    const r = new Redis(this.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+    const r = client(this.target);
     try {
       await r.connect();
-      for (;;) {
-        const frames = await r.lrangeBuffer(this.key, this.next, this.next + 49);
-        if (frames.length === 0) break;
-        this.next += frames.length;
-        for (const f of frames) this.addFrame(f);
+      for (const key of this.keys) {
+        for (;;) {
+          const at = this.next.get(key);
+          const frames = await r.lrangeBuffer(key, at, at + 49);
+          if (frames.length === 0) break;
+          this.next.set(key, at + frames.length);
+          for (const f of frames) this.addFrame(f);
+        }
       }
       if (this.shipDir) {
-        for (const proc of await r.keys(`${this.key}:proc:*`)) {
-          for (const f of await r.lrangeBuffer(proc, 0, -1)) this.addFrame(f);
+        // KEYS answers for one node only: on a cluster, ask every master.
+        const nodes = this.target.nodes ? r.nodes('master') : [r];
+        for (const key of this.keys) {
+          for (const node of nodes) {
+            for (const proc of await node.keys(`${key}:proc:*`)) {
+              for (const f of await r.lrangeBuffer(proc, 0, -1)) this.addFrame(f);
+            }
+          }
         }
       }
     } finally {
@@ -157,6 +199,7 @@ class LogCounter {
   result() {
     return {
       key: this.key,
+      lists: this.keys.length,
       frames: this.frames,
       badFrames: this.badFrames,
       badLines: this.badLines,

@@ -677,7 +677,7 @@ function logSection(rep, lines, h) {
     '',
     `${h} Bid log`,
     '',
-    `${int(l.sent)} requests sent; ${int(l.requestRecords)} \`request\` and ${int(l.responseRecords)} \`response\` records of this run found in Redis list \`${l.key}\` ` +
+    `${int(l.sent)} requests sent; ${int(l.requestRecords)} \`request\` and ${int(l.responseRecords)} \`response\` records of this run found in ${l.lists > 1 ? `the ${l.lists} Redis lists of \`${l.key}\` (\`${l.key}:{0}\` …)` : `Redis list \`${l.key}\``} ` +
       (l.shippedRecords ? `and in the bid log shipper's Parquet files (${int(l.shippedRecords)} records there) ` : '') +
       `(${int(l.frames)} zstd frames in Redis, ${f(l.compressedMB, 1)} MB compressed, ${f(l.rawMB, 1)} MB of NDJSON; ${int(l.duplicates)} duplicates, ${int(l.badFrames)} unreadable frames). ` +
       `${l.complete ? '**Complete.**' : '**Records are missing.**'}` +

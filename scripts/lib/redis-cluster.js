@@ -151,10 +151,25 @@ async function startRedisCluster({ masters = 3, replicas = 1, dir, daemonize = f
   /**
    * What callers see ({ host, port, pid, role }, roles kept current by refresh()) and what only this
    * module needs.
-   * @type {{ pub: { host: string, port: number, pid: number, role: string }, port: number, pid: number, dir: string, child: import('node:child_process').ChildProcess | null, exited: string | null }[]}
+   * @type {{ pub: { host: string, port: number, pid: number, role: string }, port: number, pid: number, dir: string, args: string[], child: import('node:child_process').ChildProcess | null, exited: string | null }[]}
    */
   const nodes = [];
   let stopped = false;
+
+  /** Starts a node's redis-server as a child of this process (stopped when it exits). */
+  function spawnChild(node) {
+    node.exited = null;
+    node.child = spawn(bin, node.args, { stdio: 'ignore' });
+    node.pid = node.pub.pid = node.child.pid;
+    node.child.once('exit', (code, signal) => {
+      node.exited = signal || `exit code ${code}`;
+      children.delete(node.pid);
+    });
+    node.child.once('error', (e) => (node.exited = e.message));
+    if (!exitHook) process.on('exit', stopChildrenOnExit);
+    exitHook = true;
+    children.add(node.pid);
+  }
 
   const stopNode = async (node, signal) => {
     children.delete(node.pid);
@@ -219,22 +234,10 @@ async function startRedisCluster({ masters = 3, replicas = 1, dir, daemonize = f
         '--pidfile', pidfile, '--logfile', path.join(nodeDir, 'redis.log'),
         '--daemonize', daemonize ? 'yes' : 'no',
       ];
-      const node = { pub: { host: HOST, port, pid: 0, role: 'unknown' }, port, pid: 0, dir: nodeDir, child: null, exited: null };
+      const node = { pub: { host: HOST, port, pid: 0, role: 'unknown' }, port, pid: 0, dir: nodeDir, args, child: null, exited: null };
       nodes.push(node);
-      if (daemonize) {
-        execFileSync(bin, args, { stdio: 'inherit' });
-      } else {
-        node.child = spawn(bin, args, { stdio: 'ignore' });
-        node.pid = node.pub.pid = node.child.pid;
-        node.child.once('exit', (code, signal) => {
-          node.exited = signal || `exit code ${code}`;
-          children.delete(node.pid);
-        });
-        node.child.once('error', (e) => (node.exited = e.message));
-        if (!exitHook) process.on('exit', stopChildrenOnExit);
-        exitHook = true;
-        children.add(node.pid);
-      }
+      if (daemonize) execFileSync(bin, args, { stdio: 'inherit' });
+      else spawnChild(node);
     }
     for (const node of nodes) {
       await waitFor(
@@ -356,6 +359,26 @@ async function startRedisCluster({ masters = 3, replicas = 1, dir, daemonize = f
       if (!node) throw new Error(`no node on port ${port}`);
       await stopNode(node, 'SIGKILL');
       node.pub.role = 'down';
+    },
+    /**
+     * Starts a node stopped by kill() again, on its port and directory: its nodes.conf makes it rejoin
+     * the cluster, as a replica of whoever took its slots meanwhile. Waits until it answers; then
+     * waitUntilOk() waits for it to be in sync. Not for a daemonized cluster.
+     */
+    async restart(port) {
+      const node = nodes.find((n) => n.port === port);
+      if (!node) throw new Error(`no node on port ${port}`);
+      if (daemonize) throw new Error('restart() needs a cluster of child processes (daemonize: false)');
+      if (node.exited === null && pidAlive(node.pid)) throw new Error(`node ${port} still runs (pid ${node.pid})`);
+      spawnChild(node);
+      await waitFor(
+        async () => {
+          if (node.exited) throw new Error(`redis-server on port ${node.port} exited (${node.exited})`);
+          return command(node.port, ['PING'], 500).then((r) => r === 'PONG', () => false);
+        },
+        10_000,
+        `redis-server on port ${node.port} to restart`,
+      );
     },
     /** Stops every node (SIGTERM by PID, SIGKILL after 10 s) and removes a directory it made. */
     stop: stopAll,

@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 
 /**
@@ -22,7 +23,18 @@ export interface Config {
   /** How long an idle keep-alive connection is kept (ms). */
   readonly httpKeepAliveTimeoutMs: number;
   readonly redisUrl: string;
+  /** One Redis server or a Redis Cluster, and how to reach it (REDIS_MODE, REDIS_CLUSTER_NODES, REDIS_URL). */
+  readonly redis: RedisTarget;
+  /** This host (machine, pod) in worker ids, heartbeats, metrics keys, log records and spill file names. */
+  readonly hostId: string;
+  /** The base name of the bid log lists (logListKeys in src/log/log-keys.ts gives the lists). */
   readonly logRedisKey: string;
+  /** How many lists the bid log is spread over (each its own hash slot in a cluster). */
+  readonly logRedisShards: number;
+  /** Replicas that must hold a pushed frame (WAIT) before the worker forgets it; 0: the master's reply is enough. */
+  readonly logWaitReplicas: number;
+  /** How long a push waits for those replicas (WAIT's timeout, ms). */
+  readonly logWaitTimeoutMs: number;
   /** How often the log buffer is flushed to Redis. */
   readonly logFlushIntervalMs: number;
   /** Flush early once the queued NDJSON passes this many bytes. */
@@ -117,7 +129,6 @@ export const DEFAULT_CAMPAIGNS_FILE = path.join(projectRoot(), 'data', 'campaign
 
 export type Env = Record<string, string | undefined>;
 
-/** Reads typed values from the environment, collecting every problem (the shipper reuses it: src/shipper/shipper.config.ts). */
 export class Reader {
   readonly problems: string[] = [];
   constructor(private readonly env: Env) {}
@@ -207,6 +218,95 @@ export class Reader {
   }
 }
 
+/** A Redis node's address. */
+export interface RedisNode {
+  readonly host: string;
+  readonly port: number;
+}
+
+/**
+ * Where Redis is. `single`: the server at `url`. `cluster`: a Redis Cluster found from the seed
+ * `nodes` (REDIS_CLUSTER_NODES, else REDIS_URL's host and port); `url` then gives every node's
+ * credentials and TLS (`rediss:`).
+ */
+export interface RedisTarget {
+  readonly mode: 'single' | 'cluster';
+  readonly url: string;
+  readonly nodes: readonly RedisNode[];
+}
+
+/** Seed nodes a cluster client is given at most (it discovers the others itself). */
+export const MAX_SEED_NODES = 64;
+/** Most bid log lists (LOG_REDIS_SHARDS): the shipper and the reader visit each one every round. */
+export const MAX_LOG_SHARDS = 256;
+/**
+ * LOG_REDIS_SHARDS in cluster mode when unset: 16 lists put the pushes of every host on 16 hash
+ * slots, which the even slot split of a 3-master cluster spreads over its masters 6/6/4 (8 would
+ * land 2/4/2: src/log/log-keys.ts lists the slots), and a bigger cluster over up to 16 masters. The
+ * cost is in the readers: the shipper's idle round asks 2 commands per list, `npm run logs` visits each.
+ */
+export const DEFAULT_CLUSTER_LOG_SHARDS = 16;
+/** HOST_ID: a DNS label's characters, as a host or pod name has them (no `_`: it separates the fields of spill file names). */
+const HOST_ID = /^[A-Za-z0-9.-]{1,63}$/;
+
+/** The hostname made a valid HOST_ID. */
+export function defaultHostId(hostname: string = os.hostname()): string {
+  const id = hostname.replace(/[^A-Za-z0-9.-]/g, '-').slice(0, 63);
+  return id === '' ? 'host' : id;
+}
+
+/** `host:port`, `[v6]:port` → a node; null when malformed. */
+function parseNode(text: string): RedisNode | null {
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):(\d{1,5})$/.exec(text);
+  if (!m) return null;
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) return null;
+  return { host: m[1].startsWith('[') ? m[1].slice(1, -1) : m[1], port };
+}
+
+/** REDIS_URL, REDIS_MODE and REDIS_CLUSTER_NODES (the bidder, the log reader and the shipper read them alike). */
+export function readRedisTarget(r: Reader, env: Env): RedisTarget {
+  const url = r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']);
+  const nodesText = env.REDIS_CLUSTER_NODES?.trim() ?? '';
+  const explicitMode = env.REDIS_MODE?.trim() ? r.oneOf<RedisTarget['mode']>('REDIS_MODE', 'single', ['single', 'cluster']) : null;
+  if (nodesText !== '' && explicitMode === 'single') r.problem('REDIS_CLUSTER_NODES is set, which means REDIS_MODE=cluster, but REDIS_MODE=single: unset one of them');
+  const mode = nodesText !== '' ? 'cluster' : (explicitMode ?? 'single');
+  const nodes: RedisNode[] = [];
+  if (nodesText !== '') {
+    const parts = nodesText.split(',').map((p) => p.trim()).filter((p) => p !== '');
+    const bad = parts.filter((p) => parseNode(p) === null);
+    if (bad.length > 0) r.problem(`REDIS_CLUSTER_NODES: ${bad.map((b) => JSON.stringify(b)).join(', ')}: expected host:port,host:port,… (ports 1-65535)`);
+    else if (parts.length > MAX_SEED_NODES) r.problem(`REDIS_CLUSTER_NODES: ${parts.length} nodes; list at most ${MAX_SEED_NODES} (the client discovers the others)`);
+    else for (const p of parts) nodes.push(parseNode(p)!);
+  } else if (mode === 'cluster') {
+    try {
+      const u = new URL(url);
+      nodes.push({ host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || 6379) });
+    } catch {
+      // REDIS_URL is reported above
+    }
+  }
+  return Object.freeze({ mode, url, nodes: Object.freeze(nodes) });
+}
+
+/** LOG_REDIS_KEY and LOG_REDIS_SHARDS; a key of sharded lists must not carry a hash tag of its own (each shard's tag must be the one). */
+export function readLogKeys(r: Reader, mode: RedisTarget['mode']): { logRedisKey: string; logRedisShards: number } {
+  const logRedisKey = r.str('LOG_REDIS_KEY', 'bidlog');
+  const logRedisShards = r.int('LOG_REDIS_SHARDS', mode === 'cluster' ? DEFAULT_CLUSTER_LOG_SHARDS : 1, 1, MAX_LOG_SHARDS);
+  if (!/^[^\s{}]{1,200}$/.test(logRedisKey) && (mode === 'cluster' || logRedisShards > 1)) {
+    r.problem(`LOG_REDIS_KEY=${JSON.stringify(logRedisKey)}: 1 to 200 characters without spaces or braces when the log is sharded or on a Redis Cluster (the lists are ${logRedisKey}:{0}, ${logRedisKey}:{1}, …)`);
+  }
+  return { logRedisKey, logRedisShards };
+}
+
+/** HOST_ID, default the hostname. */
+export function readHostId(r: Reader, hostname?: string): string {
+  const id = r.str('HOST_ID', defaultHostId(hostname));
+  if (!HOST_ID.test(id)) r.problem(`HOST_ID=${JSON.stringify(id)}: expected 1 to 63 of A-Z a-z 0-9 . - (it names this host in keys and file names)`);
+  return id;
+}
+
+/** Reads typed values from the environment, collecting every problem (the shipper reuses it: src/shipper/shipper.config.ts). */
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -214,6 +314,7 @@ export function loadConfig(env: Env = process.env): Config {
   const MiB = 1024 * 1024;
   const nodeEnv = r.str('NODE_ENV', 'development');
   const production = nodeEnv === 'production';
+  const redis = readRedisTarget(r, env);
   const cfg: Config = {
     nodeEnv,
     port: r.int('PORT', 8080, 0, 65535),
@@ -224,8 +325,13 @@ export function loadConfig(env: Env = process.env): Config {
     httpRequestTimeoutMs: r.int('HTTP_REQUEST_TIMEOUT_MS', 3_000, 100, 120_000),
     httpMaxConnections: r.int('HTTP_MAX_CONNECTIONS', 2_048, 1, 1_000_000),
     httpKeepAliveTimeoutMs: r.int('HTTP_KEEPALIVE_TIMEOUT_MS', 65_000, 1_000, 600_000),
-    redisUrl: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
-    logRedisKey: r.str('LOG_REDIS_KEY', 'bidlog'),
+    redisUrl: redis.url,
+    redis,
+    hostId: readHostId(r),
+    ...readLogKeys(r, redis.mode),
+    logWaitReplicas: r.int('LOG_REDIS_WAIT_REPLICAS', redis.mode === 'cluster' ? 1 : 0, 0, 16),
+    // Below the client's command timeout (3 s, src/redis/redis.options.ts), which bounds every reply.
+    logWaitTimeoutMs: r.int('LOG_REDIS_WAIT_MS', 1_000, 10, 2_500),
     logFlushIntervalMs: r.int('LOG_FLUSH_INTERVAL_MS', 10_000, 10, 3_600_000),
     logFlushBytes: r.int('LOG_FLUSH_BYTES', 8 * MiB, 1024, 1024 * MiB),
     logMaxMemoryBytes: r.int('LOG_MAX_MEMORY_BYTES', 256 * MiB, 64 * 1024, 16 * 1024 * MiB),

@@ -7,15 +7,16 @@
  * The bid path never touches Redis, and most users never cost a Redis read at all: a worker learns
  * only of the pairs that are capped. The worker that records the impression which reaches a cap adds
  * the pair to a per-day Redis set and PUBLISHes it; every worker adds published pairs to its local
- * set, and loads the whole day's set when it starts and whenever its subscription (re)connects. So a
- * cap can be exceeded only by impressions of bids made before the news arrived (impressions are
- * counted in 50 ms batches, then pub/sub latency: milliseconds) or while a worker's subscriber was
- * away (until it reconnects and reloads).
+ * set, and loads the whole day's set when it starts and whenever its subscription is made again (a
+ * reconnection, or on a Redis Cluster another node after its node failed: src/redis/subscriber.ts).
+ * So a cap can be exceeded only by impressions of bids made before the news arrived (impressions
+ * are counted in 50 ms batches, then pub/sub latency: milliseconds) or while a worker's subscriber
+ * was away (until it reconnects and reloads). On a cluster every key here is one key per command
+ * (a user's counts and markers share the user's hash tag), and PUBLISH reaches every node.
  */
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import type Redis from 'ioredis';
-import { CONFIG, type Config } from '../config/config';
+import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { RedisService } from '../redis/redis.service';
+import type { ChannelSubscriber } from '../redis/subscriber';
 import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate } from '../targeting/types';
 import { Clock } from './clock';
@@ -35,8 +36,9 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
   /** `${campaignId}\u0000${userId}` of today's capped pairs. */
   private capped = new Set<string>();
   private day = '';
-  private sub: Redis | null = null;
+  private sub: ChannelSubscriber | null = null;
   private retry: NodeJS.Timeout | null = null;
+  private reloadPending = false;
   private pending: Array<{ day: string; bidId: string; userKey: string; campaignId: string; crid: string; resolve: (counted: boolean) => void; reject: (e: unknown) => void }> =
     [];
   private flushTimer: NodeJS.Timeout | null = null;
@@ -44,7 +46,6 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
   readonly stats = { impressions: 0, repeated: 0, cappedPairs: 0, reloads: 0, errors: 0, blockedBids: 0 };
 
   constructor(
-    @Inject(CONFIG) private readonly config: Config,
     private readonly redis: RedisService,
     private readonly store: CampaignStore,
     private readonly clock: Clock,
@@ -52,19 +53,33 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
 
   /** Subscribes to cap news and loads today's capped pairs (start-up waits at most 2 s for it). */
   async onApplicationBootstrap(): Promise<void> {
-    const sub = this.redis.client.duplicate({ connectionName: `bidder:${this.config.workerId}:fcap`, enableOfflineQueue: true });
-    this.sub = sub;
-    sub.on('error', () => {
-      this.stats.errors++;
+    // Every subscription (the first, and each one after a lost connection) reloads the day's set
+    // once Redis has confirmed it: news published while this worker was away is in the set.
+    const sub = this.redis.subscribe(CHANNEL, 'fcap', {
+      message: (text) => this.onNews(text),
+      subscribed: () => this.reloadWhenReady(),
+      error: () => {
+        this.stats.errors++;
+      },
     });
-    sub.on('message', (_channel: string, message: string) => this.onNews(message));
-    // Every (re)connection re-subscribes (ioredis does) and reloads the day's set: news published
-    // while this worker was away is in it.
-    sub.on('ready', () => void this.reload());
-    await Promise.race([
-      sub.connect().then(() => sub.subscribe(CHANNEL)),
-      new Promise((resolve) => setTimeout(resolve, 2_000)),
-    ]).catch(() => undefined);
+    this.sub = sub;
+    this.redis.onReady(() => {
+      if (!this.reloadPending) return;
+      this.reloadPending = false;
+      void this.reload();
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([sub.firstSubscription, new Promise((resolve) => (timer = setTimeout(resolve, 2_000)))]);
+    clearTimeout(timer);
+  }
+
+  /** Reloads now, or once the client is up (the subscription may come first, e.g. at start-up). */
+  private reloadWhenReady(): void {
+    if (this.redis.isReady()) {
+      void this.reload();
+      return;
+    }
+    this.reloadPending = true;
   }
 
   /** Impressions still gathering are counted while Redis is still there (every onApplicationShutdown runs after this). */
@@ -77,7 +92,7 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
 
   onApplicationShutdown(): void {
     if (this.retry !== null) clearTimeout(this.retry);
-    this.sub?.disconnect();
+    this.sub?.stop();
     this.sub = null;
   }
 
@@ -192,16 +207,15 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
       news.push({ day: i.day, pair });
     }
     try {
-      if (news.length > 0) {
-        // Not a transaction: the set and the channel may live on different nodes of a cluster.
-        const p = this.redis.client.pipeline();
-        for (const n of news) {
-          const cappedKey = capKeys.capped(n.day);
-          p.sadd(cappedKey, n.pair).expire(cappedKey, DAY_TTL_SECONDS).publish(CHANNEL, `${n.day}|${n.pair}`);
-        }
-        const res = await p.exec();
-        for (const [err] of res ?? []) if (err) throw err;
-      }
+      // The set first, then the news: a worker that (re)subscribes and reloads the set meanwhile
+      // misses neither. Separate commands, not a pipeline: on a cluster the set and the node a
+      // PUBLISH goes to differ (the client sends them back to back all the same).
+      const c = this.redis.client;
+      await Promise.all(news.map((n) => c.sadd(capKeys.capped(n.day), n.pair)));
+      await Promise.all([
+        ...[...new Set(news.map((n) => n.day))].map((day) => c.expire(capKeys.capped(day), DAY_TTL_SECONDS)),
+        ...news.map((n) => c.publish(CHANNEL, `${n.day}|${n.pair}`)),
+      ]);
     } catch (e) {
       this.stats.errors++;
       // Counted already: the news reaches the others when their subscription next reloads the day's set.

@@ -7,18 +7,27 @@
  *
  * Bid path: each worker holds a local lease per budgeted campaign. Every BUDGET_REFRESH_MS it reads
  * every campaign's spend, counts the live workers of every host (heartbeats in a sorted set, scored
- * on Redis's clock so that hosts whose clocks disagree all count) and sets
+ * on Redis's clock so that hosts whose clocks disagree all count; a member is `<HOST_ID>:<worker>:<pid>`,
+ * so workers of different hosts never share one) and sets
  *   lease = remaining / workers − (its own bids of the last BUDGET_WINDOW_MS, at their bid price)
  * A bid is allowed only while the lease covers its cost, and its cost is taken from the lease at
  * once. So the bids of all workers that may still be billed never exceed what is left of the budget:
  * overspend needs a billing notice that arrives later than BUDGET_WINDOW_MS after its bid, or the
  * worker count to change within one refresh; it is measured in test/delivery/budget.spec.ts.
  * An exhausted campaign stops bidding on every worker within one refresh (default 250 ms).
+ * A worker (or a whole host) that dies stops counting once its last heartbeat is older than the
+ * heartbeat window, max(3 × BUDGET_REFRESH_MS, 1 s), on Redis's clock: its share goes to the others
+ * at their first refresh after that, so within the window plus one refresh (1.25 s by default); a
+ * worker that stops gracefully leaves the set at once.
  * Until the first successful read, and while Redis is away, leases are not renewed: campaigns
- * stop once what they hold is used up (fail safe: budgets are money).
+ * stop once what they hold is used up (fail safe: budgets are money). On a Redis Cluster the
+ * campaigns' keys live on different nodes: a campaign whose node is failing over keeps its lease
+ * unrenewed (it bids on from it) while the others are renewed; the live count lives on one node,
+ * and while it cannot be read no lease is renewed.
  */
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
+import { slotOf } from '../redis/redis.options';
 import { RedisService } from '../redis/redis.service';
 import { CurrencyService } from '../currency/currency.service';
 import { CampaignStore } from '../targeting/campaign-store';
@@ -76,6 +85,10 @@ interface RefreshPlan {
   readonly totalKeys: string[];
   day: string;
   dailyKeys: string[];
+  /** Every total key, then every daily key: what a refresh reads. */
+  keys: string[];
+  /** Each key's hash slot (a campaign's two keys share its slot), for the cluster's reads. */
+  slots: number[];
 }
 
 @Injectable()
@@ -102,7 +115,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     private readonly currency: CurrencyService,
   ) {
     this.windowTicks = Math.max(1, Math.ceil(config.budgetWindowMs / config.budgetRefreshMs));
-    this.member = `${config.workerId}:${process.pid}`;
+    this.member = `${config.hostId}:${config.workerId}:${process.pid}`;
     this.heartbeatWindowMs = Math.max(3 * config.budgetRefreshMs, 1_000);
   }
 
@@ -174,26 +187,45 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         totalKeys: ids.map((id) => spendKeys.total(id)),
         day: '',
         dailyKeys: [],
+        keys: [],
+        slots: [],
       };
       this.plan = plan;
     }
     if (plan.day !== day) {
       plan.day = day;
       plan.dailyKeys = plan.ids.map((id) => spendKeys.daily(id, day));
+      plan.keys = [...plan.totalKeys, ...plan.dailyKeys];
+      if (this.config.redis.mode === 'cluster') plan.slots = plan.keys.map(slotOf);
     }
     return plan;
+  }
+
+  /**
+   * Every campaign's total and daily spend (micro-USD text, null when unset), or undefined for a
+   * campaign whose read failed. Rejects only when nothing could be read.
+   */
+  private async readSpend(plan: RefreshPlan): Promise<{ totals: Array<string | null | undefined>; dailies: Array<string | null | undefined> }> {
+    const n = plan.ids.length;
+    if (n === 0) return { totals: [], dailies: [] };
+    const values = await this.redis.readMany(plan.keys, plan.slots);
+    const totals = values.slice(0, n);
+    const dailies = values.slice(n);
+    let unread = 0;
+    for (let i = 0; i < n; i++) if (totals[i] === undefined || dailies[i] === undefined) unread++;
+    if (unread > 0) {
+      this.stats.refreshErrors++;
+      if (unread === n) throw new Error('no campaign\'s spend could be read');
+      if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`budget refresh: ${unread} of ${n} campaigns' spend could not be read (their leases wait)`);
+    }
+    return { totals, dailies };
   }
 
   private async doRefresh(now: number): Promise<void> {
     try {
       const plan = this.refreshPlan(this.clock.today(now));
       const ids = plan.ids;
-      const r = this.redis.client;
-      const [live, totals, dailies] = await Promise.all([
-        this.redis.heartbeat(WORKERS_KEY, this.member, this.heartbeatWindowMs, 60_000),
-        ids.length > 0 ? r.mget(plan.totalKeys) : [],
-        ids.length > 0 ? r.mget(plan.dailyKeys) : [],
-      ]);
+      const [live, { totals, dailies }] = await Promise.all([this.redis.heartbeat(WORKERS_KEY, this.member, this.heartbeatWindowMs, 60_000), this.readSpend(plan)]);
       this.stats.liveWorkers = live;
       const workers = Math.max(1, live);
       for (let i = 0; i < ids.length; i++) {
@@ -206,6 +238,8 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
           b = fresh;
           this.budgets.set(id, b);
         }
+        // Its node did not answer: the lease waits (no slide either: its window only grows, which is safe).
+        if (totals[i] === undefined || dailies[i] === undefined) continue;
         const spentTotal = Number(totals[i] ?? 0) / MICRO;
         const spentToday = Number(dailies[i] ?? 0) / MICRO;
         const remaining = Math.max(0, Math.min(b.total - spentTotal, b.daily - spentToday));

@@ -17,7 +17,7 @@ export class HealthController {
    */
   @Get('live')
   live(@Res() reply: FastifyReply): void {
-    void reply.code(200).send({ status: 'ok', worker: this.config.workerId, pid: process.pid });
+    void reply.code(200).send({ status: 'ok', worker: this.config.workerId, host: this.config.hostId, pid: process.pid });
   }
 
   /**
@@ -27,7 +27,7 @@ export class HealthController {
   @Get('ready')
   ready(@Res() reply: FastifyReply): void {
     const s = this.health.state();
-    const body = { status: s.status, worker: this.config.workerId, pid: process.pid, problems: s.problems, warnings: s.warnings };
+    const body = { status: s.status, worker: this.config.workerId, host: this.config.hostId, pid: process.pid, problems: s.problems, warnings: s.warnings };
     void reply.code(s.status === 'not ready' ? 503 : 200).send(body);
   }
 }

@@ -3,15 +3,15 @@
 import { once } from 'node:events';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
-import Redis from 'ioredis';
-import { ConfigError, loadConfig } from '../config/config';
+import { ConfigError, loadConfig, MAX_LOG_SHARDS, type RedisTarget } from '../config/config';
 import { assertNodeVersion } from '../node-version';
-import { redactUrl } from '../redis/redis.service';
+import { createRedisClient, describeTarget, untilUsable, type RedisClient } from '../redis/redis.options';
 import { decompressFrame, splitLines } from './frame';
-import { ackKey } from './log-sink';
+import { ackKey, listKeyFor, logListKeys } from './log-keys';
 import { parseSpillName } from './spill';
 
-const USAGE = `Reads the bid log: zstd batches in the Redis list LOG_REDIS_KEY, and batches waiting in LOG_SPILL_DIR.
+const USAGE = `Reads the bid log: zstd batches in its Redis lists (LOG_REDIS_KEY, or LOG_REDIS_KEY:{0} …
+:{n-1} when sharded or on a Redis Cluster, see docs/log-pipeline.md), and batches waiting in LOG_SPILL_DIR.
 
 usage: npm run logs -- <command> [options]
 
@@ -27,11 +27,14 @@ options:
   --type T[,T…]     only records of these types (request, response, win, bill, loss, imp, click)
   --id ID           only records of this bid request id
   --source S        redis, spill or all (default all)
-  --start N         first list index to read (default 0; negative counts from the end)
-  --end N           last list index to read (default -1, the last)
+  --start N         first index to read in each list (default 0; negative counts from the end)
+  --end N           last index to read in each list (default -1, the last)
   --json            list: one JSON object per batch
-  --redis URL       default $REDIS_URL, else redis://127.0.0.1:6379
+  --redis URL       default $REDIS_URL, else redis://127.0.0.1:6379 (on a cluster: its credentials,
+                    and the seed node when REDIS_CLUSTER_NODES is unset)
   --key K           default $LOG_REDIS_KEY, else bidlog
+  --shards N        default $LOG_REDIS_SHARDS (1 on one Redis, 16 on a cluster)
+Redis Cluster: REDIS_MODE=cluster and REDIS_CLUSTER_NODES=host:port,… as for the bidder.
   --spill-dir DIR   default $LOG_SPILL_DIR, else ./.run/spill
 
 examples:
@@ -48,8 +51,9 @@ interface Options {
   start: number;
   end: number;
   json: boolean;
-  redisUrl: string;
+  redis: RedisTarget;
   key: string;
+  shards: number;
   spillDir: string;
 }
 
@@ -79,8 +83,9 @@ function parseArgs(argv: string[]): Options {
     start: 0,
     end: -1,
     json: false,
-    redisUrl: cfg.redisUrl,
+    redis: cfg.redis,
     key: cfg.logRedisKey,
+    shards: cfg.logRedisShards,
     spillDir: cfg.logSpillDir,
   };
   const args = [...argv];
@@ -119,12 +124,21 @@ function parseArgs(argv: string[]): Options {
       case '--json':
         o.json = true;
         break;
-      case '--redis':
-        o.redisUrl = value(a);
+      case '--redis': {
+        const url = value(a);
+        if (!/^rediss?:\/\//.test(url)) throw new UsageError(`--redis ${url}: expected a redis:// or rediss:// URL`);
+        o.redis = { ...o.redis, url };
         break;
+      }
       case '--key':
         o.key = value(a);
         break;
+      case '--shards': {
+        const n = int(a);
+        if (n < 1 || n > MAX_LOG_SHARDS) throw new UsageError(`--shards ${n}: expected 1 to ${MAX_LOG_SHARDS}`);
+        o.shards = n;
+        break;
+      }
       case '--spill-dir':
         o.spillDir = path.resolve(value(a));
         break;
@@ -144,28 +158,29 @@ function parseArgs(argv: string[]): Options {
 /** Batches that could not be read (not a whole zstd frame, checksum mismatch): skipped with a note on stderr. */
 const bad = { frames: 0 };
 
+/** The lists to read. */
+function keysOf(o: Options): string[] {
+  return logListKeys({ logRedisKey: o.key, logRedisShards: o.shards, redis: o.redis });
+}
+
 /**
- * Batches from Redis (LRANGE in pages), then from the spill directory, oldest first. A spill file
+ * Batches from Redis (LRANGE in pages, list by list), then from the spill directory, oldest first. A spill file
  * whose frame id Redis already acknowledges (pushed, then spilled by a final flush that ran out of
  * time) is skipped: its drain will be a no-op. A batch that does not decompress is skipped and
  * counted (`bad.frames`), so one corrupt element never hides the rest of the log.
  */
 async function* batches(o: Options): AsyncGenerator<ReadBatch> {
-  const client = new Redis(o.redisUrl, {
-    lazyConnect: true,
-    connectTimeout: 3_000,
-    maxRetriesPerRequest: 1,
-    retryStrategy: () => null,
-    disableClientInfo: true,
-  });
+  const client = createRedisClient(o.redis, 'bidlog-reader', { reconnect: false });
   client.on('error', () => undefined);
+  client.on('node error', () => undefined);
   let connected = true;
   try {
     try {
       await client.connect();
+      await untilUsable(client);
     } catch (e) {
       connected = false;
-      const msg = `cannot reach Redis at ${redactUrl(o.redisUrl)}: ${e instanceof Error ? e.message : String(e)}`;
+      const msg = `cannot reach ${describeTarget(o.redis)}: ${e instanceof Error ? e.message : String(e)}`;
       if (o.source !== 'spill') {
         if (o.source === 'redis') throw new Error(msg);
         process.stderr.write(`logs: ${msg}; reading the spill directory only\n`);
@@ -178,21 +193,24 @@ async function* batches(o: Options): AsyncGenerator<ReadBatch> {
   }
 }
 
-async function* redisBatches(o: Options, client: Redis): AsyncGenerator<ReadBatch> {
-  const len = await client.llen(o.key);
-  const from = o.start < 0 ? Math.max(0, len + o.start) : o.start;
-  const to = Math.min(len - 1, o.end < 0 ? len + o.end : o.end);
-  const PAGE = 50;
-  for (let i = from; i <= to; i += PAGE) {
-    const page = await client.lrangeBuffer(o.key, i, Math.min(to, i + PAGE - 1));
-    for (let j = 0; j < page.length; j++) {
-      const b = decode(`redis:${o.key}[${i + j}]`, page[j]);
-      if (b !== null) yield b;
+async function* redisBatches(o: Options, client: RedisClient): AsyncGenerator<ReadBatch> {
+  for (const key of keysOf(o)) {
+    const len = await client.llen(key);
+    const from = o.start < 0 ? Math.max(0, len + o.start) : o.start;
+    const to = Math.min(len - 1, o.end < 0 ? len + o.end : o.end);
+    const PAGE = 50;
+    for (let i = from; i <= to; i += PAGE) {
+      const page = await client.lrangeBuffer(key, i, Math.min(to, i + PAGE - 1));
+      for (let j = 0; j < page.length; j++) {
+        const b = decode(`redis:${key}[${i + j}]`, page[j]);
+        if (b !== null) yield b;
+      }
     }
   }
 }
 
-async function* spillBatches(o: Options, client: Redis | null): AsyncGenerator<ReadBatch> {
+async function* spillBatches(o: Options, client: RedisClient | null): AsyncGenerator<ReadBatch> {
+  const keys = keysOf(o);
   let names: string[];
   try {
     names = await fsp.readdir(o.spillDir);
@@ -202,7 +220,7 @@ async function* spillBatches(o: Options, client: Redis | null): AsyncGenerator<R
   const files = names.filter((n) => parseSpillName(n) !== null).sort();
   for (const name of files) {
     const parsed = parseSpillName(name);
-    if (parsed && client !== null && (await client.exists(ackKey(o.key, parsed.frameId))) === 1) {
+    if (parsed && client !== null && (await client.exists(ackKey(listKeyFor(keys, parsed.frameId), parsed.frameId))) === 1) {
       process.stderr.write(`logs: spill file ${name} is already in Redis (skipped)\n`);
       continue;
     }

@@ -44,16 +44,16 @@ export type RawJson =
     };
 
 /**
- * The start of one NDJSON line, `{"ts":…,"type":…,"worker":…,"name":…` followed by the record's
+ * The start of one NDJSON line, `{"ts":…,"type":…,"worker":…,"host":…,"name":…` followed by the record's
  * other fields, and `,"<raw.key>":` when a raw JSON text follows. The caller appends the raw text
  * (see `rawText`) and `}\n`. Built by string concatenation: one JSON.stringify per non-numeric
  * field value, never of the whole record, never of the raw request (docs/architecture.md);
  * about twice as fast as JSON.stringify of the record (bench/RESULTS-log.md).
- * The record's own `ts`/`worker` (the service writes those) are skipped, as are values JSON
+ * The record's own `ts`/`worker`/`host` (the service writes those) are skipped, as are values JSON
  * leaves out (undefined, functions, symbols). Throws only if a value cannot be serialized
  * (BigInt, cycle); the service catches that.
  */
-export function lineHead(ts: number, workerJson: string, record: LogRecord, rawKey: string | null): string {
+export function lineHead(ts: number, workerJson: string, hostJson: string, record: LogRecord, rawKey: string | null): string {
   const type = record.type;
   let s =
     '{"ts":' +
@@ -62,10 +62,12 @@ export function lineHead(ts: number, workerJson: string, record: LogRecord, rawK
     (QUOTED_TYPE[type] ?? JSON.stringify(type)) +
     ',"worker":' +
     workerJson +
+    ',"host":' +
+    hostJson +
     ',"name":' +
     (typeof record.name === 'string' ? JSON.stringify(record.name) : 'null');
   for (const k in record) {
-    if (k === 'type' || k === 'name' || k === 'ts' || k === 'worker') continue;
+    if (k === 'type' || k === 'name' || k === 'ts' || k === 'worker' || k === 'host') continue;
     const v: unknown = record[k];
     const t = typeof v;
     if (t === 'number') s += prefix(k) + (Number.isFinite(v) ? String(v) : 'null');

@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import { RedisService } from '../redis/redis.service';
+import { logListKeys } from './log-keys';
 import { lineHead, rawText, type RawJson } from './log-line';
 import { LogPipeline } from './log-pipeline';
 import { RedisFrameSink } from './log-sink';
@@ -18,7 +19,8 @@ import { SpillStore } from './spill';
 /**
  * The bid log of this worker (docs/log-pipeline.md). `log()` appends one NDJSON line to an
  * in-memory queue and returns; the pipeline compresses batches with zstd on the thread pool and
- * RPUSHes them to `LOG_REDIS_KEY`, keeping them in memory, then on disk, while Redis is away.
+ * RPUSHes them to the log's lists (src/log/log-keys.ts), keeping them in memory, then on disk, while
+ * Redis is away.
  * On shutdown (after the HTTP server has finished its last requests) everything is flushed.
  */
 /** Token of an optional observer of the flusher's synchronous steps (the log benchmark provides one). */
@@ -29,6 +31,7 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private readonly logger = new Logger('BidLog');
   private readonly pipeline: LogPipeline;
   private readonly workerJson: string;
+  private readonly hostJson: string;
   private readonly finalFlush: Promise<void>;
   private finalFlushDone: () => void = () => undefined;
 
@@ -38,6 +41,7 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
     @Optional() @Inject(LOG_STEP_HOOK) stepHook: ((ms: number, what: string) => void) | null = null,
   ) {
     this.workerJson = JSON.stringify(config.workerId);
+    this.hostJson = JSON.stringify(config.hostId);
     this.pipeline = new LogPipeline(
       {
         flushIntervalMs: config.logFlushIntervalMs,
@@ -45,18 +49,18 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
         maxMemoryBytes: config.logMaxMemoryBytes,
         zstdLevel: config.logZstdLevel,
       },
-      new RedisFrameSink(redis, config.logRedisKey),
-      new SpillStore(config.logSpillDir, config.logSpillMaxBytes, config.workerId),
+      new RedisFrameSink(redis, logListKeys(config), config.logWaitReplicas, config.logWaitTimeoutMs),
+      new SpillStore(config.logSpillDir, config.logSpillMaxBytes, `${config.hostId}.${config.workerId}`),
       this.logger,
       stepHook,
     );
     this.finalFlush = new Promise<void>((resolve) => (this.finalFlushDone = resolve));
-    redis.onReady(() => this.pipeline.redisReady());
+    redis.onLogReady(() => this.pipeline.redisReady());
   }
 
   /**
    * Logs one record: O(1), synchronous, no I/O, never throws. The line starts with `ts`, `type`,
-   * `worker` and `name`, then the record's other fields; `raw` embeds an already-serialized JSON
+   * `worker`, `host` and `name`, then the record's other fields; `raw` embeds an already-serialized JSON
    * text (the bid request body) under `raw.key` without parsing or re-serializing it; line breaks in
    * it become spaces unless `raw.singleLine` says there are none (the caller knows it more cheaply).
    */
@@ -66,7 +70,7 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
     let tail: string | Uint8Array | null = null;
     let lineBreaks = false;
     try {
-      head = lineHead(ts, this.workerJson, record, raw ? raw.key : null);
+      head = lineHead(ts, this.workerJson, this.hostJson, record, raw ? raw.key : null);
       if (raw !== undefined) {
         if (raw.bytes !== undefined) {
           tail = raw.bytes;
@@ -78,7 +82,7 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
       }
     } catch {
       // A field that JSON cannot hold (BigInt, cycle): keep the record's identity, never throw.
-      head = lineHead(ts, this.workerJson, { type: record.type, id: String(record.id), name: String(record.name), error: 'unserializable record' }, null);
+      head = lineHead(ts, this.workerJson, this.hostJson, { type: record.type, id: String(record.id), name: String(record.name), error: 'unserializable record' }, null);
       tail = null;
     }
     this.pipeline.append(head, tail, lineBreaks);

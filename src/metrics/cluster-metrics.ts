@@ -1,9 +1,8 @@
-import * as os from 'node:os';
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import Redis from 'ioredis';
 import { AggregatorRegistry, type Metric } from 'prom-client';
 import { CONFIG, type Config } from '../config/config';
+import { createRedisClient, type RedisClient } from '../redis/redis.options';
 import { ComputedGauge, type MetricFamily } from './fast-metrics';
 import { MetricsService, WINDOW_MS } from './metrics.service';
 
@@ -13,12 +12,13 @@ export const STALE_MS = 3 * WINDOW_MS;
 interface Snapshot {
   ts: number;
   worker: string;
+  host: string;
   pid: number;
   metrics: MetricFamily[];
 }
 
-/** Redis hash holding one snapshot per live worker of the bidder listening on `port` on this machine. */
-export function machineKey(port: number, host: string = os.hostname()): string {
+/** Redis hash holding one snapshot per live worker of the bidder listening on `port` on this host (HOST_ID). */
+export function machineKey(port: number, host: string): string {
   return `bidder:metrics:${host}:${port}`;
 }
 
@@ -53,13 +53,14 @@ export async function aggregate(snapshots: MetricFamily[][], byWorker = false): 
  * snapshot of its registry to a Redis hash (one field per worker, every WINDOW_MS, and at start-up;
  * removed on a graceful stop), and `GET /metrics/cluster`, answered by whichever worker receives it,
  * refreshes its own snapshot, reads the others and aggregates. Figures of other workers are at most
- * WINDOW_MS old. Uses its own small Redis connection so that metrics never queue behind log batches.
+ * WINDOW_MS old. Uses its own small Redis connection so that metrics never queue behind log batches
+ * (on a Redis Cluster its own client; the hash is one key, so its MULTI runs on one node).
  */
 @Injectable()
 export class ClusterMetrics implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('ClusterMetrics');
   private readonly field: string;
-  private redis: Redis | null = null;
+  private redis: RedisClient | null = null;
   private timer: NodeJS.Timeout | null = null;
   private inFlight: Promise<void> | null = null;
   private next: Promise<void> | null = null;
@@ -74,13 +75,10 @@ export class ClusterMetrics implements OnApplicationBootstrap, OnApplicationShut
   }
 
   onApplicationBootstrap(): void {
-    this.redis = new Redis(this.config.redisUrl, {
-      connectionName: 'bidder-metrics',
-      maxRetriesPerRequest: 1,
-      commandTimeout: 2_000,
-      retryStrategy: (times) => Math.min(times * 250, WINDOW_MS),
-    });
+    // Off the bid path: a snapshot may wait for the connection (its offline queue) rather than fail.
+    this.redis = createRedisClient(this.config.redis, `bidder:${this.config.hostId}:${this.config.workerId}:metrics`, { offlineQueue: true, commandTimeoutMs: 2_000 });
     this.redis.on('error', (e: Error) => this.fail(e));
+    this.redis.connect().catch(() => undefined);
     this.publishInBackground();
     this.timer = setInterval(() => this.publishInBackground(), WINDOW_MS);
     this.timer.unref();
@@ -110,7 +108,7 @@ export class ClusterMetrics implements OnApplicationBootstrap, OnApplicationShut
       const addr = this.adapterHost.httpAdapter?.getHttpServer()?.address?.();
       if (addr && typeof addr === 'object') port = addr.port;
     }
-    return machineKey(port);
+    return machineKey(port, this.config.hostId);
   }
 
   /**
@@ -160,7 +158,7 @@ export class ClusterMetrics implements OnApplicationBootstrap, OnApplicationShut
   private async write(): Promise<void> {
     const redis = this.redis;
     if (!redis) return;
-    const snapshot: Snapshot = { ts: Date.now(), worker: this.config.workerId, pid: process.pid, metrics: await this.metrics.snapshot() };
+    const snapshot: Snapshot = { ts: Date.now(), worker: this.config.workerId, host: this.config.hostId, pid: process.pid, metrics: await this.metrics.snapshot() };
     const key = this.key();
     await redis.multi().hset(key, this.field, JSON.stringify(snapshot)).pexpire(key, 2 * STALE_MS).exec();
     if (this.failing) this.logger.log('publishing metrics to Redis again');

@@ -1,7 +1,8 @@
 /**
  * Every Lua script the bidder runs, in one place (RedisService defines them on its clients). Each
- * script touches keys of ONE hash tag only (`{…}` in the key names), so that it runs on a Redis
- * Cluster as on a single server.
+ * script that writes touches keys of ONE hash tag only (`{…}` in the key names), so that it runs on
+ * a Redis Cluster as on a single server; READ_MANY, which only reads, is sent to each node with the
+ * keys that node serves.
  *
  * Redis does not roll a script back when a command in it fails half-way: a script that writes checks
  * first what could make a later write fail (a key of the wrong type, a value that is not a number),
@@ -57,11 +58,31 @@ return n`;
 
 /**
  * `RPUSH list frame`, at most once per frame id: a push that timed out or whose connection broke may
- * still have run; the retry (or the drain of its spill file) is then a no-op. KEYS: the list, the
- * frame's marker (the list's tag). ARGV: frame, marker TTL s. Returns the list's length, or -1.
+ * still have run; the retry (or the drain of its spill file) is then a no-op, except that it sets the
+ * marker's TTL again: a write, so that a WAIT after the retry covers the frame too (WAIT counts
+ * the writes of its connection, and a replica that has this write has everything before it).
+ * KEYS: the list, the frame's marker (the list's tag). ARGV: frame, marker TTL s. Returns the
+ * list's length, or -1.
  */
 export const PUSH_ONCE = `
-if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('EXPIRE', KEYS[2], tonumber(ARGV[2]))
+  return -1
+end
 local n = redis.call('RPUSH', KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], '1', 'EX', tonumber(ARGV[2]))
 return n`;
+
+/**
+ * GET of many keys of different hash slots that one cluster node serves, in one round trip: what
+ * MGET cannot do on a cluster (its keys must share a slot), so that the spend refresh costs one
+ * command per master instead of one per campaign (bench/RESULTS-cluster.md). The keys come in ARGV,
+ * undeclared: a cluster refuses declared keys of different slots (CROSSSLOT), while
+ * `allow-cross-slot-keys` (Redis 7) lets a script read undeclared keys of any slot the node serves;
+ * a key it does not serve (the slot moved) fails the script, and the caller reads that node's keys
+ * by slot instead. ARGV: the keys. Returns their values (nil for none), in order.
+ */
+export const READ_MANY = `#!lua flags=no-writes,allow-cross-slot-keys
+local out = {}
+for i, k in ipairs(ARGV) do out[i] = redis.call('GET', k) end
+return out`;

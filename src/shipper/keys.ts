@@ -4,10 +4,8 @@
  * each Lua script touches the keys of one hash tag only.
  */
 
-/** The log lists the shipper drains. The one place that knows them: sharded keys come here. */
-export function logListKeys(config: { readonly logRedisKey: string }): string[] {
-  return [config.logRedisKey];
-}
+/** The log lists the shipper drains: every list of the bid log (one function for the bidder, the reader and the shipper). */
+export { logListKeys } from '../log/log-keys';
 
 /** The frames a shipper has claimed from `listKey` and not yet removed (one batch group). */
 export function procKey(listKey: string, shipperId: string): string {

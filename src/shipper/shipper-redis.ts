@@ -1,11 +1,12 @@
-import Redis from 'ioredis';
-import { redisClientOptions } from '../redis/redis.options';
+import type { RedisTarget } from '../config/config';
+import { createRedisClient, untilUsable, usable, type RedisClient } from '../redis/redis.options';
 import { readBacklog, type Backlog } from './backlog';
 import { heartbeatKey, procKey, shippersKey } from './keys';
 
 /**
- * Every Redis command of the shipper, so that moving to sharded lists or a Redis Cluster client
- * stays in this class. Each Lua script takes the keys of one log list only (see keys.ts).
+ * Every Redis command of the shipper, on one server or a Redis Cluster (src/redis/redis.options.ts
+ * makes the client). Each Lua script takes the keys of one log list only, which share that list's
+ * hash tag (see keys.ts), so each runs on the node that holds the list; nothing else spans keys.
  *
  * The protocol, per log list `L` and shipper `S` (docs/log-pipeline.md, "Claims"):
  * - `L:hb:S` holds S's instance token with a TTL (its lease); only the holder touches `L:proc:S`.
@@ -96,16 +97,16 @@ export class LeaseLostError extends Error {
 }
 
 export class ShipperRedis {
-  readonly client: Redis;
+  readonly client: RedisClient;
   private readonly scripts: Scripts;
 
   constructor(
-    url: string,
+    target: RedisTarget,
     readonly shipperId: string,
     /** This process's token in the heartbeat keys (another process with the same SHIP_ID has another). */
     readonly token: string,
   ) {
-    this.client = new Redis(url, redisClientOptions(`shipper:${shipperId}`));
+    this.client = createRedisClient(target, `shipper:${shipperId}`);
     this.client.defineCommand('shipHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT });
     this.client.defineCommand('shipRelease', { numberOfKeys: 1, lua: RELEASE });
     this.client.defineCommand('shipClaim', { numberOfKeys: 4, lua: CLAIM });
@@ -114,12 +115,13 @@ export class ShipperRedis {
     this.scripts = this.client as unknown as Scripts;
   }
 
-  connect(): Promise<void> {
-    return this.client.connect();
+  async connect(): Promise<void> {
+    await this.client.connect();
+    await untilUsable(this.client);
   }
 
   ready(): boolean {
-    return this.client.status === 'ready';
+    return usable(this.client);
   }
 
   async heartbeat(listKey: string, ttlMs: number): Promise<Lease> {

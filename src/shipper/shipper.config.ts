@@ -1,18 +1,20 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ConfigError, Reader, type Env } from '../config/config';
+import { ConfigError, readLogKeys, Reader, readRedisTarget, type Env, type RedisTarget } from '../config/config';
 
 export const CRASH_POINTS = ['after-claim', 'after-write'] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
 /**
  * The shipper's settings (docs/log-pipeline.md, "The shipper"), read from the environment once and
- * frozen. It shares REDIS_URL, LOG_REDIS_KEY and LOG_LEVEL with the bidder; a bad value stops the
+ * frozen. It shares REDIS_URL, REDIS_MODE, REDIS_CLUSTER_NODES, LOG_REDIS_KEY, LOG_REDIS_SHARDS and
+ * LOG_LEVEL with the bidder (it reads the same lists: src/log/log-keys.ts); a bad value stops the
  * process with one error naming every bad variable, like the bidder's config.
  */
 export interface ShipperConfig {
-  readonly redisUrl: string;
+  readonly redis: RedisTarget;
   readonly logRedisKey: string;
+  readonly logRedisShards: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Root of the partitions (`date=YYYY-MM-DD/hour=HH/<group>.parquet`), absolute. */
   readonly dir: string;
@@ -53,9 +55,10 @@ export function loadShipperConfig(env: Env = process.env, cwd: string = process.
   const shipperId = r.str('SHIP_ID', defaultShipperId());
   if (!ID.test(shipperId)) r.problems.push(`SHIP_ID=${JSON.stringify(shipperId)}: expected 1 to 100 of A-Z a-z 0-9 _ . : -`);
   const crash = r.str('SHIP_TEST_CRASH_AT', '');
+  const redis = readRedisTarget(r, env);
   const cfg: ShipperConfig = {
-    redisUrl: r.url('REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
-    logRedisKey: r.str('LOG_REDIS_KEY', 'bidlog'),
+    redis,
+    ...readLogKeys(r, redis.mode),
     logLevel: r.oneOf('LOG_LEVEL', 'info', LEVELS),
     dir: path.resolve(cwd, r.str('SHIP_DIR', path.join('.run', 'bidlog'))),
     intervalMs: r.int('SHIP_INTERVAL_MS', 10_000, 10, 3_600_000),

@@ -15,7 +15,7 @@ export class ShipperModule {
       providers: [
         { provide: SHIPPER_CONFIG, useValue: config },
         ShipperMetrics,
-        { provide: ShipperRedis, useFactory: () => new ShipperRedis(config.redisUrl, config.shipperId, randomUUID()) },
+        { provide: ShipperRedis, useFactory: () => new ShipperRedis(config.redis, config.shipperId, randomUUID()) },
         {
           provide: ParquetStore,
           useFactory: () => new ParquetStore({ dir: config.dir, shipperId: config.shipperId, threads: config.duckdbThreads, memoryMb: config.duckdbMemoryMb }),

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { untilUsable } from '../redis/redis.options';
 import { toBatch } from './batch';
 import { logListKeys } from './keys';
 import { ParquetStore, StorageError } from './parquet-store';
@@ -301,16 +302,8 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
     }
   }
 
-  private untilRedisReady(maxMs: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(t);
-        this.redis.client.off('ready', done);
-        resolve();
-      };
-      const t = setTimeout(done, maxMs);
-      this.redis.client.once('ready', done);
-    });
+  private async untilRedisReady(maxMs: number): Promise<void> {
+    await untilUsable(this.redis.client, maxMs);
   }
 
   private async beat(): Promise<void> {

@@ -10,31 +10,33 @@ function line(head: string, tail: string | null): string {
 }
 
 describe('log line encoding', () => {
-  it('starts with ts, type, worker, name, then the record fields in order', () => {
-    const head = lineHead(1700000000123, '"w1"', { type: 'response', id: 'r-1', name: 'pub', status: 204, nbr: 2, missing: undefined }, null);
+  it('starts with ts, type, worker, host, name, then the record fields in order', () => {
+    const head = lineHead(1700000000123, '"w1"', '"host-a"', { type: 'response', id: 'r-1', name: 'pub', status: 204, nbr: 2, missing: undefined }, null);
     const rec = JSON.parse(line(head, null)) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(rec), ['ts', 'type', 'worker', 'name', 'id', 'status', 'nbr']);
-    assert.deepEqual(rec, { ts: 1700000000123, type: 'response', worker: 'w1', name: 'pub', id: 'r-1', status: 204, nbr: 2 });
+    assert.deepEqual(Object.keys(rec), ['ts', 'type', 'worker', 'host', 'name', 'id', 'status', 'nbr']);
+    assert.deepEqual(rec, { ts: 1700000000123, type: 'response', worker: 'w1', host: 'host-a', name: 'pub', id: 'r-1', status: 204, nbr: 2 });
   });
 
   it("never lets a record override the service's own fields", () => {
-    const head = lineHead(5, '"w"', { type: 'win', id: 'x', name: 'p', ts: 1, worker: 'evil' }, null);
+    const head = lineHead(5, '"w"', '"h"', { type: 'win', id: 'x', name: 'p', ts: 1, worker: 'evil', host: 'elsewhere' }, null);
     const rec = JSON.parse(line(head, null)) as Record<string, unknown>;
     assert.equal(rec.ts, 5);
     assert.equal(rec.worker, 'w');
+    assert.equal(rec.host, 'h');
+    assert.equal(head.match(/"host"/g)?.length, 1);
     assert.equal(head.match(/"ts"/g)?.length, 1);
   });
 
   it('escapes strings (quotes, newlines, unicode) and keeps a null name as null', () => {
-    const head = lineHead(1, '"w"', { type: 'request', id: 'a"b\nc', name: null as unknown as string, note: 'é\u2028😀' }, null);
+    const head = lineHead(1, '"w"', '"h"', { type: 'request', id: 'a"b\nc', name: null as unknown as string, note: 'é\u2028😀' }, null);
     const text = line(head, null);
     assert.ok(!text.includes('\n'));
-    assert.deepEqual(JSON.parse(text), { ts: 1, type: 'request', worker: 'w', name: null, id: 'a"b\nc', note: 'é\u2028😀' });
+    assert.deepEqual(JSON.parse(text), { ts: 1, type: 'request', worker: 'w', host: 'h', name: null, id: 'a"b\nc', note: 'é\u2028😀' });
   });
 
   it('embeds a raw JSON text as is, made single-line', () => {
     const raw = '{\r\n  "id": "q1",\n  "imp": [ { "id": "1" } ],\r  "s": "a\\nb"\n}\n';
-    const head = lineHead(9, '"w"', { type: 'request', id: 'q1', name: 'p' }, 'req');
+    const head = lineHead(9, '"w"', '"h"', { type: 'request', id: 'q1', name: 'p' }, 'req');
     const text = line(head, rawText(raw));
     assert.ok(!/[\r\n]/.test(text));
     const rec = JSON.parse(text) as { req: unknown };
@@ -49,7 +51,7 @@ describe('LogBuffer', () => {
     const b = new LogBuffer(64);
     const expected: string[] = [];
     for (let i = 0; i < 200; i++) {
-      const head = lineHead(i, '"w"', { type: 'request', id: `id-${i}`, name: i % 3 === 0 ? 'é😀' : 'p' }, 'req');
+      const head = lineHead(i, '"w"', '"h"', { type: 'request', id: `id-${i}`, name: i % 3 === 0 ? 'é😀' : 'p' }, 'req');
       const tail = i % 7 === 0 ? '{"big":"' + 'x'.repeat(100) + '"}' : '{}';
       b.append(head, tail);
       expected.push(line(head, tail));
@@ -78,7 +80,7 @@ describe('LogBuffer', () => {
 describe('LogBuffer, tails given as bytes', () => {
   it('copies UTF-8 bytes as they are, turns CR and LF into spaces only when asked, writes null for none', () => {
     const b = new LogBuffer(256);
-    const head = lineHead(1, '"w"', { type: 'request', id: 'q', name: 'p' }, 'req');
+    const head = lineHead(1, '"w"', '"h"', { type: 'request', id: 'q', name: 'p' }, 'req');
     const pretty = '{\r\n  "id": "q",\n  "s": "é😀\\n"\r}\n';
     b.append(head, Buffer.from(pretty), true);
     b.append(head, Buffer.from('{"id":"q","s":"✓"}'), false);
@@ -101,7 +103,7 @@ describe('LogBuffer, tails given as bytes', () => {
 describe('zstd frames', () => {
   it('one frame per batch, readable by plain zlib.zstdDecompressSync, content size in the header', async () => {
     const b = new LogBuffer(16 * 1024);
-    for (let i = 0; i < 3000; i++) b.append(lineHead(i, '"w"', { type: 'response', id: `r${i}`, name: 'p', status: 204 }, null), null);
+    for (let i = 0; i < 3000; i++) b.append(lineHead(i, '"w"', '"h"', { type: 'response', id: `r${i}`, name: 'p', status: 204 }, null), null);
     const [batch] = b.take(1 << 30);
     const frame = await compressFrame(batch.chunks, batch.bytes);
     assert.equal(frame.readUInt32LE(0), 0xfd2fb528);

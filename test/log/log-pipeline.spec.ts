@@ -90,7 +90,7 @@ describe('LogPipeline (fake Redis, real disk)', () => {
     for (let i = 0; i < n; i++) {
       const id = `r${seq++}-${Math.random().toString(36).slice(2)}`;
       ids.push(id);
-      p.append(lineHead(Date.now(), '"w"', { type: 'request', id, name: 'p' }, 'req'), JSON.stringify({ id, pad: randomBytes(pad).toString('base64') }));
+      p.append(lineHead(Date.now(), '"w"', '"h"', { type: 'request', id, name: 'p' }, 'req'), JSON.stringify({ id, pad: randomBytes(pad).toString('base64') }));
     }
     return ids;
   }

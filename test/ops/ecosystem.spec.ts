@@ -34,7 +34,7 @@ const NO_CPU_MAX = path.join(os.tmpdir(), 'no-such-dir', 'cpu.max');
 /** Evaluates the file as the PM2 CLI does, with `env` as the CLI's environment; returns the app `name`. */
 function load(env: Record<string, string | undefined>, name = 'bidder'): App {
   const saved = { ...process.env };
-  for (const k of ['WORKERS', 'PORT', 'HOST', 'REDIS_URL', 'SHUTDOWN_TIMEOUT_MS', 'CAMPAIGNS_FILE', 'TRACKING_BASE_URL', 'BIDDER_RUN_DIR', 'LOG_SPILL_DIR', 'LOG_REDIS_KEY', 'SHIP_DIR', 'SHIP_ID', 'SHIP_STOP_TIMEOUT_MS']) delete process.env[k];
+  for (const k of ['WORKERS', 'PORT', 'HOST', 'HOST_ID', 'REDIS_URL', 'SHUTDOWN_TIMEOUT_MS', 'CAMPAIGNS_FILE', 'TRACKING_BASE_URL', 'BIDDER_RUN_DIR', 'LOG_SPILL_DIR', 'LOG_REDIS_KEY', 'SHIP_DIR', 'SHIP_ID', 'SHIP_STOP_TIMEOUT_MS']) delete process.env[k];
   process.env.BIDDER_CPU_MAX_FILE = NO_CPU_MAX;
   for (const [k, v] of Object.entries(env)) if (v !== undefined) process.env[k] = v;
   try {
@@ -186,6 +186,7 @@ describe('ecosystem.config.js', () => {
     assert.equal(app.env.LOG_REDIS_KEY, 'blog');
     assert.equal(app.env.SHIP_DIR, '/tmp/x/bidlog');
     assert.match(app.env.SHIP_ID, /-shipper$/, 'a fixed id per host: a restart resumes its own batch');
+    assert.equal(load({ HOST_ID: 'host-b' }, 'shipper').env.SHIP_ID, 'host-b-shipper', 'two hosts on one machine get two ids');
     assert.equal(app.wait_ready, true);
     assert.ok(app.kill_timeout > Number(app.env.SHIP_STOP_TIMEOUT_MS));
     assert.equal(app.out_file, '/tmp/x/logs/shipper.out.log');

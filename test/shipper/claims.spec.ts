@@ -24,14 +24,14 @@ describe('shipper claims (real Redis)', () => {
   });
 
   async function shipper(id: string, token = `${id}-token`): Promise<ShipperRedis> {
-    const s = new ShipperRedis(redis.url, id, token);
+    const s = new ShipperRedis({ mode: 'single', url: redis.url, nodes: [] }, id, token);
     clients.push(s);
     await s.connect();
     return s;
   }
 
   it('reads the one log list of LOG_REDIS_KEY; every key of a list starts with the list key (one hash tag in Redis Cluster)', () => {
-    assert.deepEqual(logListKeys({ logRedisKey: 'bidlog' }), ['bidlog']);
+    assert.deepEqual(logListKeys({ logRedisKey: 'bidlog', logRedisShards: 1, redis: { mode: 'single' } }), ['bidlog']);
     for (const k of [procKey('bidlog:{3}', 's1'), heartbeatKey('bidlog:{3}', 's1'), shippersKey('bidlog:{3}')]) assert.ok(k.startsWith('bidlog:{3}:'), k);
   });
 

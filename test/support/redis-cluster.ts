@@ -19,6 +19,8 @@ export interface TestRedisCluster {
   failover(masterPort: number): Promise<number>;
   /** SIGKILLs one node; its replica takes over after the node timeout (waitUntilOk() waits for that). */
   kill(port: number): Promise<void>;
+  /** Starts a killed node again; it rejoins as a replica of whoever took its slots (waitUntilOk() waits for its sync). */
+  restart(port: number): Promise<void>;
   waitUntilOk(timeoutMs?: number): Promise<void>;
   refresh(): Promise<unknown>;
   stop(): Promise<void>;
