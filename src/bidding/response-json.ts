@@ -61,51 +61,80 @@ export class DsaWriter {
 }
 
 /**
+ * The fixed pieces of the native markup in one of its two forms: `q` is the quote of its keys, `"`
+ * for the plain JSON text or `\"` for the inside of a JSON string literal. Built once per form, so
+ * writing a markup concatenates ready-made strings (as fast as literals in the code).
+ */
+function nativeKeys(q: string) {
+  return {
+    /** Plain form: string values go through JSON.stringify; escaped form: they are known safe and only quoted. */
+    plain: q === '"',
+    q,
+    title: `{${q}id${q}:`,
+    titleText: `,${q}title${q}:{${q}text${q}:`,
+    imgUrl: `,${q}img${q}:{${q}url${q}:`,
+    w: `,${q}w${q}:`,
+    h: `,${q}h${q}:`,
+    dataValue: `,${q}data${q}:{${q}value${q}:`,
+    ver: `{${q}ver${q}:`,
+    assets: `,${q}assets${q}:[`,
+    link: `],${q}link${q}:{${q}url${q}:`,
+    eventtracker: `,${q}eventtrackers${q}:[{${q}event${q}:${EVENT_IMPRESSION},${q}method${q}:${METHOD_IMG},${q}url${q}:`,
+    imptrackers: `,${q}imptrackers${q}:[`,
+    native: `{${q}native${q}:`,
+  };
+}
+
+type NativeKeys = ReturnType<typeof nativeKeys>;
+const PLAIN_KEYS = nativeKeys('"');
+const ESCAPED_KEYS = nativeKeys('\\"');
+
+/**
  * The native markup (Native 1.2 §5, a JSON document in `bid.adm`), written once for both forms it
- * takes: `q` is the quote of the keys and `str` writes a string value, plain (`"`, JSON.stringify)
- * or already escaped for the inside of a JSON string (`\"`). Assets echo the request's asset ids;
+ * takes: `k` holds the keys of the form and says how a string value is written, plain
+ * (JSON.stringify) or, known to need no escaping, between the form's quotes (`\"`). Assets echo the request's asset ids;
  * the fills come from the auction and cover every required asset. Impression tracking:
  * `eventtrackers` with method 1 when the request offers it; when the request lists no
  * eventtrackers (Native ≤ 1.1 habit), the legacy `imptrackers`; a request offering impressions only
  * by JS gets none in the markup (nurl/burl still report the win and the billing). Native 1.0
  * requests get the `{"native": …}` root wrapper; 1.1 and later do not (§4.1).
  */
-function writeNative(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls, q: string, str: (s: string) => string): string {
+function writeNative(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls, k: NativeKeys): string {
   let assets = '';
   for (let i = 0; i < fills.length; i++) {
     const f = fills[i];
     let a: string;
     switch (f.kind) {
       case NativeAssetKind.Title:
-        a = `{${q}id${q}:${f.assetId},${q}title${q}:{${q}text${q}:${str(f.text)}}}`;
+        a = k.title + f.assetId + k.titleText + str(k, f.text) + '}}';
         break;
       case NativeAssetKind.Img:
         if (f.img === null) continue;
-        a = `{${q}id${q}:${f.assetId},${q}img${q}:{${q}url${q}:${str(f.img.url)},${q}w${q}:${f.img.w},${q}h${q}:${f.img.h}}}`;
+        a = k.title + f.assetId + k.imgUrl + str(k, f.img.url) + k.w + f.img.w + k.h + f.img.h + '}}';
         break;
       case NativeAssetKind.Data:
-        a = `{${q}id${q}:${f.assetId},${q}data${q}:{${q}value${q}:${str(f.text)}}}`;
+        a = k.title + f.assetId + k.dataValue + str(k, f.text) + '}}';
         break;
       default:
         continue;
     }
-    assets = assets === '' ? a : `${assets},${a}`;
+    assets = assets === '' ? a : assets + ',' + a;
   }
   const v = nativeVersion(n);
-  let body = `{${q}ver${q}:${str(v.ver)},${q}assets${q}:[${assets}],${q}link${q}:{${q}url${q}:${str(urls.click)}}`;
-  if (v.tracker === 'eventtracker') body += `,${q}eventtrackers${q}:[{${q}event${q}:${EVENT_IMPRESSION},${q}method${q}:${METHOD_IMG},${q}url${q}:${str(urls.imp)}}]`;
-  else if (v.tracker === 'imptrackers') body += `,${q}imptrackers${q}:[${str(urls.imp)}]`;
-  return v.legacy ? `{${q}native${q}:${body}}}` : `${body}}`;
+  let body = k.ver + str(k, v.ver) + k.assets + assets + k.link + str(k, urls.click) + '}';
+  if (v.tracker === 'eventtracker') body += k.eventtracker + str(k, urls.imp) + '}]';
+  else if (v.tracker === 'imptrackers') body += k.imptrackers + str(k, urls.imp) + ']';
+  return v.legacy ? k.native + body + '}}' : body + '}';
 }
 
-/** A string value inside the escaped form: its quotes escaped, the value itself known to need no escaping. */
-function escapedValue(s: string): string {
-  return `\\"${s}\\"`;
+/** A string value of the markup in form `k`. */
+function str(k: NativeKeys, s: string): string {
+  return k.plain ? JSON.stringify(s) : k.q + s + k.q;
 }
 
 /** The native markup as a JSON text (what `bid.adm` holds once the response is parsed). */
 export function nativeAdm(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls): string {
-  return writeNative(n, fills, urls, '"', JSON.stringify);
+  return writeNative(n, fills, urls, PLAIN_KEYS);
 }
 
 /**
@@ -116,7 +145,7 @@ export function nativeAdm(n: NativeImp, fills: readonly NativeFill[], urls: Trac
  * Anything else takes the plain form and JSON.stringify.
  */
 export function nativeAdmLiteral(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls, urlsSafe: boolean): string {
-  if (urlsSafe && fillsSafe(fills)) return `"${writeNative(n, fills, urls, '\\"', escapedValue)}"`;
+  if (urlsSafe && fillsSafe(fills)) return `"${writeNative(n, fills, urls, ESCAPED_KEYS)}"`;
   return JSON.stringify(nativeAdm(n, fills, urls));
 }
 

@@ -6,10 +6,13 @@
  * Two signatures, one per audience: the notices an exchange calls from its servers (win, bill, loss)
  * carry one, the URLs a page or player calls (impression, click) carry the other. The browser URLs are
  * in the ad markup anyone who sees the ad can read; with one signature for all, anyone could turn an
- * impression URL into a bill. Each signature is HMAC-SHA256 (first 128 bits, base64url) of the payload
- * text under a key derived from the tracking secret for that audience, so neither can be made from the
- * other. The payload names the key it was signed with (its id), so keys can rotate: one signing key
- * (TRACKING_SECRET, TRACKING_KEY_ID), earlier ones still accepted (TRACKING_OLD_KEYS).
+ * impression URL into a bill. The two signatures are the two halves of one HMAC-SHA256 of the payload
+ * text (base64url, 128 bits each) under a key derived from the tracking secret: the server-to-server
+ * one the first 16 bytes, the browser one the last 16. The output of HMAC is indistinguishable from
+ * random bits without the key, so one half tells nothing about the other, and one MAC per bid costs
+ * half of two (bench/README.md). The payload names the key it was signed with (its id), so keys can
+ * rotate: one signing key (TRACKING_SECRET, TRACKING_KEY_ID), earlier ones still accepted
+ * (TRACKING_OLD_KEYS).
  *
  * Format 3 (written): a packed binary record in base64url: version (1 byte, 3), flags (1 byte; bit 0:
  * the bid id is a UUID stored as 16 bytes), key id (1 byte), time in epoch ms (6 bytes, big-endian),
@@ -139,16 +142,10 @@ function maxSize(p: TrackingPayload): number {
   return FIXED_BYTES + 3 * chars + 9 * 5;
 }
 
-/** One key's two signers. */
-interface KeyHmacs {
-  readonly s2s: Hmac;
-  readonly browser: Hmac;
-}
-
 export class PayloadCodec {
   private readonly keyId: number;
-  private readonly signing: KeyHmacs;
-  private readonly byId = new Map<number, KeyHmacs>();
+  private readonly signing: Hmac;
+  private readonly byId = new Map<number, Hmac>();
   /** Formats 1 and 2: HMAC under each accepted secret itself; null when they are no longer read. */
   private readonly legacy: readonly Hmac[] | null;
   /** Encoding scratch space, reused (the result leaves as a string). */
@@ -156,7 +153,7 @@ export class PayloadCodec {
 
   constructor(keys: TrackingKeys) {
     for (const k of keys.accepted) {
-      this.byId.set(k.id, { s2s: new Hmac(deriveKey(k.secret, 'tracking:s2s')), browser: new Hmac(deriveKey(k.secret, 'tracking:browser')) });
+      this.byId.set(k.id, new Hmac(deriveKey(k.secret, 'tracking:v3')));
     }
     this.keyId = keys.current.id;
     this.signing = this.byId.get(keys.current.id)!;
@@ -189,10 +186,10 @@ export class PayloadCodec {
     off = writeString(buf, off, p.publisher);
     off = writeString(buf, off, p.userKey);
     const packed = buf.toString('base64url', 0, off);
-    const s = this.signing;
+    const mac = this.signing.mac(packed);
     return {
-      s2s: `p=${packed}&s=${s.s2s.mac(packed).toString('base64url', 0, SIG_BYTES)}`,
-      browser: `p=${packed}&s=${s.browser.mac(packed).toString('base64url', 0, SIG_BYTES)}`,
+      s2s: `p=${packed}&s=${mac.toString('base64url', 0, SIG_BYTES)}`,
+      browser: `p=${packed}&s=${mac.toString('base64url', SIG_BYTES, 2 * SIG_BYTES)}`,
     };
   }
 
@@ -211,7 +208,7 @@ export class PayloadCodec {
       if (buf.length >= FIXED_BYTES && buf[0] === PAYLOAD_VERSION) {
         const key = this.byId.get(buf[2]);
         if (key === undefined) throw new PayloadError('unknown_key');
-        if (!sameSig(key[audience], packed, sig)) throw new PayloadError('bad_signature');
+        if (!sameSig(key, packed, sig, audience === 's2s' ? 0 : SIG_BYTES)) throw new PayloadError('bad_signature');
         return decodeBinary(buf, FIXED_BYTES, 9, 3);
       }
       if (buf.length >= FIXED_BYTES - 1 && buf[0] === 2 && this.legacy !== null) {
@@ -226,13 +223,14 @@ export class PayloadCodec {
   }
 
   private verifyLegacy(packed: string, sig: string): void {
-    for (const s of this.legacy!) if (sameSig(s, packed, sig)) return;
+    for (const s of this.legacy!) if (sameSig(s, packed, sig, 0)) return;
     throw new PayloadError('bad_signature');
   }
 }
 
-function sameSig(signer: Hmac, packed: string, sig: string): boolean {
-  const expected = Buffer.from(signer.mac(packed).toString('base64url', 0, SIG_BYTES), 'latin1');
+/** Whether `sig` is the 16 bytes of the payload's MAC from `at` (0: server-to-server or legacy, 16: browser). */
+function sameSig(signer: Hmac, packed: string, sig: string, at: number): boolean {
+  const expected = Buffer.from(signer.mac(packed).toString('base64url', at, at + SIG_BYTES), 'latin1');
   const given = Buffer.from(sig, 'latin1');
   return given.length === expected.length && timingSafeEqual(given, expected);
 }

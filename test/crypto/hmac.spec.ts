@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { Hmac } from '../../src/crypto/hmac';
 
@@ -18,6 +18,21 @@ describe('Hmac', () => {
     const long = 'x'.repeat(5000);
     assert.deepEqual(s.mac(long), createHmac('sha256', key).update(long).digest());
     assert.deepEqual(s.mac('short'), createHmac('sha256', key).update('short').digest());
+  });
+  it('equals createHmac for keys shorter than, equal to and longer than a block', () => {
+    for (const keyLen of [0, 1, 31, 32, 63, 64, 65, 128, 500]) {
+      const key = randomBytes(keyLen);
+      const s = new Hmac(key);
+      for (const text of ['', 'A', 'ü✓新'.repeat(40), '😀'.repeat(300), randomBytes(700).toString('base64url')]) {
+        assert.deepEqual(s.mac(text), createHmac('sha256', key).update(text).digest(), `key of ${keyLen} bytes, text of ${text.length} chars`);
+      }
+    }
+  });
+  it('gives the same answer after a longer message (no state left behind)', () => {
+    const s = new Hmac(randomBytes(20));
+    const first = Buffer.from(s.mac('short'));
+    s.mac('x'.repeat(5000));
+    assert.deepEqual(s.mac('short'), first);
   });
   it('matches the RFC 4231 test case 2 vector', () => {
     const mac = new Hmac(Buffer.from('Jefe')).mac('what do ya want for nothing?');

@@ -22,8 +22,10 @@ function parts(q: string): { p: string; s: string } {
 
 /** What a signature is, computed independently: HMAC-SHA256 under HMAC(secret, "tracking:<audience>"), 16 bytes, base64url. */
 function sign(secret: string, audience: Audience, packed: string): string {
-  const key = createHmac('sha256', secret).update(`tracking:${audience}`).digest();
-  return createHmac('sha256', key).update(packed).digest().subarray(0, 16).toString('base64url');
+  // Format 3: one HMAC-SHA256 under a key derived from the secret; its first half for the servers, its last for browsers.
+  const key = createHmac('sha256', secret).update('tracking:v3').digest();
+  const mac = createHmac('sha256', key).update(packed).digest();
+  return (audience === 's2s' ? mac.subarray(0, 16) : mac.subarray(16, 32)).toString('base64url');
 }
 
 /** What earlier versions wrote: one HMAC under the secret itself, for every URL. */
@@ -38,6 +40,7 @@ describe('tracking payload codec', () => {
     const s2s = parts(q.s2s);
     const browser = parts(q.browser);
     assert.equal(s2s.p, browser.p, 'one payload, two signatures');
+    assert.notEqual(s2s.s, browser.s);
     const bytes = Buffer.from(s2s.p, 'base64url');
     assert.equal(bytes[0], PAYLOAD_VERSION);
     assert.equal(bytes[2], 1, 'key id');
