@@ -8,10 +8,13 @@ import { createHmac } from 'node:crypto';
  * Why not node:crypto: the two key blocks, K ^ ipad and K ^ opad, are compressed once here, in the
  * constructor; a MAC of a message under 56 bytes is then two SHA-256 compressions on reused typed
  * arrays, allocation-free. node:crypto has no way to keep those two states: `createHmac` builds
- * both pads per call, and two one-shot `crypto.hash` calls hash four blocks and cross into native
- * code twice. Measured per MAC of a ~95-character payload (`npm run bench`, rows "HMAC-SHA256",
- * RESULTS-bid.md): this class ~1.0 µs, two `crypto.hash` calls ~2.8 µs, `createHmac` with a
- * KeyObject ~2.0–2.5 µs. The output equals `createHmac('sha256', key)` (test/crypto/hmac.spec.ts
+ * both pads per call, and two one-shot `crypto.hash` calls (over pads prepared once) hash four
+ * blocks and cross into native code twice. Alone in a loop the three cost about the same (rows
+ * "HMAC-SHA256" of `npm run bench`, RESULTS-bid.md: 1.4-1.5 µs here, 1.5-2.3 with `crypto.hash`,
+ * 1.8 with `createHmac`); inside the bid path, with its two MACs per bid, the `crypto.hash` version
+ * made every bid ~2 µs dearer (three alternating runs each of `npm run bench`, same code otherwise:
+ * native 23.8-24.6 against 21.9-22.9 µs, banner 19.5-20.1 against 17.5-18.2, sample mix 17.1-17.8
+ * against 15.3-15.7). The output equals `createHmac('sha256', key)` (test/crypto/hmac.spec.ts
  * compares them at every padding boundary, for keys of every size class, and for non-ASCII text).
  */
 
