@@ -10,7 +10,8 @@
 // <url> is the bid endpoint (http://127.0.0.1:8091/openrtb2/bid); <pid> the process that serves it
 // (one process, not a PM2 cluster). Pin the servers to one core and this client to another
 // (`taskset -c 0 node dist/main.js`, `taskset -c 1 node bench/ab-http.js …`) for steadier figures.
-// Prints, per target, the mean CPU µs per request over all rounds, the per-round figures, and the
+// Prints, per target, the mean CPU µs per request over all rounds, the share of 200 answers (compare
+// targets only when it is alike: a no-bid costs far less than a bid), the per-round figures, and the
 // median of the per-round ratios to the first target. bench/README.md has what it was used for.
 const fs = require('node:fs');
 const http = require('node:http');
@@ -71,7 +72,11 @@ async function main() {
     req.id = '__ID__';
     return JSON.stringify(req);
   });
-  for (const t of o.targets) cpuSeconds(t.pid); // fails early on a wrong pid
+  for (const t of o.targets) {
+    cpuSeconds(t.pid); // fails early on a wrong pid
+    t.bids = 0;
+    t.nobids = 0;
+  }
   const agent = new http.Agent({ keepAlive: true, maxSockets: o.conc });
   let current = 0;
   let done = 0;
@@ -86,7 +91,9 @@ async function main() {
     const req = http.request(
       { host: t.url.hostname, port: t.url.port, path: t.url.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
       (res) => {
-        if (res.statusCode !== 200 && res.statusCode !== 204) failed++;
+        if (res.statusCode === 200) t.bids++;
+        else if (res.statusCode === 204) t.nobids++;
+        else failed++;
         res.resume();
         res.on('end', () => {
           done++;
@@ -129,7 +136,8 @@ async function main() {
     const mean = row.requests > 0 ? (row.cpu / row.requests) * 1e6 : NaN;
     const ratio = median(row.rounds.map((v, r) => v / rows[0].rounds[r]));
     console.log(
-      `${t.url.href.padEnd(40)} ${mean.toFixed(1).padStart(7)} µs/req  ratio to the first ${ratio.toFixed(3)}  n=${row.requests}  rounds: ${row.rounds.map((v) => v.toFixed(0)).join(' ')}`,
+      `${t.url.href.padEnd(40)} ${mean.toFixed(1).padStart(7)} µs/req  ratio to the first ${ratio.toFixed(3)}  n=${row.requests}  ` +
+        `bids ${((100 * t.bids) / Math.max(1, t.bids + t.nobids)).toFixed(1)} %  rounds: ${row.rounds.map((v) => v.toFixed(0)).join(' ')}`,
     );
   });
   if (failed > 0) console.log(`${failed} requests failed or were answered with neither 200 nor 204`);

@@ -105,21 +105,26 @@ export interface LogLine {
   [k: string]: unknown;
 }
 
-/** Every record in the Redis list, each element decompressed with plain zlib.zstdDecompressSync. */
-export async function readRedisLog(url: string, key: string): Promise<{ frames: number; records: LogLine[] }> {
+/** Every record in the Redis list (and its line as written), each element decompressed with plain zlib.zstdDecompressSync. */
+export async function readRedisLog(url: string, key: string): Promise<{ frames: number; records: LogLine[]; lines: string[] }> {
   const c = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await c.connect();
   try {
     const frames = await c.lrangeBuffer(key, 0, -1);
     const records: LogLine[] = [];
+    const lines: string[] = [];
     for (const f of frames) {
       const bytes = zlib.zstdDecompressSync(f);
       assert.ok(isUtf8(bytes), 'a batch is valid UTF-8');
       const text = bytes.toString('utf8');
       assert.ok(text.endsWith('\n'), 'a batch is whole NDJSON lines');
-      for (const line of text.split('\n')) if (line !== '') records.push(JSON.parse(line) as LogLine);
+      for (const line of text.split('\n')) {
+        if (line === '') continue;
+        records.push(JSON.parse(line) as LogLine);
+        lines.push(line);
+      }
     }
-    return { frames: frames.length, records };
+    return { frames: frames.length, records, lines };
   } finally {
     c.disconnect();
   }
