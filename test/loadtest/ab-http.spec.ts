@@ -44,12 +44,13 @@ describe('bench/ab-http.js (smoke)', () => {
     const lines = r.stdout.trim().split('\n');
     assert.equal(lines.length, 2, r.stdout);
     lines.forEach((line, i) => {
-      const m = /^(\S+)\s+([\d.]+) µs\/req {2}ratio to the first ([\d.]+) {2}n=(\d+) {2}rounds: (\d+) (\d+)$/.exec(line);
+      const m = /^(\S+)\s+([\d.]+) µs\/req {2}ratio to the first ([\d.]+) {2}n=(\d+) {2}bids ([\d.]+) % {2}rounds: (\d+) (\d+)$/.exec(line);
       assert.ok(m, line);
       assert.equal(m[1], `http://127.0.0.1:${ports[i]}/openrtb2/bid`);
       assert.ok(Number(m[2]) > 0, `CPU per request ${m[2]}`);
       assert.ok(Number(m[4]) > 10, `requests ${m[4]}`);
       if (i === 0) assert.equal(m[3], '1.000');
+      assert.ok(Number(m[5]) >= 0 && Number(m[5]) <= 100, `share of bids ${m[5]}`);
     });
   });
 
