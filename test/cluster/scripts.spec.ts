@@ -4,25 +4,16 @@
  * starts one itself.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import Redis from 'ioredis';
-import { NODE, ROOT } from '../log/support';
+import { ROOT, runNode, type RunResult } from '../log/support';
 import { freePort } from '../support/redis';
 
-function run(script: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(NODE, [path.join(ROOT, 'scripts', script), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.on('error', reject);
-    p.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+function run(script: string, args: string[], env: Record<string, string>): Promise<RunResult> {
+  return runNode(path.join(ROOT, 'scripts', script), args, env);
 }
 
 /** A process that runs (a daemon's zombie, left to whoever adopted it, does not). */

@@ -190,15 +190,30 @@ export async function shutdownSave(url: string, pid: number): Promise<void> {
 }
 
 /** Runs the reader CLI (dist/log/cli.js) and returns its stdout and exit code. */
-export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCli(args: string[], env: Record<string, string>): Promise<RunResult> {
+  return runNode(path.join(ROOT, 'dist', 'log', 'cli.js'), args, env);
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `node <file> ...args` from the project root with `env` added, and resolves with its exit code
+ * and all it wrote: on 'close', after both pipes have ended ('exit' can come first, with output
+ * still unread).
+ */
+export function runNode(file: string, args: string[], env: Record<string, string> = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const p = spawn(NODE, [path.join(ROOT, 'dist', 'log', 'cli.js'), ...args], { env: { ...process.env, ...env }, cwd: ROOT });
+    const p = spawn(NODE, [file, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     p.on('error', reject);
-    p.on('exit', (code) => resolve({ code, stdout, stderr }));
+    p.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
 

@@ -1,15 +1,14 @@
 // End to end: bid requests and notices through the real bidder (in-process, real Redis), the real
 // shipper process, then the Parquet partitions and `npm run report` checked against that traffic.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type Redis from 'ioredis';
 import type { Report } from '../../src/shipper/report-data';
 import { request, startTestApp, type TestApp } from '../support/app';
-import { bidRequest } from '../log/support';
-import { assertShippedOnce, NODE, readShipped, redisClient, ROOT, spawnShipper, tmpDir, untilDrained, type ShipperProc } from './support';
+import { bidRequest, runNode, type RunResult } from '../log/support';
+import { assertShippedOnce, readShipped, redisClient, ROOT, spawnShipper, tmpDir, untilDrained, type ShipperProc } from './support';
 
 interface Bid {
   id: string;
@@ -23,16 +22,8 @@ interface Bid {
   lurl: string;
 }
 
-function runReport(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(NODE, [path.join(ROOT, 'dist', 'shipper', 'report.js'), ...args], { cwd: ROOT, env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.on('error', reject);
-    p.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+function runReport(args: string[], env: Record<string, string> = {}): Promise<RunResult> {
+  return runNode(path.join(ROOT, 'dist', 'shipper', 'report.js'), args, env);
 }
 
 describe('bidder → Redis → shipper → Parquet → report', () => {
