@@ -13,7 +13,9 @@
  * | `device.geo`, `user.geo` `lat`/`lon` | rounded to 2 decimals (~1 km), as Prebid Server does for lmt/COPPA; TCF treats precise geolocation (special feature 1) as personal data |
  *
  * A value of the wrong type, or an address that is not one, is dropped: what cannot be truncated
- * cannot be kept. Everything else (user agent, country, city, zip) is kept: coarse and needed to
+ * cannot be kept. A field is dropped by setting it to `undefined` (JSON.stringify leaves it out),
+ * not by `delete`: deleting turned the request's objects into slow dictionaries, and the bid path
+ * cost 4.8–6.3 µs more per request over HTTP (bench/ab-http.js, three runs, bench/README.md). Everything else (user agent, country, city, zip) is kept: coarse and needed to
  * explain targeting decisions.
  */
 import { isIPv4, isIPv6 } from 'node:net';
@@ -131,13 +133,13 @@ function hashField(o: Obj, key: string, hasher: PiiHasher): boolean {
   if (v === undefined) return false;
   if (typeof v === 'string' && v !== '') o[key] = hasher.hash(v);
   else if (typeof v === 'number' && Number.isFinite(v)) o[key] = hasher.hash(String(v));
-  else delete o[key];
+  else o[key] = undefined;
   return true;
 }
 
 function dropField(o: Obj, key: string): boolean {
-  if (!(key in o)) return false;
-  delete o[key];
+  if (o[key] === undefined) return false;
+  o[key] = undefined;
   return true;
 }
 
@@ -150,7 +152,7 @@ function roundCoord(geo: Obj, key: 'lat' | 'lon'): boolean {
     if (r === v) return false;
     geo[key] = r;
   } else {
-    delete geo[key];
+    geo[key] = undefined;
   }
   return true;
 }
@@ -167,7 +169,7 @@ function ipField(device: Obj, key: 'ip' | 'ipv6'): boolean {
   if (v === undefined) return false;
   const t = truncateIp(v);
   if (t === v) return false;
-  if (t === null) delete device[key];
+  if (t === null) device[key] = undefined;
   else device[key] = t;
   return true;
 }
