@@ -15,8 +15,9 @@
  * A value of the wrong type, or an address that is not one, is dropped: what cannot be truncated
  * cannot be kept. A field is dropped by setting it to `undefined` (JSON.stringify leaves it out),
  * not by `delete`: deleting turned the request's objects into slow dictionaries, and the bid path
- * cost 4.8–6.3 µs more per request over HTTP (bench/ab-http.js, three runs, bench/README.md). Everything else (user agent, country, city, zip) is kept: coarse and needed to
- * explain targeting decisions.
+ * cost 4.8–6.3 µs more per request over HTTP (bench/ab-http.js, three runs, bench/README.md).
+ * Everything else (user agent, country, city, zip) is kept: coarse and needed to explain targeting
+ * decisions.
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import type { PiiHasher } from './pii-hasher';
