@@ -177,7 +177,8 @@ async function* batches(o: Options): AsyncGenerator<ReadBatch> {
   try {
     try {
       await client.connect();
-      await untilUsable(client);
+      // On a cluster, connected is not yet usable (every master's connection must be up).
+      if (!(await untilUsable(client))) throw new Error('not every node answered in time');
     } catch (e) {
       connected = false;
       const msg = `cannot reach ${describeTarget(o.redis)}: ${e instanceof Error ? e.message : String(e)}`;

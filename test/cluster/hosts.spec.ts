@@ -13,12 +13,12 @@ import { after, before, describe, it } from 'node:test';
 import type { Cluster } from 'ioredis';
 import { spendKeys } from '../../src/delivery/keys';
 import { procKey } from '../../src/shipper/keys';
-import { postBid, runCli, sleep, spawnBidder, until, type Bidder } from '../log/support';
+import { postBid, sleep, spawnBidder, until, type Bidder } from '../log/support';
 import { assertShippedOnce, readShipped, spawnShipper } from '../shipper/support';
 import { request } from '../support/app';
 import { freePort } from '../support/redis';
 import { startTestRedisCluster, type TestRedisCluster } from '../support/redis-cluster';
-import { adminClient, clusterEnv, clusterLogKeys, masterPortOf, readClusterLog } from './support';
+import { adminClient, clusterEnv, clusterLogKeys, masterPortOf, readClusterLog, runCliOnCluster } from './support';
 
 const BUDGET = 0.01; // USD; a bid of 1.00 CPM may cost 0.001
 const BID_COST = 0.001;
@@ -219,7 +219,7 @@ describe('two bidder hosts on a Redis Cluster', () => {
     for (const h of hosts) assert.equal(await h.stop('SIGTERM'), 0, h.output().slice(-2_000));
 
     const env = clusterEnv(cluster, { LOG_REDIS_KEY: KEY, LOG_SPILL_DIR: path.join(dir, 'no-spill') });
-    const check = await runCli(['check', '--source', 'redis'], env);
+    const check = await runCliOnCluster(['check', '--source', 'redis'], env);
     assert.equal(check.code, 0, check.stdout + check.stderr);
     const summary = JSON.parse(check.stdout) as { ok: boolean; requestIds: number; responseIds: number };
     assert.equal(summary.requestIds, sent.size);

@@ -21,9 +21,9 @@ import { LogService } from '../../src/log/log.service';
 import { masterFor, slotOf } from '../../src/redis/redis.options';
 import { RedisService } from '../../src/redis/redis.service';
 import { CampaignStore } from '../../src/targeting/campaign-store';
-import { runCli, sleep, until } from '../log/support';
+import { sleep, until } from '../log/support';
 import { startTestRedisCluster, type TestRedisCluster } from '../support/redis-cluster';
-import { adminClient, clusterEnv, clusterLogKeys, masterPortOf, readClusterLog } from './support';
+import { adminClient, clusterEnv, clusterLogKeys, masterPortOf, readClusterLog, runCliOnCluster } from './support';
 
 let cluster: TestRedisCluster;
 let admin: Cluster;
@@ -237,9 +237,11 @@ describe('the bid log on a Redis Cluster', () => {
     assert.ok(s.recordsSpilled > 0, 'frames waited on disk');
     // What did not reach Redis by the end of the final flush is in the spill directory, and the
     // reader counts every record once across both (a spill file whose frame Redis already holds is skipped).
-    const r = await runCli(['cat', '--type', 'request'], clusterEnv(cluster, { LOG_REDIS_KEY: key, LOG_SPILL_DIR: spill }));
+    const r = await runCliOnCluster(['cat', '--type', 'request'], clusterEnv(cluster, { LOG_REDIS_KEY: key, LOG_SPILL_DIR: spill }));
     assert.equal(r.code, 0, r.stderr);
+    assert.ok(!r.stderr.includes('cannot reach'), r.stderr);
     const records = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: string; type: string });
+    assert.ok(records.length > 0, `no record read; stderr: ${r.stderr.slice(0, 2_000)}`);
     assertOnce(records, traffic.ids);
   });
 });

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import * as zlib from 'node:zlib';
 import { Cluster } from 'ioredis';
 import { logListKeys } from '../../src/log/log-keys';
-import type { LogLine } from '../log/support';
+import { runCli, sleep, type LogLine, type RunResult } from '../log/support';
 import type { TestRedisCluster } from '../support/redis-cluster';
 
 /** A plain cluster client for the test's own reads and writes (not the project's factory). */
@@ -50,4 +50,18 @@ export async function masterPortOf(client: Cluster, key: string): Promise<number
   const slot = Number(await client.cluster('KEYSLOT', key));
   for (const [from, to, master] of await client.cluster('SLOTS')) if (slot >= from && slot <= to) return Number(master[1]);
   throw new Error(`no master serves slot ${slot}`);
+}
+
+/**
+ * Runs the bid-log CLI against a cluster that has just failed over or restarted a node: while the
+ * CLI says it cannot reach the cluster (it then reads the spill directory alone, or fails with
+ * `--source redis`), it runs again, for up to 10 s. The result of the last run.
+ */
+export async function runCliOnCluster(args: string[], env: Record<string, string>): Promise<RunResult> {
+  let r = await runCli(args, env);
+  for (let tries = 1; r.stderr.includes('cannot reach') && tries < 20; tries++) {
+    await sleep(500);
+    r = await runCli(args, env);
+  }
+  return r;
 }
