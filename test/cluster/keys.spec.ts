@@ -5,27 +5,19 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { ConfigError, defaultHostId, loadConfig } from '../../src/config/config';
+import { defaultHostId, loadConfig } from '../../src/config/config';
 import { capKeys, spendKeys, WORKERS_KEY } from '../../src/delivery/keys';
 import { ackKey, listKeyFor, logListKeys, shardOf } from '../../src/log/log-keys';
 import { bySlot, slotOf } from '../../src/redis/redis.options';
 import { heartbeatKey, procKey, shippersKey } from '../../src/shipper/keys';
 import { loadShipperConfig } from '../../src/shipper/shipper.config';
+import { configProblems as problems } from '../support/config';
 
 function sameSlot(keys: string[]): void {
   const slots = new Set(keys.map(slotOf));
   assert.equal(slots.size, 1, `one slot for ${keys.join(', ')}: ${[...slots].join(', ')}`);
 }
 
-function problems(env: Record<string, string>): string[] {
-  try {
-    loadConfig(env);
-  } catch (e) {
-    if (e instanceof ConfigError) return e.problems;
-    throw e;
-  }
-  return [];
-}
 
 describe('every script\'s keys share one slot', () => {
   const ids = ['cmp-001', 'c', 'a:b', 'ünï', '{x}'];

@@ -3,20 +3,12 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError, DEV_TRACKING_SECRET, loadConfig } from '../../src/config/config';
+import { DEV_TRACKING_SECRET, loadConfig } from '../../src/config/config';
+import { configProblems as problems } from '../support/config';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const GOOD = 'g'.repeat(32);
 
-function problems(env: Record<string, string>): string[] {
-  try {
-    loadConfig(env);
-  } catch (e) {
-    if (e instanceof ConfigError) return e.problems;
-    throw e;
-  }
-  return [];
-}
 
 describe('production secrets', () => {
   const prod = { NODE_ENV: 'production', PII_HASH_SECRET: GOOD };
