@@ -18,7 +18,6 @@ function sameSlot(keys: string[]): void {
   assert.equal(slots.size, 1, `one slot for ${keys.join(', ')}: ${[...slots].join(', ')}`);
 }
 
-
 describe('every script\'s keys share one slot', () => {
   const ids = ['cmp-001', 'c', 'a:b', 'ünï', '{x}'];
   it('BILL: a campaign\'s total, daily spend and its bids\' markers', () => {

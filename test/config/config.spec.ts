@@ -9,7 +9,6 @@ import { configProblems as problems } from '../support/config';
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const GOOD = 'g'.repeat(32);
 
-
 describe('production secrets', () => {
   const prod = { NODE_ENV: 'production', PII_HASH_SECRET: GOOD };
   it('refuses to start without TRACKING_SECRET, saying what to set', () => {
