@@ -10,9 +10,10 @@
 // <url> is the bid endpoint (http://127.0.0.1:8091/openrtb2/bid); <pid> the process that serves it
 // (one process, not a PM2 cluster). Pin the servers to one core and this client to another
 // (`taskset -c 0 node dist/main.js`, `taskset -c 1 node bench/ab-http.js …`) for steadier figures.
-// --warmup is per target. Prints, per target, the mean CPU µs per request over all rounds, the share of 200 answers (compare
-// targets only when it is alike: a no-bid costs far less than a bid), the per-round figures, and the
-// median of the per-round ratios to the first target. bench/README.md has what it was used for.
+// --warmup is per target (each gets its own, in turn, before the first round). Prints, per target,
+// the mean CPU µs per request over all rounds, the share of 200 answers (compare targets only when
+// it is alike: a no-bid costs far less than a bid), the per-round figures, and the median of the
+// per-round ratios to the first target. bench/README.md has what it was used for.
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');

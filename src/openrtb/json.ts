@@ -37,9 +37,10 @@ export function nestingWithin(bytes: Uint8Array, max: number): boolean {
 /**
  * True when the text holds at most `max` opening brackets, which it must nest within. Bid requests
  * usually do (the sample requests hold 5 to 56), and String#indexOf finds them ~5× faster than the
- * byte scan above walks the body (0.13 against 0.65 µs for the samples' 679 bytes on average, 1.5
- * µs of the bid path in-process, `npm run bench`). A `{` or `[` byte is always that character in
- * UTF-8, so the count equals the bytes' count even where the text holds U+FFFD for bad bytes.
+ * byte scan above walks the body (0.13 against 0.65 µs in a loop over the samples, 679 bytes on
+ * average; the scan on every body took ~1.5 µs of the in-process bid path, bench/README.md).
+ * A `{` or `[` byte is always that character in UTF-8, so the count equals the bytes' count even
+ * where the text holds U+FFFD for bad bytes.
  */
 export function fewBrackets(text: string, max: number): boolean {
   let n = 0;

@@ -39,7 +39,7 @@ describe('readJson: nesting limit and the bracket count', () => {
     assert.equal(refusedFor(text), null);
   });
 
-  it('agrees with the scan on random shapes: a refusal exactly when the depth is over the limit', () => {
+  it('refuses exactly the random shapes that nest deeper than the limit, by either path', () => {
     let seed = 7;
     const rnd = (n: number): number => {
       seed = (seed * 1103515245 + 12345) & 0x7fffffff;
