@@ -1,7 +1,9 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common';
-import { type HttpAnswer, JSON_TYPE } from '../http/answer';
+import { Exchanges } from '../exchanges/exchanges.module';
+import { UNKNOWN } from '../exchanges/exchanges';
+import { errorAnswer, type HttpAnswer, JSON_TYPE } from '../http/answer';
 import { type FrontRequest, type FrontRoute, HttpFront } from '../http/front';
 import { type BidAnswer, BiddingService, SHED } from './bidding.service';
 
@@ -16,6 +18,7 @@ export class BidRoute implements FrontRoute, OnModuleInit {
   constructor(
     @Optional() @Inject(HttpFront) private readonly front: HttpFront | null,
     private readonly bidding: BiddingService,
+    private readonly exchanges: Exchanges,
   ) {}
 
   onModuleInit(): void {
@@ -23,7 +26,9 @@ export class BidRoute implements FrontRoute, OnModuleInit {
   }
 
   handle(r: FrontRequest): HttpAnswer {
-    return this.http(this.bidding.bid(r.body!, r.receivedAt, r.arrivedAt), r.headers);
+    const source = this.exchanges.identify(r.headers, r.remoteAddress);
+    if (source === UNKNOWN) return errorAnswer(403, 'caller is not a configured exchange (EXCHANGES_FILE)');
+    return this.http(this.bidding.bid(r.body!, r.receivedAt, r.arrivedAt, source), r.headers);
   }
 
   refused(status: 400 | 413, reason: string, r: FrontRequest): HttpAnswer {

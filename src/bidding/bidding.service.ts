@@ -19,6 +19,7 @@ import { Auction, CampaignStore } from '../targeting/campaign-store';
 import type { Match, NoBidReason } from '../targeting/types';
 import { PacingGate } from '../delivery/pacing.gate';
 import { SpendService } from '../delivery/spend.service';
+import { OPEN_SOURCE } from '../exchanges/exchanges';
 import { PayloadCodec } from '../tracking/payload';
 import { bannerAdm, escapeHtml, trackingUrls, vastAdm, type TrackingUrls } from './markup';
 import { DsaWriter, isJsonSafe, nativeAdmLiteral } from './response-json';
@@ -31,10 +32,16 @@ export interface BidAnswer {
   bytes?: Buffer;
   /** The no-bid or error reason (null on a bid). */
   reason: string | null;
+  /** Bids dropped to keep the answer within ANSWER_MAX_BYTES (undefined: none). */
+  dropped?: number;
 }
 
 /** The no-bid reason of a request shed under overload. */
 export const SHED = 'shed';
+/** The no-bid reason when not even the first bid fits in ANSWER_MAX_BYTES. */
+export const ANSWER_SIZE = 'answer_size';
+/** `{"id":…,"cur":"…","seatbid":[{"bid":[…]}]}` around the bids, besides the id and the currency. */
+const ENVELOPE_BYTES = 40;
 
 // Exchange macros (OpenRTB 2.6 §4.4), substituted by the exchange before it calls the URL.
 const WIN_QS = '&price=${AUCTION_PRICE}&cur=${AUCTION_CURRENCY}';
@@ -59,6 +66,9 @@ export class BiddingService {
   /** Native requests sent as strings, read once (the reader's cache, owned here). */
   private readonly natives = new NativeRequestCache();
   private readonly shedMarginMs: number;
+  /** Source names by index (src/exchanges/exchanges.ts), for the log records. */
+  private readonly sourceNames: readonly string[];
+  private readonly answerMaxBytes: number;
 
   constructor(
     @Inject(CONFIG) config: Config,
@@ -82,6 +92,8 @@ export class BiddingService {
     this.logRawPii = config.logRawPii;
     this.shedMaxWaitMs = config.shedMaxWaitMs;
     this.shedMarginMs = config.shedMarginMs;
+    this.sourceNames = [OPEN_SOURCE, ...(config.exchanges ?? []).map((e) => e.name)];
+    this.answerMaxBytes = config.answerMaxBytes;
   }
 
   /**
@@ -89,7 +101,8 @@ export class BiddingService {
    * input is a 400 with a reason, and a bug past the request record is logged and answered as a no-bid,
    * so that every request with an id has exactly one request and one response record.
    */
-  bid(raw: Buffer, startedAt: number, arrivedAt: number = startedAt): BidAnswer {
+  bid(raw: Buffer, startedAt: number, arrivedAt: number = startedAt, source = 0): BidAnswer {
+    const exchange = this.sourceNames[source] ?? OPEN_SOURCE;
     let parsed: unknown;
     try {
       parsed = readJson(raw);
@@ -112,24 +125,27 @@ export class BiddingService {
       if (!invalid) this.logger.error({ msg: 'bid request reader failed', err: e });
       if (id !== '') {
         redactRequest(parsed, this.hasher, { keepRawPii: false });
-        this.log.log({ type: 'request', id, name: '' }, requestText(parsed));
+        this.log.log({ type: 'request', id, name: '', exchange }, requestText(parsed));
         const reason = invalid ? e.reason : 'internal_error';
-        this.log.log({ type: 'response', id, name: '', status: invalid ? 400 : 204, reason, ms: elapsed(startedAt), privacy: privacy.reason });
+        this.log.log({ type: 'response', id, name: '', exchange, status: invalid ? 400 : 204, reason, ms: elapsed(startedAt), privacy: privacy.reason });
       }
       if (invalid) return this.refuse(400, e.reason, startedAt);
       return this.failed(startedAt);
     }
     // Caps and tracking payloads know the user by a keyed hash, and only when user data may be used.
     req.userKey = privacy.userData && req.userId !== '' ? this.hasher.hash(req.userId) : '';
+    req.source = source;
+    // A test request (`test` = 1) is marked in both records; it bids but reserves and spends nothing.
+    const test = req.test ? true : undefined;
     // The log keeps truncated IPs and hashed ids unless the request consented and LOG_RAW_PII is on.
     redactRequest(parsed, this.hasher, { keepRawPii: privacy.consent && this.logRawPii });
-    this.log.log({ type: 'request', id: req.id, name: req.publisher }, requestText(parsed));
+    this.log.log({ type: 'request', id: req.id, name: req.publisher, exchange, test }, requestText(parsed));
     let answer: BidAnswer;
     try {
       answer = this.auction(req, privacy.userData);
     } catch (e) {
       this.logger.error({ msg: 'auction failed', id: req.id, err: e });
-      this.log.log({ type: 'response', id: req.id, name: req.publisher, status: 204, reason: 'internal_error', ms: elapsed(startedAt), privacy: privacy.reason });
+      this.log.log({ type: 'response', id: req.id, name: req.publisher, exchange, test, status: 204, reason: 'internal_error', ms: elapsed(startedAt), privacy: privacy.reason });
       return this.failed(startedAt);
     }
     if (answer.status === 200) {
@@ -137,12 +153,12 @@ export class BiddingService {
       // ours: the serializer never writes a raw line break.
       answer.bytes = Buffer.from(answer.body, 'utf8');
       this.log.log(
-        { type: 'response', id: req.id, name: req.publisher, status: 200, ms: elapsed(startedAt), privacy: privacy.reason },
+        { type: 'response', id: req.id, name: req.publisher, exchange, test, dropped: answer.dropped, status: 200, ms: elapsed(startedAt), privacy: privacy.reason },
         { key: 'res', bytes: answer.bytes, singleLine: true },
       );
       this.metrics.bidRequest('bid', null, (performance.now() - startedAt) / 1000);
     } else {
-      this.log.log({ type: 'response', id: req.id, name: req.publisher, status: 204, reason: answer.reason, ms: elapsed(startedAt), privacy: privacy.reason });
+      this.log.log({ type: 'response', id: req.id, name: req.publisher, exchange, test, dropped: answer.dropped, status: 204, reason: answer.reason, ms: elapsed(startedAt), privacy: privacy.reason });
       this.metrics.bidRequest('nobid', answer.reason, (performance.now() - startedAt) / 1000);
     }
     return answer;
@@ -203,6 +219,13 @@ export class BiddingService {
     const now = Date.now();
     let bids: string | null = null;
     let reason: NoBidReason | null = null;
+    const idJson = JSON.stringify(req.id);
+    // The answer's size budget (ANSWER_MAX_BYTES): bids are kept in imp order while they fit, one
+    // that does not is dropped (a later, smaller one may still fit). Measured as 3 bytes per UTF-16
+    // unit, an upper bound of UTF-8, until that bound nears the budget; exactly from then on.
+    let room = this.answerMaxBytes - ENVELOPE_BYTES - 3 * (idJson.length + cur.length);
+    let exact = false;
+    let dropped = 0;
     for (let i = 0; i < req.imps.length; i++) {
       const imp = req.imps[i];
       const m = this.selector.select(index, imp, req, cur, userData);
@@ -210,14 +233,25 @@ export class BiddingService {
         if (reason === null) reason = m;
         continue;
       }
-      this.spend.commit(m.candidate);
       const bid = this.buildBid(req, imp, m, cur, now);
+      let size = 3 * bid.length + 1;
+      if (size > room && !exact) {
+        exact = true;
+        room = this.answerMaxBytes - ENVELOPE_BYTES - Buffer.byteLength(idJson) - Buffer.byteLength(cur) - (bids === null ? 0 : Buffer.byteLength(bids));
+      }
+      if (exact) size = Buffer.byteLength(bid) + 1;
+      if (size > room) {
+        dropped++;
+        continue;
+      }
+      room -= size;
+      if (!req.test) this.spend.commit(m.candidate, req.source);
       bids = bids === null ? bid : `${bids},${bid}`;
       this.metrics.bidPrice(m.price);
     }
-    if (bids === null) return { status: 204, body: '', reason: reason ?? 'no_candidates' };
-    const body = `{"id":${JSON.stringify(req.id)},"cur":${JSON.stringify(cur)},"seatbid":[{"bid":[${bids}]}]}`;
-    return { status: 200, body, reason: null };
+    if (bids === null) return { status: 204, body: '', reason: dropped > 0 ? ANSWER_SIZE : (reason ?? 'no_candidates'), dropped: dropped > 0 ? dropped : undefined };
+    const body = `{"id":${idJson},"cur":${JSON.stringify(cur)},"seatbid":[{"bid":[${bids}]}]}`;
+    return { status: 200, body, reason: null, dropped: dropped > 0 ? dropped : undefined };
   }
 
   /** One bid's JSON text (OpenRTB 2.6 §4.3.3): id, impid, price, adm, adomain, crid, cid, cat, attr, mtype, nurl, burl, lurl, w, h, dealid. */
@@ -238,6 +272,8 @@ export class BiddingService {
       dealId: m.dealId ?? '',
       publisher: req.publisher,
       userKey: req.userKey,
+      test: req.test,
+      source: req.source,
     });
     // Browser URLs carry the browser signature, notices from the exchange's servers the other one.
     // The payload query is base64url plus `&s=`: only `&` needs HTML escaping, and nothing JSON.

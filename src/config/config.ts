@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { type ExchangeSpec, readExchangesFile } from '../exchanges/exchanges';
 
 /**
  * Every setting the bidder reads, loaded from the environment once at start-up and frozen.
@@ -100,6 +101,12 @@ export interface Config {
   readonly shedMaxWaitMs: number;
   /** What an exchange's tmax must leave for the network and the bidder's own work (ms). */
   readonly shedMarginMs: number;
+  /** The exchanges that may call the bid endpoint (EXCHANGES_FILE); null: anyone may (src/exchanges/exchanges.ts). */
+  readonly exchanges: readonly ExchangeSpec[] | null;
+  /** With several exchanges, the share (%) of a campaign's lease one exchange's unbilled bids may hold. */
+  readonly budgetSourcePercent: number;
+  /** Largest bid response body (UTF-8 bytes); bids that would take it past this are dropped. */
+  readonly answerMaxBytes: number;
 }
 
 /** The development secrets used when TRACKING_SECRET / PII_HASH_SECRET are unset outside production. */
@@ -366,6 +373,9 @@ export function loadConfig(env: Env = process.env): Config {
     dsaDomain: r.str('DSA_DOMAIN', ''),
     shedMaxWaitMs: r.int('SHED_MAX_WAIT_MS', 200, 0, 60_000),
     shedMarginMs: r.int('SHED_MARGIN_MS', 30, 0, 10_000),
+    exchanges: readExchanges(r, env),
+    budgetSourcePercent: r.int('BUDGET_SOURCE_PERCENT', 50, 1, 100),
+    answerMaxBytes: r.int('ANSWER_MAX_BYTES', 64 * 1024, 4 * 1024, 16 * MiB),
   };
   if (cfg.dsaDomain === '') {
     try {
@@ -385,6 +395,15 @@ export function loadConfig(env: Env = process.env): Config {
   if (production) checkProductionSecrets(env, cfg, r);
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return Object.freeze(cfg);
+}
+
+/** EXCHANGES_FILE, read and validated once (null when unset: the bid endpoint is open). */
+function readExchanges(r: Reader, env: Env): readonly ExchangeSpec[] | null {
+  const file = env.EXCHANGES_FILE?.trim();
+  if (!file) return null;
+  const { exchanges, problems } = readExchangesFile(path.resolve(file));
+  for (const p of problems) r.problem(p);
+  return Object.freeze(exchanges);
 }
 
 /**

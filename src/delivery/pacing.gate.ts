@@ -13,7 +13,7 @@ export class PacingGate implements CandidateGate {
   ) {}
 
   check(c: Candidate, req: BidRequest): 'budget' | 'frequency_cap' | null {
-    if (!this.spend.allows(c)) return 'budget';
+    if (!this.spend.allows(c, req.source)) return 'budget';
     if (!this.caps.allows(req.userKey, c)) return 'frequency_cap';
     return null;
   }

@@ -15,6 +15,11 @@
  * overspend needs a billing notice that arrives later than BUDGET_WINDOW_MS after its bid, or the
  * worker count to change within one refresh; it is measured in test/delivery/budget.spec.ts.
  * An exhausted campaign stops bidding on every worker within one refresh (default 250 ms).
+ * A bid's cost leaves the window early when its loss notice (back to the lease at once) or its
+ * bill (then counted in the spend) arrives, once per bid; a bid that hears nothing times out with
+ * the window. With several exchanges (EXCHANGES_FILE), the unbilled bids of one exchange may hold at
+ * most BUDGET_SOURCE_PERCENT of remaining / workers, so that bids never billed from one exchange
+ * (a flood) cannot take the budget from the others; test requests (`test` = 1) reserve nothing.
  * A worker (or a whole host) that dies stops counting once its last heartbeat is older than the
  * heartbeat window, max(3 × BUDGET_REFRESH_MS, 1 s), on Redis's clock: its share goes to the others
  * at their first refresh after that, so within the window plus one refresh (1.25 s by default); a
@@ -44,36 +49,105 @@ const DAILY_TTL_S = 3 * 24 * 3600;
 class CampaignBudget {
   /** USD this worker may still commit to bids until the next refresh. */
   lease = 0;
+  /** remaining / workers at the last refresh: what the per-source bound is a share of. */
+  view = 0;
   /** Bid cost committed per refresh tick: a ring of BUDGET_WINDOW_MS, `sum` its total. */
   readonly ticks: Float64Array;
+  /** When each tick of the ring began (this worker's clock, ms), for releases. */
+  readonly starts: Float64Array;
   private head = 0;
   sum = 0;
   current = 0;
+  currentStart = 0;
+  /** The same per source (exchange): `bySource[tick * sources + s]`, its window total and current tick. */
+  readonly bySource: Float64Array;
+  readonly sourceSum: Float64Array;
+  readonly sourceCurrent: Float64Array;
   constructor(
     readonly total: number,
     readonly daily: number,
     windowTicks: number,
+    readonly sources: number,
   ) {
     this.ticks = new Float64Array(windowTicks);
+    this.starts = new Float64Array(windowTicks);
+    this.bySource = new Float64Array(windowTicks * sources);
+    this.sourceSum = new Float64Array(sources);
+    this.sourceCurrent = new Float64Array(sources);
   }
 
   /** Ends a tick: what was committed during it joins the window, the oldest tick leaves. */
-  slide(): void {
-    this.sum += this.current - this.ticks[this.head];
-    this.ticks[this.head] = this.current;
-    this.head = (this.head + 1) % this.ticks.length;
+  slide(now: number): void {
+    const h = this.head;
+    this.sum += this.current - this.ticks[h];
+    this.ticks[h] = this.current;
+    this.starts[h] = this.currentStart;
+    for (let s = 0, at = h * this.sources; s < this.sources; s++, at++) {
+      this.sourceSum[s] = Math.max(0, this.sourceSum[s] + this.sourceCurrent[s] - this.bySource[at]);
+      this.bySource[at] = this.sourceCurrent[s];
+      this.sourceCurrent[s] = 0;
+    }
+    this.head = (h + 1) % this.ticks.length;
     this.current = 0;
+    this.currentStart = now;
     // Float drift of the running sum stays far below a micro-dollar, but never let it go negative.
     if (this.sum < 0) this.sum = 0;
   }
 
+  /**
+   * Takes up to `cost` of a bid made at `ts` out of the window: from the tick the bid fell in (the
+   * newest that began at or before it), then from older ones, never from a younger one (it would
+   * leave the window after the bid's own, and the cost be counted nowhere meanwhile; an older one
+   * leaves earlier, so the cost is counted a little longer, which is safe). Nothing once the bid has
+   * left the window. Returns what was taken.
+   */
+  release(cost: number, ts: number, source: number): number {
+    const n = this.ticks.length;
+    let taken = 0;
+    let sourceTaken = 0;
+    const fromSource = source < this.sources;
+    if (this.currentStart <= ts) {
+      taken = Math.min(cost, this.current);
+      this.current -= taken;
+      if (fromSource) {
+        sourceTaken = Math.min(taken, this.sourceCurrent[source]);
+        this.sourceCurrent[source] -= sourceTaken;
+      }
+    }
+    for (let age = 1; age <= n && taken < cost; age++) {
+      const slot = (this.head - age + n) % n;
+      if (this.starts[slot] > ts) continue;
+      const t = Math.min(cost - taken, this.ticks[slot]);
+      this.ticks[slot] -= t;
+      this.sum = Math.max(0, this.sum - t);
+      taken += t;
+      if (fromSource) {
+        const at = slot * this.sources + source;
+        const st = Math.min(taken - sourceTaken, this.bySource[at]);
+        this.bySource[at] -= st;
+        this.sourceSum[source] = Math.max(0, this.sourceSum[source] - st);
+        sourceTaken += st;
+      }
+    }
+    return taken;
+  }
+
   /** Carries the window over to a campaign whose budget changed (a reload). */
   copyWindow(from: CampaignBudget): void {
-    for (let i = 0; i < this.ticks.length && i < from.ticks.length; i++) this.ticks[i] = from.ticks[(from.head + i) % from.ticks.length];
-    this.head = Math.min(from.ticks.length, this.ticks.length) % this.ticks.length;
+    const n = Math.min(this.ticks.length, from.ticks.length);
+    for (let i = 0; i < n; i++) {
+      const f = (from.head + i) % from.ticks.length;
+      this.ticks[i] = from.ticks[f];
+      this.starts[i] = from.starts[f];
+      this.bySource.set(from.bySource.subarray(f * from.sources, (f + 1) * from.sources), i * this.sources);
+    }
+    this.head = n % this.ticks.length;
     this.sum = 0;
     for (let i = 0; i < this.ticks.length; i++) this.sum += this.ticks[i];
+    this.sourceSum.set(from.sourceSum);
+    this.sourceCurrent.set(from.sourceCurrent);
     this.current = from.current;
+    this.currentStart = from.currentStart;
   }
 }
 
@@ -101,11 +175,15 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   private lastRefreshOk = 0;
   private plan: RefreshPlan | null = null;
   /** `liveWorkers`: workers of every host counted at the last refresh. */
-  readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0, liveWorkers: 0 };
+  readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0, liveWorkers: 0, released: 0 };
   /** This worker in the live set: host, worker id and pid. */
   private readonly member: string;
   /** A heartbeat older than this (on Redis's clock) is a worker that is gone. */
   private readonly heartbeatWindowMs: number;
+  /** Sources of bids (src/exchanges/exchanges.ts: `open` and each exchange). */
+  private readonly sources: number;
+  /** The share of a campaign's view one source's unbilled bids may hold (1: no bound, with a single source). */
+  private readonly sourceShare: number;
 
   constructor(
     @Inject(CONFIG) private readonly config: Config,
@@ -117,6 +195,8 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     this.windowTicks = Math.max(1, Math.ceil(config.budgetWindowMs / config.budgetRefreshMs));
     this.member = `${config.hostId}:${config.workerId}:${process.pid}`;
     this.heartbeatWindowMs = Math.max(3 * config.budgetRefreshMs, 1_000);
+    this.sources = 1 + (config.exchanges?.length ?? 0);
+    this.sourceShare = this.sources > 2 ? config.budgetSourcePercent / 100 : 1;
   }
 
   /** Starts the refresh loop; start-up waits (at most 2 s) for the first budget view, so a new worker bids at once. */
@@ -143,12 +223,16 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     if (this.redis.isReady()) await this.redis.client.zrem(WORKERS_KEY, this.member).catch(() => undefined);
   }
 
-  /** Bid path: does the campaign's lease still cover one more bid of this candidate? O(1), no side effect. */
-  allows(c: Candidate): boolean {
+  /**
+   * Bid path: does the campaign's lease still cover one more bid of this candidate, and (with several
+   * exchanges) do the unbilled bids of this source stay within their share? O(1), no side effect.
+   */
+  allows(c: Candidate, source = 0): boolean {
     if (c.budget === undefined) return true;
     const b = this.budgets.get(c.campaignId);
+    const cost = c.price / 1000;
     // Budgeted but not read yet (first refresh pending, or Redis away since start): wait.
-    if (b === undefined || b.lease < c.price / 1000) {
+    if (b === undefined || b.lease < cost || (this.sourceShare < 1 && b.sourceSum[source] + b.sourceCurrent[source] + cost > this.sourceShare * b.view)) {
       this.stats.blockedBids++;
       return false;
     }
@@ -156,12 +240,33 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   }
 
   /** Bid path: takes the cost of a bid just made (at its maximum, the bid price in USD) from the lease. */
-  commit(c: Candidate): void {
+  commit(c: Candidate, source = 0): void {
     const b = this.budgets.get(c.campaignId);
     if (b === undefined) return;
     const cost = c.price / 1000;
     b.lease -= cost;
     b.current += cost;
+    if (source < b.sources) b.sourceCurrent[source] += cost;
+  }
+
+  /**
+   * Notice path: a bid that lost (`billed` false) or was billed (true) no longer waits in the window
+   * of unbilled bids. A lost bid's cost goes back to the lease at once; a billed one's comes back
+   * through the spend at the next refresh. Once per bid (the caller's marker). The bid may have been
+   * made by another worker: its cost then leaves this worker's window, and the other worker's
+   * window keeps it until it times out: over all workers the bids that may still be billed are
+   * counted as before, or more.
+   */
+  release(p: TrackingPayload, billed: boolean, now = this.clock.now()): void {
+    const b = this.budgets.get(p.cid);
+    if (b === undefined || p.test === true) return;
+    // What the bid took from a lease: its candidate's USD price, else the bid price converted.
+    const c = this.store.current().get(p.crid);
+    const usd = c !== undefined && c.campaignId === p.cid ? c.price : (this.currency.current().convert(p.price, p.cur, 'USD') ?? p.price);
+    if (now - p.ts >= this.config.budgetWindowMs) return;
+    const taken = b.release(usd / 1000, p.ts, p.source ?? 0);
+    if (!billed) b.lease += taken;
+    this.stats.released += taken;
   }
 
   /** Reads spend for every budgeted campaign and renews the leases; one at a time (a caller during one gets that one). Never throws. */
@@ -233,7 +338,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         const cfg = plan.budgets[i];
         let b = this.budgets.get(id);
         if (b === undefined || b.total !== cfg.total || b.daily !== cfg.daily) {
-          const fresh = new CampaignBudget(cfg.total, cfg.daily, this.windowTicks);
+          const fresh = new CampaignBudget(cfg.total, cfg.daily, this.windowTicks, this.sources);
           if (b !== undefined) fresh.copyWindow(b);
           b = fresh;
           this.budgets.set(id, b);
@@ -243,8 +348,9 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         const spentTotal = Number(totals[i] ?? 0) / MICRO;
         const spentToday = Number(dailies[i] ?? 0) / MICRO;
         const remaining = Math.max(0, Math.min(b.total - spentTotal, b.daily - spentToday));
-        b.slide();
-        b.lease = Math.max(0, remaining / workers - b.sum);
+        b.slide(now);
+        b.view = remaining / workers;
+        b.lease = Math.max(0, b.view - b.sum);
       }
       if (this.budgets.size > ids.length) {
         const live = new Set(ids);

@@ -40,6 +40,8 @@ export interface FrontRequest {
    * request has waited at most `receivedAt - arrivedAt` before the bidder looked at it.
    */
   readonly arrivedAt: number;
+  /** The TCP peer's address (the bid route's exchange check); undefined once the socket is gone. */
+  readonly remoteAddress: string | undefined;
 }
 
 export interface FrontRoute {
@@ -259,7 +261,7 @@ export class HttpFront {
     const now = performance.now();
     const arrivedAt = this.turns.arrivedBy(now);
     if (!e.body) {
-      this.run(e.route, { method: e.method, path, query, headers: req.headers, body: null, receivedAt: now, arrivedAt }, req, res);
+      this.run(e.route, { method: e.method, path, query, headers: req.headers, body: null, receivedAt: now, arrivedAt, remoteAddress: req.socket.remoteAddress }, req, res);
       return;
     }
     readBody(req, this.limit, (err, raw) => {
@@ -274,7 +276,7 @@ export class HttpFront {
           refusal = x;
         }
       }
-      const r: FrontRequest = { method: e.method, path, query, headers: req.headers, body, receivedAt, arrivedAt };
+      const r: FrontRequest = { method: e.method, path, query, headers: req.headers, body, receivedAt, arrivedAt, remoteAddress: req.socket.remoteAddress };
       if (refusal === null) {
         this.run(e.route, r, req, res);
         return;

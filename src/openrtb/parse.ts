@@ -452,6 +452,7 @@ export function parseBidRequest(body: unknown, natives: NativeRequestCache | nul
         : '',
     userId,
     userKey: '',
+    source: 0,
     tmax: body.tmax === undefined ? 0 : nonNeg(body, 'tmax', 'request', 0),
     test: flag(body, 'test', 'request'),
     coppa: regs !== null && flag(regs, 'coppa', 'regs'),

@@ -158,8 +158,11 @@ export interface BidRequest {
    * privacy decision is made ('' from the reader).
    */
   userKey: string;
+  /** The calling exchange's index (src/exchanges/exchanges.ts; 0: the endpoint is open). Set by the bidding service (0 from the reader). */
+  source: number;
   /** tmax in ms, 0 when absent. */
   readonly tmax: number;
+  /** `test` = 1: the exchange checks its integration; such a bid never reserves or spends budget, nor counts caps. */
   readonly test: boolean;
   /** `regs.coppa` = 1: child-directed inventory (COPPA). */
   readonly coppa: boolean;

@@ -9,8 +9,9 @@ import { sqlString } from './schema';
  * - bid requests: `request` records; answered with a bid: `response` records with status 200;
  *   fill rate = answered with a bid / bid requests; no-bids: status 204 (reason counted), errors: 400;
  * - bids: the bids inside the 200 responses (a response may hold one per imp);
- * - wins / losses / impressions / clicks: `win` / `loss` / `imp` / `click` records;
- *   win rate = wins / bids, CTR = clicks / impressions;
+ * - wins / losses / impressions / clicks: `win` / `loss` / `imp` / `click` records, each counted
+ *   once per bid (its first record; a replayed notice URL is logged again, with counted = false,
+ *   and is in `repeats`, not in the figures); win rate = wins / bids, CTR = clicks / impressions;
  * - billed: `bill` records with counted = true (a repeated billing notice is logged with counted =
  *   false and costs nothing); spend = sum of the clearing price (the bid price when the exchange did
  *   not substitute it, as the bidder charges it) / 1000, in the bid's currency (`cur`), so every
@@ -75,8 +76,10 @@ export interface Report {
   campaigns: CampaignRow[];
   /** Why bid requests were not answered with a bid: `{status, reason, count}`, most frequent first. */
   reasons: Array<{ status: number; reason: string; count: number }>;
-  /** Records per type. */
+  /** Records per type (every record, repeats included). */
   types: Record<string, number>;
+  /** Win, loss, impression and click records past the first of their bid and type: left out of the figures. */
+  repeats: number;
 }
 
 export interface ReportOptions {
@@ -149,6 +152,9 @@ const FIGURES = `
   quantile_cont(ms, 0.99) FILTER (WHERE type = 'response') AS p99,
   max(ms) FILTER (WHERE type = 'response') AS ms_max`;
 
+/** Notices counted once per bid in the figures (bills count once by their `counted` flag). */
+const ONCE_PER_BID = `'win', 'loss', 'imp', 'click'`;
+
 /** Spend and billed count per currency (and group key). */
 const MONEY = `
   coalesce(cur, '?') AS cur,
@@ -215,6 +221,7 @@ export async function buildReport(opts: ReportOptions): Promise<Report> {
     campaigns: [],
     reasons: [],
     types: {},
+    repeats: 0,
   };
   if (files.length === 0) return report;
   const db = await DuckDBInstance.create(':memory:', { threads: String(opts.threads ?? 2), autoinstall_known_extensions: 'false' });
@@ -223,18 +230,27 @@ export async function buildReport(opts: ReportOptions): Promise<Report> {
     const where: string[] = [];
     if (opts.from) where.push(`ts >= epoch_ms(${opts.from.getTime()})`, `date >= DATE ${sqlString(opts.from.toISOString().slice(0, 10))}`);
     if (opts.to) where.push(`ts < epoch_ms(${opts.to.getTime()})`, `date <= DATE ${sqlString(opts.to.toISOString().slice(0, 10))}`);
-    await conn.run(`CREATE VIEW log AS SELECT * FROM read_parquet([${files.map(sqlString).join(', ')}],
+    await conn.run(`CREATE VIEW every_record AS SELECT * FROM read_parquet([${files.map(sqlString).join(', ')}],
       hive_partitioning = true, union_by_name = true, hive_types = {'date': DATE, 'hour': INTEGER})
       ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}`);
+    // What the figures count: every record but the repeats of a bid's win, loss, impression or click
+    // (the first of each is kept, so it counts in the hour it happened).
+    await conn.run(`CREATE VIEW log AS
+      SELECT * FROM every_record WHERE type IS NULL OR type NOT IN (${ONCE_PER_BID}) OR bid IS NULL
+      UNION ALL BY NAME
+      SELECT * FROM every_record WHERE type IN (${ONCE_PER_BID}) AND bid IS NOT NULL
+      QUALIFY row_number() OVER (PARTITION BY type, bid ORDER BY ts NULLS LAST) = 1`);
 
-    const [overall] = await rows(conn, `SELECT count(*) AS n, min(ts) AS first, max(ts) AS last, ${FIGURES} FROM log`);
+    const [overall] = await rows(conn, `SELECT count(*) AS n, min(ts) AS first, max(ts) AS last FROM every_record`);
+    const [counted] = await rows(conn, `SELECT count(*) AS n, ${FIGURES} FROM log`);
     report.records = num(overall.n);
     report.first = iso(overall.first);
     report.last = iso(overall.last);
     const totalMoney = toMoney(await rows(conn, `SELECT ${MONEY} FROM log WHERE type = 'bill' AND counted GROUP BY ALL`));
-    report.totals = figures(overall, totalMoney);
+    report.totals = figures(counted, totalMoney);
+    report.repeats = report.records - num(counted.n);
 
-    for (const t of await rows(conn, `SELECT coalesce(type, '(not JSON)') AS type, count(*) AS n FROM log GROUP BY ALL ORDER BY n DESC, type`)) {
+    for (const t of await rows(conn, `SELECT coalesce(type, '(not JSON)') AS type, count(*) AS n FROM every_record GROUP BY ALL ORDER BY n DESC, type`)) {
       report.types[String(t.type)] = num(t.n);
     }
 

@@ -39,7 +39,7 @@ ${campaignTable(r.campaigns)}
 ${table(['status', 'reason', 'responses', 'share of requests'], r.reasons.map((x) => [String(x.status), esc(x.reason), fmtInt(x.count), pct(t.requests > 0 ? x.count / t.requests : null)]))}
 <h2>Records by type</h2>
 ${table(['type', 'records'], Object.entries(r.types).map(([k, v]) => [esc(k), fmtInt(v)]))}
-<p class="muted">Spend is the sum of billed clearing prices / 1000 in the bid currency (billing notices counted once); eCPM = spend / billed × 1000; win rate = wins / bids; fill rate = bid requests answered with a bid / bid requests; answer time is the bidder's handler time.</p>
+<p class="muted">Wins, losses, impressions and clicks count once per bid: ${fmtInt(r.repeats)} repeated notice records are left out of the figures. Spend is the sum of billed clearing prices / 1000 in the bid currency (billing notices counted once); eCPM = spend / billed × 1000; win rate = wins / bids; fill rate = bid requests answered with a bid / bid requests; answer time is the bidder's handler time.</p>
 </body></html>
 `;
 }

@@ -6,14 +6,19 @@ import { CapsService } from '../delivery/caps.service';
 import { SpendService } from '../delivery/spend.service';
 import { errorAnswer, type HttpAnswer, noContent } from '../http/answer';
 import { type FrontRequest, type FrontRoute, HttpFront } from '../http/front';
+import { OPEN_SOURCE } from '../exchanges/exchanges';
 import { LogService } from '../log/log.service';
 import type { LogRecord } from '../log/log.types';
+import { RedisService } from '../redis/redis.service';
 import { CampaignStore } from '../targeting/campaign-store';
 import { isNoticeEvent, NoticeError, readNotice, type Notice } from './notice';
 import { NoticeStats } from './notice-stats';
 import { PayloadCodec, type TrackingPayload } from './payload';
 
 export const NOTICE_PREFIX = '/t/';
+
+/** Marks the first win, loss or click notice of a bid (bill and imp have their own markers). */
+export const noticeMarker = (event: string, bidId: string): string => `bidder:notice:{${bidId}}:${event}`;
 
 /** The smallest transparent GIF, the impression pixel's answer. */
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
@@ -28,6 +33,9 @@ const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBR
 export class NoticeRoute implements FrontRoute, OnModuleInit {
   private readonly logger = new Logger('Notices');
   private readonly maxAgeMs: number;
+  private readonly markerTtlSeconds: number;
+  /** Source names by index (src/exchanges/exchanges.ts), for the records. */
+  private readonly sourceNames: readonly string[];
 
   constructor(
     @Optional() @Inject(HttpFront) private readonly front: HttpFront | null,
@@ -39,8 +47,12 @@ export class NoticeRoute implements FrontRoute, OnModuleInit {
     private readonly caps: CapsService,
     private readonly stats: NoticeStats,
     private readonly currency: CurrencyService,
+    private readonly redis: RedisService,
   ) {
     this.maxAgeMs = config.billDedupeTtlSeconds * 1000;
+    // A marker outlives every notice of its bid: older ones are refused (410) anyway.
+    this.markerTtlSeconds = config.billDedupeTtlSeconds;
+    this.sourceNames = [OPEN_SOURCE, ...(config.exchanges ?? []).map((e) => e.name)];
   }
 
   onModuleInit(): void {
@@ -78,30 +90,63 @@ export class NoticeRoute implements FrontRoute, OnModuleInit {
       cur: p.cur,
       deal: p.dealId === '' ? null : p.dealId,
       bidTs: p.ts,
+      exchange: this.sourceNames[p.source ?? 0] ?? 'unknown',
+      // A bid to a test request: spends nothing, counts no caps.
+      test: p.test === true ? true : undefined,
     };
     switch (n.event) {
       case 'win':
-        this.stats.count('win', 'ok');
-        this.log.log(record);
+        this.once(p, record, 'ok');
         return noContent();
       case 'loss':
-        this.stats.count('loss', 'ok');
-        this.log.log({ ...record, loss: n.loss });
+        // A loss gives the bid's reservation back to the campaign's lease, once per bid.
+        this.once(p, { ...record, loss: n.loss }, 'ok', () => this.spend.release(p, false));
         return noContent();
       case 'bill':
+        if (p.test === true) {
+          this.stats.count('bill', 'test');
+          this.log.log({ ...record, counted: false });
+          return noContent();
+        }
         return this.bill(p, n.price, record);
       case 'imp':
-        this.impression(p, record);
+        if (p.test === true) {
+          this.stats.count('imp', 'test');
+          this.log.log({ ...record, user: p.userKey === '' ? null : p.userKey, counted: false });
+        } else {
+          this.impression(p, record);
+        }
         return { status: 200, headers: { 'content-type': 'image/gif', 'cache-control': 'no-store' }, payload: PIXEL };
       case 'click': {
         const c = this.store.current().get(p.crid);
-        this.stats.count('click', c === undefined ? 'unknown_creative' : 'ok');
-        this.log.log({ ...record, landing: c?.landingUrl ?? null });
+        this.once(p, { ...record, landing: c?.landingUrl ?? null }, c === undefined ? 'unknown_creative' : 'ok');
         // Only ever redirect to the landing page of the creative named by the signed payload.
         if (c === undefined) return errorAnswer(404, 'creative no longer exists');
         return { status: 302, headers: { location: c.landingUrl, 'cache-control': 'no-store' }, payload: undefined };
       }
     }
+  }
+
+  /**
+   * Win, loss and click: the answer goes at once; the record follows when Redis has said whether
+   * this is the bid's first notice of the kind (`counted`: true the first time, false for a repeat,
+   * null when Redis failed), as bills and impressions say it. `first` runs for the first one only.
+   */
+  private once(p: TrackingPayload, record: LogRecord, outcome: string, first?: () => void): void {
+    const event = record.type;
+    this.redis.client.set(noticeMarker(event, p.bidId), '1', 'EX', this.markerTtlSeconds, 'NX').then(
+      (ok) => {
+        const counted = ok !== null;
+        this.stats.count(event, counted ? outcome : 'repeated');
+        this.log.log({ ...record, counted });
+        if (counted) first?.();
+      },
+      (e: unknown) => {
+        this.stats.count(event, 'error');
+        this.log.log({ ...record, counted: null });
+        this.logger.warn(`${event} notice not checked for repeats: ${(e as Error).message}`);
+      },
+    );
   }
 
   /**
@@ -135,6 +180,8 @@ export class NoticeRoute implements FrontRoute, OnModuleInit {
     }
     this.stats.count('bill', counted ? 'ok' : 'duplicate');
     this.log.log({ ...record, counted });
+    // Its cost is in the spend now: it leaves the window of unbilled bids.
+    if (counted) this.spend.release(p, true);
     return noContent();
   }
 }

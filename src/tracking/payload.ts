@@ -15,7 +15,7 @@
  * (TRACKING_OLD_KEYS).
  *
  * Format 3 (written): a packed binary record in base64url: version (1 byte, 3), flags (1 byte; bit 0:
- * the bid id is a UUID stored as 16 bytes), key id (1 byte), time in epoch ms (6 bytes, big-endian),
+ * the bid id is a UUID stored as 16 bytes, bit 1: a test bid, bits 2-7: the exchange's index), key id (1 byte), time in epoch ms (6 bytes, big-endian),
  * price (float64, big-endian), the bid id (16 bytes, or a string), then the strings request id, imp id,
  * creative id, campaign id, currency, deal id, publisher, user key, each as a LEB128 length and UTF-8
  * bytes. The user key is a keyed hash of the user's id, never the id itself ('' without one, or
@@ -56,6 +56,10 @@ export interface TrackingPayload {
   readonly publisher: string;
   /** Keyed hash of the user's id ('' when none may be used): frequency caps count on it. */
   readonly userKey: string;
+  /** A bid to a `test` = 1 request: its notices spend no budget and count no caps (false when absent). */
+  readonly test?: boolean;
+  /** The exchange the bid went to (src/exchanges/exchanges.ts; 0: open or an earlier format). */
+  readonly source?: number;
 }
 
 /** Who calls a URL: the exchange's servers (win, bill, loss) or a browser or player (impression, click). */
@@ -91,6 +95,9 @@ export class PayloadError extends Error {
 const SIG_BYTES = 16;
 const SIG_CHARS = 22;
 const FLAG_UUID = 1;
+const FLAG_TEST = 2;
+/** The exchange's index (0-63) sits above the two flag bits. */
+const SOURCE_SHIFT = 2;
 /** version, flags, key id, ts (6), price (8). */
 const FIXED_BYTES = 17;
 /** Longest payload text read: a format-3 payload of the longest fields the request limits allow is ~3 KB. */
@@ -170,11 +177,12 @@ export class PayloadCodec {
     buf.writeUIntBE(Math.max(0, Math.min(p.ts, 2 ** 48 - 1)), 3, 6);
     buf.writeDoubleBE(p.price, 9);
     let off = FIXED_BYTES;
+    const flags = (p.test === true ? FLAG_TEST : 0) | (((p.source ?? 0) & 63) << SOURCE_SHIFT);
     if (writeUuid(p.bidId, buf, off)) {
-      buf[1] = FLAG_UUID;
+      buf[1] = FLAG_UUID | flags;
       off += 16;
     } else {
-      buf[1] = 0;
+      buf[1] = flags;
       off = writeString(buf, off, p.bidId);
     }
     off = writeString(buf, off, p.requestId);
@@ -306,6 +314,8 @@ function decodeBinary(buf: Buffer, fixed: number, priceAt: number, tsAt: number)
     publisher,
     // Format 2 carried the raw user id: not used.
     userKey: fixed === FIXED_BYTES ? user : '',
+    test: (buf[1] & FLAG_TEST) !== 0,
+    source: buf[1] >> SOURCE_SHIFT,
   };
 }
 
@@ -331,5 +341,7 @@ function decodeLegacy(packed: string): TrackingPayload {
     dealId: String(a[9]),
     publisher: String(a[10]),
     userKey: '',
+    test: false,
+    source: 0,
   };
 }

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { DeliveryModule } from '../delivery/delivery.module';
 import { LogModule } from '../log/log.module';
+import { RedisModule } from '../redis/redis.module';
 import { TargetingModule } from '../targeting/targeting.module';
 import { NoticeRoute } from './notice.route';
 import { NoticeStats } from './notice-stats';
@@ -13,7 +14,7 @@ const codec = { provide: PayloadCodec, useFactory: (c: Config) => new PayloadCod
 
 /** Notices and trackers: the signed tracking payload (one codec for the worker) and the routes that read it back. */
 @Module({
-  imports: [LogModule, TargetingModule, DeliveryModule],
+  imports: [LogModule, TargetingModule, DeliveryModule, RedisModule],
   providers: [NoticeRoute, NoticeStats, TrackingMetrics, codec],
   exports: [NoticeStats, PayloadCodec],
 })

@@ -236,6 +236,7 @@ describe('report', () => {
       campaigns: [{ cid: '<script>x</script>', bids: 1, avgBidPrice: 1, wins: 0, winRate: 0, losses: 0, impressions: 0, clicks: 0, ctr: null, billed: 0, money: [] }],
       reasons: [],
       types: { request: 2 },
+      repeats: 0,
     };
     const page = renderHtml(r);
     assert.ok(!page.includes('<script>'));

@@ -9,7 +9,7 @@ const codec = new PayloadCodec({ current: secret, accepted: [secret], legacy: fa
 const NOW = 1_700_000_000_000;
 const DAY = 86_400_000;
 const payload: TrackingPayload = {
-  requestId: 'r1', bidId: 'b1', impId: '1', crid: 'cr', cid: 'c', price: 2, cur: 'USD', ts: NOW - 1000, dealId: '', publisher: 'p', userKey: 'u',
+  requestId: 'r1', bidId: 'b1', impId: '1', crid: 'cr', cid: 'c', price: 2, cur: 'USD', ts: NOW - 1000, dealId: '', publisher: 'p', userKey: 'u', test: false, source: 0,
 };
 
 function query(extra: Record<string, string>, p: TrackingPayload = payload): Record<string, string> {

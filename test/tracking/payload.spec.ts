@@ -6,7 +6,7 @@ import { type Audience, PAYLOAD_VERSION, PayloadCodec, PayloadError, type Tracki
 
 const sample: TrackingPayload = {
   requestId: 'req-1', bidId: '6f1c2a4e-0000-4000-8000-000000000001', impId: '1', crid: 'cr-1', cid: 'c-1',
-  price: 1.25, cur: 'USD', ts: 1_700_000_000_000, dealId: '', publisher: 'pub "quoted" & co', userKey: 'hashed-user',
+  price: 1.25, cur: 'USD', ts: 1_700_000_000_000, dealId: '', publisher: 'pub "quoted" & co', userKey: 'hashed-user', test: false, source: 0,
 };
 const SECRET = 'k1-secret';
 const keys = (secret = SECRET, id = 1, old: Array<{ id: number; secret: string }> = [], legacy = true): TrackingKeys => ({
@@ -65,6 +65,10 @@ describe('tracking payload codec', () => {
       { ...sample, price: 0.000_001, ts: 0 },
       { ...sample, price: 123_456.789, cur: 'JPY', dealId: 'deal-7' },
       { ...sample, requestId: '', impId: '', crid: '', cid: '', cur: '', publisher: '', userKey: '' },
+      // A test bid, and the exchange's index in the flags byte (0-63), with and without a UUID bid id.
+      { ...sample, test: true, source: 5 },
+      { ...sample, bidId: 'not-a-uuid', test: true, source: 63 },
+      { ...sample, test: false, source: 1 },
     ];
     for (const c of cases) {
       const { p, s } = parts(codec.encode(c).s2s);
