@@ -112,7 +112,7 @@ export class BiddingService {
     }
     const waitedMs = startedAt - arrivedAt;
     this.metrics.bidWait(waitedMs / 1000);
-    if (this.shedMaxWaitMs > 0 && waitedMs > this.shedBudget(parsed)) return this.shed(parsed, startedAt);
+    if (this.shedMaxWaitMs > 0 && waitedMs > this.shedBudget(parsed)) return this.shed(parsed, startedAt, exchange);
     // What the request may be used for (regs, consent, GPP, COPPA, lmt/dnt), decided once.
     const privacy = this.policy.decide(readPrivacySignals(parsed));
     this.privacyStats.count(privacy.reason);
@@ -188,12 +188,12 @@ export class BiddingService {
    * exchange, be a timeout). Its records are logged like any other's (reason `shed`), personal data
    * redacted as for a request without consent; the auction, markup and privacy decoding are skipped.
    */
-  private shed(parsed: unknown, startedAt: number): BidAnswer {
+  private shed(parsed: unknown, startedAt: number, exchange: string): BidAnswer {
     const id = idOf(parsed);
     if (id !== '') {
       redactRequest(parsed, this.hasher, { keepRawPii: false });
-      this.log.log({ type: 'request', id, name: '' }, requestText(parsed));
-      this.log.log({ type: 'response', id, name: '', status: 204, reason: SHED, ms: elapsed(startedAt) });
+      this.log.log({ type: 'request', id, name: '', exchange }, requestText(parsed));
+      this.log.log({ type: 'response', id, name: '', exchange, status: 204, reason: SHED, ms: elapsed(startedAt) });
     }
     this.metrics.bidRequest('shed', SHED, (performance.now() - startedAt) / 1000);
     return { status: 204, body: '', reason: SHED };
