@@ -46,7 +46,8 @@ const MICRO = 1_000_000;
 /** How long daily spend counters live after their last bill (they are read only on their day). */
 const DAILY_TTL_S = 3 * 24 * 3600;
 
-class CampaignBudget {
+/** One campaign's lease and window of unbilled bids in this worker (exported for its unit test). */
+export class CampaignBudget {
   /** USD this worker may still commit to bids until the next refresh. */
   lease = 0;
   /** remaining / workers at the last refresh: what the per-source bound is a share of. */
