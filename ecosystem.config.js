@@ -22,19 +22,39 @@ function int(name, def) {
 /**
  * CPUs this process may use. os.availableParallelism() (libuv 1.52 in Node 24) reads a cgroup v2
  * quota too, but rounds it down (a container of 1.5 CPUs would get 1 worker) and under nested cgroups
- * takes the outermost limit, not the tightest. So: the quota of cpu.max (the container's own under a
- * cgroup namespace, as Docker and Kubernetes set up on cgroup v2) rounded up, bounded by the CPUs the
- * scheduler lets this process run on; without a quota, availableParallelism().
+ * takes the outermost limit, not the tightest. So: the container's CPU quota rounded up, bounded by
+ * the CPUs the scheduler lets this process run on; without a quota, availableParallelism(). The
+ * quota is cgroup v2's cpu.max (the container's own under a cgroup namespace, as Docker, podman and
+ * Kubernetes set up on cgroup v2) or, on a cgroup v1 host, cpu.cfs_quota_us / cpu.cfs_period_us of
+ * the cpu controller, which runc mounts at /sys/fs/cgroup/cpu as the container's own directory.
  */
 function containerCpus() {
-  let quota;
+  const quota = cgroupV2Quota() ?? cgroupV1Quota();
+  if (quota === null) return os.availableParallelism();
+  return Math.max(1, Math.min(Math.ceil(quota), allowedCpus()));
+}
+
+function readFile(file) {
   try {
-    quota = /^(\d+) (\d+)\s*$/.exec(fs.readFileSync(env.BIDDER_CPU_MAX_FILE || '/sys/fs/cgroup/cpu.max', 'utf8'));
+    return fs.readFileSync(file, 'utf8');
   } catch {
-    quota = null;
+    return null;
   }
-  if (!quota || Number(quota[2]) === 0) return os.availableParallelism();
-  return Math.max(1, Math.min(Math.ceil(Number(quota[1]) / Number(quota[2])), allowedCpus()));
+}
+
+/** cgroup v2: "<quota> <period>" in microseconds, or "max <period>" for none. */
+function cgroupV2Quota() {
+  const m = /^(\d+) (\d+)\s*$/.exec(readFile(env.BIDDER_CPU_MAX_FILE || '/sys/fs/cgroup/cpu.max') ?? '');
+  return m && Number(m[2]) > 0 ? Number(m[1]) / Number(m[2]) : null;
+}
+
+/** cgroup v1: cpu.cfs_quota_us (-1 for none) over cpu.cfs_period_us. */
+function cgroupV1Quota() {
+  const dir = env.BIDDER_CPU_CGROUP_V1_DIR || '/sys/fs/cgroup/cpu';
+  const quota = /^(-?\d+)\s*$/.exec(readFile(path.join(dir, 'cpu.cfs_quota_us')) ?? '');
+  const period = /^(\d+)\s*$/.exec(readFile(path.join(dir, 'cpu.cfs_period_us')) ?? '');
+  if (!quota || !period || Number(quota[1]) <= 0 || Number(period[1]) === 0) return null;
+  return Number(quota[1]) / Number(period[1]);
 }
 
 /** CPUs in this process's affinity mask ("0-3,8" in /proc/self/status): what taskset and cpusets allow. */

@@ -28,14 +28,16 @@ interface App {
   error_file: string;
 }
 
-/** No cgroup CPU quota, whatever the machine running the tests has. */
+/** No cgroup CPU quota (v2 or v1), whatever the machine running the tests has. */
 const NO_CPU_MAX = path.join(os.tmpdir(), 'no-such-dir', 'cpu.max');
+const NO_CPU_V1 = path.join(os.tmpdir(), 'no-such-dir', 'cpu');
 
 /** Evaluates the file as the PM2 CLI does, with `env` as the CLI's environment; returns the app `name`. */
 function load(env: Record<string, string | undefined>, name = 'bidder'): App {
   const saved = { ...process.env };
   for (const k of ['WORKERS', 'PORT', 'HOST', 'HOST_ID', 'REDIS_URL', 'SHUTDOWN_TIMEOUT_MS', 'CAMPAIGNS_FILE', 'TRACKING_BASE_URL', 'BIDDER_RUN_DIR', 'LOG_SPILL_DIR', 'LOG_REDIS_KEY', 'SHIP_DIR', 'SHIP_ID', 'SHIP_STOP_TIMEOUT_MS']) delete process.env[k];
   process.env.BIDDER_CPU_MAX_FILE = NO_CPU_MAX;
+  process.env.BIDDER_CPU_CGROUP_V1_DIR = NO_CPU_V1;
   for (const [k, v] of Object.entries(env)) if (v !== undefined) process.env[k] = v;
   try {
     delete require.cache[require.resolve(FILE)];
@@ -85,6 +87,32 @@ describe('ecosystem.config.js', () => {
     }
   });
 
+  it('counts them from the cgroup v1 quota (cpu.cfs_quota_us / cpu.cfs_period_us) on a cgroup v1 host', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ecosystem-cpu-v1-'));
+    try {
+      const v1 = (quota: string, period: string) => {
+        const d = fs.mkdtempSync(path.join(dir, 'cg-'));
+        fs.writeFileSync(path.join(d, 'cpu.cfs_quota_us'), quota);
+        fs.writeFileSync(path.join(d, 'cpu.cfs_period_us'), period);
+        return d;
+      };
+      // -1 is v1's "no quota"; an unreadable or zero period is none either.
+      for (const [q, p] of [['-1\n', '100000\n'], ['garbage', '100000'], ['100000\n', '0\n'], ['', '']]) {
+        assert.equal(load({ BIDDER_CPU_CGROUP_V1_DIR: v1(q, p) }).instances, os.availableParallelism(), JSON.stringify([q, p]));
+      }
+      assert.equal(load({ BIDDER_CPU_CGROUP_V1_DIR: v1('50000\n', '100000\n') }).instances, 1);
+      assert.equal(load({ BIDDER_CPU_CGROUP_V1_DIR: v1('100000\n', '100000\n') }).instances, 1);
+      assert.equal(load({ BIDDER_CPU_CGROUP_V1_DIR: v1('150000\n', '100000\n') }).instances, Math.min(2, os.availableParallelism()));
+      assert.equal(load({ BIDDER_CPU_CGROUP_V1_DIR: v1('100000\n', '100000\n'), WORKERS: '3' }).instances, 3, 'WORKERS wins');
+      // A v2 quota, where there is one, is read first.
+      const max = path.join(dir, 'cpu.max');
+      fs.writeFileSync(max, '100000 100000\n');
+      assert.equal(load({ BIDDER_CPU_MAX_FILE: max, BIDDER_CPU_CGROUP_V1_DIR: v1('800000', '100000') }).instances, 1);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('rounds a fractional quota up and never counts more CPUs than the affinity mask allows', (t) => {
     const taskset = ['/usr/bin/taskset', '/bin/taskset'].find((p) => fs.existsSync(p));
     if (!taskset || os.cpus().length < 2) return t.skip('needs taskset and 2 CPUs');
@@ -105,7 +133,7 @@ describe('ecosystem.config.js', () => {
         }
         process.stdout.write(JSON.stringify(out));`;
       const counts = (cpus: string): Record<string, number> => {
-        const env: Record<string, string | undefined> = { ...process.env, CASES: JSON.stringify(files) };
+        const env: Record<string, string | undefined> = { ...process.env, CASES: JSON.stringify(files), BIDDER_CPU_CGROUP_V1_DIR: NO_CPU_V1 };
         delete env.WORKERS;
         const r = spawnSync(taskset, ['-c', cpus, process.execPath, '-e', script], { env, encoding: 'utf8', timeout: 20_000 });
         assert.equal(r.status, 0, r.stderr);
