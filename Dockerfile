@@ -12,12 +12,14 @@
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# The npm `node` package brings the project its Node 24 on machines that lack it; the image has Node
+# 24 already. Its install script (the only one among the dependencies) would download a 126 MB
+# binary, so scripts are skipped and the package is removed with its command link.
+RUN npm ci --no-audit --no-fund --ignore-scripts \
+ && rm -rf node_modules/node node_modules/.bin/node
 COPY . .
-# The npm `node` package brings the project its Node 24 on machines that lack it; the runtime image
-# has Node 24 already, so it is dropped with the dev dependencies.
 RUN npm run build \
- && npm prune --omit=dev --no-audit --no-fund \
+ && npm prune --omit=dev --no-audit --no-fund --ignore-scripts \
  && rm -rf node_modules/node node_modules/.bin/node
 
 # ---- runtime: slim Node 24, production dependencies and dist/ only, not root -------------------
