@@ -482,7 +482,7 @@ function mainTables(rep, lines, h) {
   }
   if (s.rate === 1300 && rep.scenario === 'reference') {
     // The published comparison this project started from (its machine, not this one).
-    for (const [name, v] of PUBLISHED) lines.push(`| *${name} (published)* | ${v.map((x) => f(x)).join(' | ')} | – | – | – | – | – | – | – | – |`);
+    for (const [name, v] of PUBLISHED) lines.push(`| *${name} (published)* | ${v.map((x) => f(x)).join(' | ')} | – | – | – | – | – | – | – |`);
   }
   const bidder = rep.targets.bidder || rep.targets.remote;
   if (bidder && bidder.bidRate !== null) {

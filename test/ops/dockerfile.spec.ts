@@ -1,4 +1,4 @@
-// No Docker engine runs here, so the Dockerfile is checked by its shape: two stages (build, then a
+// The Dockerfile by its shape (test/ops/image.spec.ts builds and runs it with podman): two stages (build, then a
 // slim runtime on the project's Node major), production dependencies only, a non-root user,
 // pm2-runtime on ecosystem.config.js, HEALTHCHECK on /health/live, EXPOSE of the default port; and
 // buildable by construction: every file it COPYs from the context exists and is not .dockerignored,
@@ -148,6 +148,18 @@ describe('Dockerfile', () => {
       const { from } = copyArgs(c.args);
       assert.ok(from !== null, `the runtime copies only from the build stage: COPY ${c.args}`);
     }
+  });
+
+  it('never runs the `node` package\'s install script, which downloads a Node binary the base image has', () => {
+    const runs = ops(stages[0], 'RUN').map((i) => i.args);
+    for (const r of runs.filter((x) => /npm (ci|prune|install)\b/.test(x))) assert.match(r, /--ignore-scripts\b/, r);
+    // Skipping scripts skips nothing else: no other dependency has one.
+    const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean }> };
+    const withScripts = Object.entries(lock.packages)
+      .filter(([, p]) => p.hasInstallScript)
+      .map(([k]) => k);
+    assert.deepEqual(withScripts, ['node_modules/node']);
+    assert.match(runs.join('\n'), /rm -rf node_modules\/node node_modules\/\.bin\/node/);
   });
 
   it('runs as a non-root user, pm2-runtime on ecosystem.config.js, with a liveness HEALTHCHECK and the default port exposed', () => {
