@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { freePort, startTestRedis, type TestRedis } from '../support/redis';
 import { incomplete, readBidLog } from './support/bidlog';
+import { readYamlFile } from './support/k8s';
 import { postBid, request } from './support/http';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -28,6 +29,7 @@ const baseLib = require(path.join(ROOT, 'scripts', 'lib', 'image-base.js')) as {
 const imageLib = require(path.join(ROOT, 'scripts', 'image.js')) as {
   buildImage(tag?: string): Promise<number>;
   imageSize(tag?: string): number;
+  IMAGE: string;
 };
 /* eslint-enable @typescript-eslint/no-require-imports */
 
@@ -140,6 +142,21 @@ describe('container image (podman)', { timeout: 1_500_000 }, () => {
     // podman records the result (its timer needs systemd, absent here: the check is run by hand).
     const state = podman(['inspect', '--format', '{{.State.Health.Status}}', name]).stdout.trim();
     assert.equal(state, 'healthy');
+  });
+
+  it('is the image the Kubernetes manifests run, with their user and probes', async (t) => {
+    if (skip) return t.skip(skip);
+    const docs = readYamlFile(path.join(ROOT, 'deploy', 'k8s', 'bidder-deployment.yaml'));
+    const pod = docs.find((d) => d.kind === 'Deployment')?.spec.template.spec;
+    const c = pod.containers.find((x: { name: string }) => x.name === 'bidder') ?? pod.containers[0];
+    assert.equal(c.image, imageLib.IMAGE.split(':')[0], 'the name scripts/image.js tags');
+    assert.equal(String(pod.securityContext.runAsUser), podman(['exec', name, 'id', '-u']).stdout.trim());
+    for (const probe of [c.startupProbe, c.readinessProbe, c.livenessProbe]) {
+      const a = await request(`${url}${probe.httpGet.path}`);
+      assert.equal(a.status, 200, `${probe.httpGet.path}: ${a.status} ${a.body}`);
+    }
+    const hc = podman(['inspect', '--format', '{{json .Config.Healthcheck}}', name]).stdout;
+    assert.ok(hc.includes(c.livenessProbe.httpGet.path), 'the HEALTHCHECK and the liveness probe ask the same path');
   });
 
   it('flushes every bid log record to Redis on `podman stop`', async (t) => {
