@@ -120,7 +120,7 @@ export class Browser {
         const d = m.params.exceptionDetails;
         problems.exceptions.push(String(d.exception?.description ?? d.text));
       } else if (m.method === 'Runtime.consoleAPICalled' && m.params.type === 'error') {
-        problems.errors.push(`console.error: ${(m.params.args as Array<{ value?: unknown; description?: string }>).map((a) => String(a.value ?? a.description)).join(' ')}`);
+        problems.errors.push(`console.error: ${(m.params.args as Array<{ value?: unknown; description?: string }>).map((a) => (a.value === undefined ? String(a.description) : JSON.stringify(a.value))).join(' ')}`);
       } else if (m.method === 'Log.entryAdded' && m.params.entry.level === 'error') {
         problems.errors.push(`${m.params.entry.source}: ${m.params.entry.text} ${m.params.entry.url ?? ''}`.trim());
       }
