@@ -7,8 +7,7 @@ import { AppModule } from './app.module';
 import type { Config } from './config/config';
 import { Lifecycle } from './health/lifecycle';
 import { ClusterMetrics } from './metrics/cluster-metrics';
-import { HttpFront } from './http/front';
-
+import { HttpServers } from './http/http.module';
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
@@ -111,29 +110,15 @@ export class NestPinoLogger implements LoggerService {
 }
 
 /**
- * Builds the Nest application on Fastify, behind the HTTP front (src/http/front.ts): the front owns
- * the servers, their deadlines and limits, and serves the hot routes (bids, notices, debug) itself;
- * Fastify serves the Nest controllers (health, metrics). Fastify reads no request body: every route
- * that takes one is the front's.
+ * Builds the application: the two HTTP servers (src/http/), then Nest, which wires the providers and
+ * runs on the admin instance (FastifyAdapter). The routes are plain Fastify routes that add themselves
+ * to the public or the admin instance when their module starts; Nest's router serves none of them.
  */
 export async function createApp(config: Config): Promise<NestFastifyApplication> {
   const logger = createPino(config);
-  const front = new HttpFront(config, config.accessLog ? logger : null, logger);
-  const adapter = new FastifyAdapter({
-    // The controllers take no body; anything sent to them is refused past this.
-    bodyLimit: 16 * 1024,
-    serverFactory: front.serverFactory,
-    clientErrorHandler: front.onClientError,
-    // On close, finish what arrives on open keep-alive connections instead of answering 503, so
-    // that `pm2 reload` fails no request (Lifecycle drains open connections before this close).
-    return503OnClosing: false,
-    forceCloseConnections: 'idle',
-    // No Nest middleware is used: without @fastify/middie no request pays for its hook.
-    skipMiddie: true,
-    // The access log of the controllers' routes (the front writes the hot routes' own lines).
-    ...(config.accessLog ? { loggerInstance: logger } : { logger: false }),
-  });
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, front), adapter, {
+  const servers = new HttpServers(config, logger);
+  const adapter = new FastifyAdapter(servers.admin.fastify);
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, servers), adapter, {
     bodyParser: false,
     logger: new NestPinoLogger(logger),
   });
@@ -142,19 +127,20 @@ export async function createApp(config: Config): Promise<NestFastifyApplication>
   return app;
 }
 
-/** Starts listening (public port, then admin port) and marks the worker ready. */
+/** Starts listening (public port, then admin port) and marks the worker ready; resolves with the public URL. */
 export async function listen(app: NestFastifyApplication, config: Config): Promise<string> {
-  await app.listen(config.port, config.host);
-  const front = app.get(HttpFront);
-  await front.listenAdmin();
-  front.watchLoop();
+  await app.init();
+  const servers = app.get(HttpServers);
+  const url = await servers.public.listen(config.port, config.host);
+  await app.listen(config.adminPort, config.adminHost);
+  servers.turns.start();
   app.get(Lifecycle).started = true;
   // Show this worker as ready in the machine view now rather than at the next period.
   app.get(ClusterMetrics).publishInBackground();
-  return app.getUrl();
+  return url;
 }
 
 /** The admin server's URL (`http://host:port`), once listening. */
 export function adminUrl(app: NestFastifyApplication): string {
-  return app.get(HttpFront).adminUrl();
+  return app.get(HttpServers).admin.url();
 }

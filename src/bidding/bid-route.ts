@@ -4,34 +4,36 @@ import { Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common'
 import { Exchanges } from '../exchanges/exchanges.module';
 import { UNKNOWN } from '../exchanges/exchanges';
 import { errorAnswer, type HttpAnswer, JSON_TYPE } from '../http/answer';
-import { type FrontRequest, type FrontRoute, HttpFront } from '../http/front';
+import { HttpServers } from '../http/http.module';
+import type { HttpRoute, RouteRequest } from '../http/server';
 import { type BidAnswer, BiddingService, SHED } from './bidding.service';
 
 export const BID_PATH = '/openrtb2/bid';
 
 /**
- * `POST /openrtb2/bid`: HTTP in and out; the HTTP front (src/http/front.ts) has read and decoded the
- * body within its limits, the work is in BiddingService.
+ * `POST /openrtb2/bid` on the public port: HTTP in and out; the server (src/http/server.ts) has read
+ * and decoded the body within its limits, the work is in BiddingService. `r.remoteAddress` and
+ * `r.headers` are what a check of the caller needs.
  */
 @Injectable()
-export class BidRoute implements FrontRoute, OnModuleInit {
+export class BidRoute implements HttpRoute, OnModuleInit {
   constructor(
-    @Optional() @Inject(HttpFront) private readonly front: HttpFront | null,
+    @Optional() @Inject(HttpServers) private readonly servers: HttpServers | null,
     private readonly bidding: BiddingService,
     private readonly exchanges: Exchanges,
   ) {}
 
   onModuleInit(): void {
-    this.front?.route({ method: 'POST', path: BID_PATH, port: 'public', route: this });
+    this.servers?.public.route({ method: 'POST', path: BID_PATH, route: this });
   }
 
-  handle(r: FrontRequest): HttpAnswer {
+  handle(r: RouteRequest): HttpAnswer {
     const source = this.exchanges.identify(r.headers, r.remoteAddress);
     if (source === UNKNOWN) return errorAnswer(403, 'caller is not a configured exchange (EXCHANGES_FILE)');
     return this.http(this.bidding.bid(r.body!, r.receivedAt, r.arrivedAt, source), r.headers);
   }
 
-  refused(status: 400 | 413, reason: string, r: FrontRequest): HttpAnswer {
+  refused(status: 400 | 413, reason: string, r: RouteRequest): HttpAnswer {
     return this.http(this.bidding.refuse(status, reason, r.receivedAt), r.headers);
   }
 

@@ -2,7 +2,8 @@ import { Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common'
 import { CONFIG, type Config } from '../config/config';
 import { PacingGate } from '../delivery/pacing.gate';
 import { errorAnswer, type HttpAnswer, jsonAnswer } from '../http/answer';
-import { type FrontRequest, type FrontRoute, HttpFront } from '../http/front';
+import { HttpServers } from '../http/http.module';
+import type { HttpRoute, RouteRequest } from '../http/server';
 import { readJson } from '../openrtb/json';
 import { InvalidRequestError, parseBidRequest } from '../openrtb/parse';
 import { CurrencyService } from '../currency/currency.service';
@@ -18,11 +19,11 @@ export const EXPLAIN_PATH = '/debug/explain';
  * reasons an operator needs to see why a campaign does not bid. Read-only: no log record, no budget taken.
  */
 @Injectable()
-export class DebugRoute implements FrontRoute, OnModuleInit {
+export class DebugRoute implements HttpRoute, OnModuleInit {
   private readonly auction: Auction;
 
   constructor(
-    @Optional() @Inject(HttpFront) private readonly front: HttpFront | null,
+    @Optional() @Inject(HttpServers) private readonly servers: HttpServers | null,
     @Inject(CONFIG) private readonly config: Config,
     private readonly store: CampaignStore,
     gate: PacingGate,
@@ -33,10 +34,10 @@ export class DebugRoute implements FrontRoute, OnModuleInit {
   }
 
   onModuleInit(): void {
-    this.front?.route({ method: 'POST', path: EXPLAIN_PATH, port: 'admin', route: this });
+    this.servers?.admin.route({ method: 'POST', path: EXPLAIN_PATH, route: this });
   }
 
-  handle(r: FrontRequest): HttpAnswer {
+  handle(r: RouteRequest): HttpAnswer {
     if (!this.config.debugEndpoints) return errorAnswer(404, 'debug endpoints are off (DEBUG_ENDPOINTS=true turns them on)');
     try {
       const body = readJson(r.body!);

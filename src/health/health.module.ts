@@ -1,7 +1,7 @@
 import { Global, Injectable, Module, type OnModuleInit } from '@nestjs/common';
 import { ComputedGauge } from '../metrics/fast-metrics';
 import { MetricsService } from '../metrics/metrics.service';
-import { HealthController } from './health.controller';
+import { HealthRoutes } from './health.routes';
 import { Health } from './health.service';
 import { Lifecycle } from './lifecycle';
 
@@ -26,7 +26,7 @@ class HealthMetrics implements OnModuleInit {
   }
 }
 
-/** Health: the registry of checks (Health), the worker's lifecycle, and the probes' controller. */
+/** Health: the registry of checks (Health), the worker's lifecycle, and the probes' routes. */
 @Global()
-@Module({ controllers: [HealthController], providers: [Health, Lifecycle, HealthMetrics], exports: [Health, Lifecycle] })
+@Module({ providers: [Health, Lifecycle, HealthMetrics, HealthRoutes], exports: [Health, Lifecycle] })
 export class HealthModule {}

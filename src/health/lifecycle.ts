@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import * as net from 'node:net';
 import { BeforeApplicationShutdown, Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common';
-import { HttpFront } from '../http/front';
+import { HttpServers } from '../http/http.module';
 import { Health } from './health.service';
 
 /** How long open keep-alive connections get to carry one more request (answered `Connection: close`). */
@@ -53,7 +53,7 @@ export class Lifecycle implements BeforeApplicationShutdown, OnModuleInit {
   stopping = false;
 
   constructor(
-    @Optional() @Inject(HttpFront) private readonly front: HttpFront | null,
+    @Optional() @Inject(HttpServers) private readonly servers: HttpServers | null,
     private readonly health: Health,
   ) {}
 
@@ -68,8 +68,8 @@ export class Lifecycle implements BeforeApplicationShutdown, OnModuleInit {
   /** Nest calls this after onModuleDestroy and before it closes the HTTP server and runs onApplicationShutdown. */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
-    if (!this.started || this.front === null) return;
-    this.front.close();
-    await Promise.all([drainHttpServer(this.front.publicServer), drainHttpServer(this.front.adminServer)]);
+    if (!this.started || this.servers === null) return;
+    this.servers.turns.stop();
+    await Promise.all([drainHttpServer(this.servers.public.server), drainHttpServer(this.servers.admin.server)]);
   }
 }

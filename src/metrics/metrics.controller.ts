@@ -1,21 +1,46 @@
-import { Controller, Get, Query, Res } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import { Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common';
 import { Registry } from 'prom-client';
+import type { HttpAnswer } from '../http/answer';
+import { HttpServers } from '../http/http.module';
+import { CUT_REASONS, type RouteRequest } from '../http/server';
 import { ClusterMetrics } from './cluster-metrics';
+import { ComputedCounter } from './fast-metrics';
 import { MetricsService } from './metrics.service';
 
-@Controller('metrics')
-export class MetricsController {
+const prometheus = (text: string): HttpAnswer => ({ status: 200, headers: { 'content-type': Registry.PROMETHEUS_CONTENT_TYPE }, payload: text });
+
+/** `GET /metrics` and `GET /metrics/cluster`, on the admin port only; the HTTP servers' own figures. */
+@Injectable()
+export class MetricsRoutes implements OnModuleInit {
   constructor(
+    @Optional() @Inject(HttpServers) private readonly servers: HttpServers | null,
     private readonly metrics: MetricsService,
     private readonly cluster: ClusterMetrics,
   ) {}
 
+  onModuleInit(): void {
+    if (this.servers === null) return;
+    const admin = this.servers.admin;
+    admin.route({ method: 'GET', path: '/metrics', route: { handle: () => this.worker() } });
+    admin.route({ method: 'GET', path: '/metrics/cluster', route: { handle: (r) => this.machine(r) } });
+    const s = this.servers.stats;
+    this.metrics.addComputed(
+      new ComputedCounter(
+        'bidder_http_connections_cut_total',
+        'Connections cut or refused before any route ran: missed header or request deadline, over HTTP_MAX_CONNECTIONS (the newcomer refused, or the longest-idle connection closed for it), headers too large, malformed HTTP.',
+        () => CUT_REASONS.map((reason) => ({ value: s.cut[reason], labels: { reason } })),
+      ),
+    );
+    this.metrics.addComputed(
+      new ComputedCounter('bidder_http_send_errors_total', 'Answers Node refused to send (answered 500 or closed instead).', () => [
+        { value: s.sendErrors, labels: {} },
+      ]),
+    );
+  }
+
   /** This worker's figures, every series labelled `worker`. */
-  @Get()
-  async worker(@Res() reply: FastifyReply): Promise<void> {
-    const text = await this.metrics.render();
-    void reply.code(200).header('content-type', Registry.PROMETHEUS_CONTENT_TYPE).send(text);
+  async worker(): Promise<HttpAnswer> {
+    return prometheus(await this.metrics.render());
   }
 
   /**
@@ -23,18 +48,15 @@ export class MetricsController {
    * `?by=worker` each worker's series with its `worker` label (what Prometheus should scrape:
    * a worker's restart then resets only its own series).
    */
-  @Get('cluster')
-  async machine(@Query('by') by: string | undefined, @Res() reply: FastifyReply): Promise<void> {
-    let text: string;
+  async machine(r: RouteRequest): Promise<HttpAnswer> {
     try {
-      text = await this.cluster.machine(by === 'worker');
+      return prometheus(await this.cluster.machine(r.query.by === 'worker'));
     } catch (e) {
-      void reply
-        .code(503)
-        .header('content-type', 'text/plain; charset=utf-8')
-        .send(`# machine view unavailable: ${e instanceof Error ? e.message : String(e)}\n`);
-      return;
+      return {
+        status: 503,
+        headers: { 'content-type': 'text/plain; charset=utf-8' },
+        payload: `# machine view unavailable: ${e instanceof Error ? e.message : String(e)}\n`,
+      };
     }
-    void reply.code(200).header('content-type', Registry.PROMETHEUS_CONTENT_TYPE).send(text);
   }
 }

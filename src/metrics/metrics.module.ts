@@ -1,6 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { ClusterMetrics } from './cluster-metrics';
-import { MetricsController } from './metrics.controller';
+import { MetricsRoutes } from './metrics.controller';
 import { MetricsService } from './metrics.service';
 
 /**
@@ -9,8 +9,7 @@ import { MetricsService } from './metrics.service';
  */
 @Global()
 @Module({
-  controllers: [MetricsController],
-  providers: [MetricsService, ClusterMetrics],
+  providers: [MetricsService, ClusterMetrics, MetricsRoutes],
   exports: [MetricsService],
 })
 export class MetricsModule {}

@@ -1,16 +1,20 @@
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
+import { type HttpAnswer, jsonAnswer } from '../http/answer';
+import { HttpServer, HttpStats } from '../http/server';
+import { TurnClock } from '../http/turn-clock';
 import type { ShipperMetrics } from './shipper.metrics';
 import type { ShipperStatus } from './shipper.service';
 
+/** Deadlines and limits for a scrape-and-probe server: nothing here reads a body. */
+const SETTINGS = { headersTimeoutMs: 5_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000, maxConnections: 64, bodyLimitBytes: 1024 };
+
 /**
- * The shipper's small HTTP server (node:http, no framework): `GET /metrics` (Prometheus text),
- * `GET /health/live` (200 while the process answers) and `GET /health/ready` (200, or 503 with the
- * problems: Redis away, storage failing, lease held by another process, stopping).
+ * The shipper's small HTTP server (the bidder's server module, src/http/server.ts): `GET /metrics`
+ * (Prometheus text), `GET /health/live` (200 while the process answers) and `GET /health/ready`
+ * (200, or 503 with the problems: Redis away, storage failing, lease held by another process, stopping).
  */
 export class AdminServer {
-  private server: http.Server | null = null;
+  private server: HttpServer | null = null;
 
   constructor(
     private readonly metrics: ShipperMetrics,
@@ -19,52 +23,30 @@ export class AdminServer {
   ) {}
 
   async listen(port: number, host: string): Promise<string> {
-    const server = http.createServer((req, res) => void this.handle(req, res));
-    server.keepAliveTimeout = 5_000;
+    const server = new HttpServer(SETTINGS, { stats: new HttpStats(), turns: new TurnClock(), accessLog: null, errors: { error: () => undefined } });
+    server.route({ method: 'GET', path: '/metrics', route: { handle: () => this.prometheus() } });
+    server.route({ method: 'GET', path: '/health/live', route: { handle: () => jsonAnswer(200, { status: 'ok', shipper: this.shipperId, pid: process.pid }) } });
+    server.route({ method: 'GET', path: '/health/ready', route: { handle: () => this.ready() } });
     this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    const a = server.address() as AddressInfo;
-    return `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
+    return server.listen(port, host);
   }
 
   async close(): Promise<void> {
     const s = this.server;
     this.server = null;
     if (!s) return;
-    s.closeAllConnections();
-    await new Promise<void>((resolve) => s.close(() => resolve()));
+    s.server.closeAllConnections();
+    await s.close();
   }
 
-  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const url = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'application/json', JSON.stringify({ error: 'method not allowed' }));
-    try {
-      switch (url) {
-        case '/metrics':
-          return send(res, 200, Registry.PROMETHEUS_CONTENT_TYPE, await this.metrics.render());
-        case '/health/live':
-          return send(res, 200, 'application/json', JSON.stringify({ status: 'ok', shipper: this.shipperId, pid: process.pid }));
-        case '/health/ready': {
-          const s = this.status();
-          const body = { status: s.ready ? 'ready' : 'not ready', shipper: this.shipperId, pid: process.pid, problems: s.problems };
-          return send(res, s.ready ? 200 : 503, 'application/json', JSON.stringify(body));
-        }
-        default:
-          return send(res, 404, 'application/json', JSON.stringify({ error: 'not found' }));
-      }
-    } catch (e) {
-      return send(res, 500, 'application/json', JSON.stringify({ error: e instanceof Error ? e.message : String(e) }));
-    }
+  private async prometheus(): Promise<HttpAnswer> {
+    return { status: 200, headers: { 'content-type': Registry.PROMETHEUS_CONTENT_TYPE, 'cache-control': 'no-store' }, payload: await this.metrics.render() };
   }
-}
 
-function send(res: http.ServerResponse, status: number, type: string, body: string): void {
-  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
-  res.end(body);
+  private ready(): HttpAnswer {
+    const s = this.status();
+    const a = jsonAnswer(s.ready ? 200 : 503, { status: s.ready ? 'ready' : 'not ready', shipper: this.shipperId, pid: process.pid, problems: s.problems });
+    a.headers['cache-control'] = 'no-store';
+    return a;
+  }
 }

@@ -1,12 +1,13 @@
-import * as querystring from 'node:querystring';
+import type * as querystring from 'node:querystring';
 import { Inject, Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import { CurrencyService } from '../currency/currency.service';
 import { CapsService } from '../delivery/caps.service';
 import { SpendService } from '../delivery/spend.service';
 import { errorAnswer, type HttpAnswer, noContent } from '../http/answer';
-import { type FrontRequest, type FrontRoute, HttpFront } from '../http/front';
 import { OPEN_SOURCE } from '../exchanges/exchanges';
+import { HttpServers } from '../http/http.module';
+import type { HttpRoute, RouteRequest } from '../http/server';
 import { LogService } from '../log/log.service';
 import type { LogRecord } from '../log/log.types';
 import { RedisService } from '../redis/redis.service';
@@ -26,11 +27,11 @@ const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBR
 /**
  * Notice and tracker endpoints, the targets of every bid's nurl/burl/lurl, impression tracker and
  * click URL: `GET /t/{win,bill,loss,imp,click}?p=<payload>&s=<signature>&<macros>`, served by the
- * HTTP front (src/http/front.ts). Each logs one record of its type. A payload signed for the other
+ * public HTTP server (src/http/server.ts). Each logs one record of its type. A payload signed for the other
  * audience, forged or tampered: 403; about a bid older than the age limit: 410.
  */
 @Injectable()
-export class NoticeRoute implements FrontRoute, OnModuleInit {
+export class NoticeRoute implements HttpRoute, OnModuleInit {
   private readonly logger = new Logger('Notices');
   private readonly maxAgeMs: number;
   private readonly markerTtlSeconds: number;
@@ -38,7 +39,7 @@ export class NoticeRoute implements FrontRoute, OnModuleInit {
   private readonly sourceNames: readonly string[];
 
   constructor(
-    @Optional() @Inject(HttpFront) private readonly front: HttpFront | null,
+    @Optional() @Inject(HttpServers) private readonly servers: HttpServers | null,
     @Inject(CONFIG) config: Config,
     private readonly codec: PayloadCodec,
     private readonly log: LogService,
@@ -56,13 +57,12 @@ export class NoticeRoute implements FrontRoute, OnModuleInit {
   }
 
   onModuleInit(): void {
-    this.front?.route({ method: 'GET', path: NOTICE_PREFIX, prefix: true, port: 'public', route: this });
+    this.servers?.public.route({ method: 'GET', path: NOTICE_PREFIX, prefix: true, route: this });
   }
 
-  handle(r: FrontRequest): HttpAnswer | Promise<HttpAnswer> {
-    const event = r.path.slice(NOTICE_PREFIX.length);
+  handle(r: RouteRequest): HttpAnswer | Promise<HttpAnswer> {
     // Repeated keys give arrays, as in any query parser; readNotice takes the first.
-    return this.answer(event, r.query === '' ? {} : querystring.parse(r.query));
+    return this.answer(r.path.slice(NOTICE_PREFIX.length), r.query);
   }
 
   /** The answer to one notice; a promise only for billing, which waits for Redis. */

@@ -1,63 +1,61 @@
 /**
- * HttpFront on its own (no Nest, no Redis): route matching, body reading and limits, and what a
- * failing route does to the answer and the worker. A send never throws out of the front.
+ * The HTTP server module (src/http/server.ts) on its own (no Nest, no Redis): route matching, body
+ * reading and limits, and what a failing route does to the answer and the worker. A send never throws.
  */
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
 import * as zlib from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/config';
 import { errorAnswer, type HttpAnswer } from '../../src/http/answer';
-import { type FrontRequest, HttpFront } from '../../src/http/front';
+import { serverSettings } from '../../src/http/http.module';
+import { HttpServer, HttpStats, type RouteRequest } from '../../src/http/server';
+import { TurnClock } from '../../src/http/turn-clock';
 import { request } from '../support/app';
 
-let front: HttpFront;
+let pub: HttpServer;
+let adm: HttpServer;
 let base: string;
 let admin: string;
-const seen: FrontRequest[] = [];
+const seen: RouteRequest[] = [];
 const errors: object[] = [];
+const stats = new HttpStats();
 
 before(async () => {
-  front = new HttpFront(loadConfig({ BODY_LIMIT_BYTES: '1024', ADMIN_PORT: '0', ADMIN_HOST: '127.0.0.1' }), null, { error: (o) => errors.push(o) });
-  const echo = { handle: (r: FrontRequest): HttpAnswer => (seen.push(r), { status: 200, headers: {}, payload: r.body ?? r.query }) };
-  front.route({ method: 'POST', path: '/echo', port: 'public', route: echo });
-  front.route({ method: 'GET', path: '/t/', prefix: true, port: 'public', route: echo });
-  front.route({ method: 'POST', path: '/admin-only', port: 'admin', route: echo });
-  front.route({
+  const settings = serverSettings(loadConfig({ BODY_LIMIT_BYTES: '1024', ADMIN_PORT: '0', ADMIN_HOST: '127.0.0.1' }));
+  const deps = { stats, turns: new TurnClock(), accessLog: null, errors: { error: (o: object) => errors.push(o) } };
+  pub = new HttpServer(settings, deps);
+  adm = new HttpServer(settings, deps);
+  const echo = {
+    handle: (r: RouteRequest): HttpAnswer => (seen.push(r), { status: 200, headers: {}, payload: r.body ?? new URLSearchParams(r.query as Record<string, string>).toString() }),
+  };
+  pub.route({ method: 'POST', path: '/echo', route: echo });
+  pub.route({ method: 'GET', path: '/t/', prefix: true, route: echo });
+  adm.route({ method: 'POST', path: '/admin-only', route: echo });
+  pub.route({
     method: 'POST',
     path: '/throws',
-    port: 'public',
     route: {
       handle: () => {
         throw new TypeError('a bug');
       },
     },
   });
-  front.route({ method: 'GET', path: '/rejects', port: 'public', route: { handle: () => Promise.reject(new Error('async bug')) } });
-  front.route({ method: 'GET', path: '/bad-header', port: 'public', route: { handle: () => ({ status: 302, headers: { location: 'https://x.example/页面' }, payload: undefined }) } });
-  front.route({
+  pub.route({ method: 'GET', path: '/rejects', route: { handle: () => Promise.reject(new Error('async bug')) } });
+  pub.route({ method: 'GET', path: '/bad-header', route: { handle: () => ({ status: 302, headers: { location: 'https://x.example/页面' }, payload: undefined }) } });
+  pub.route({
     method: 'POST',
     path: '/counted',
-    port: 'public',
     route: { handle: () => errorAnswer(200, 'x'), refused: (status, reason) => errorAnswer(status, `route says: ${reason}`) },
   });
-  // What Fastify would do with the rest.
-  front.serverFactory((_req, res) => {
-    res.writeHead(404).end();
-  });
-  await new Promise<void>((resolve) => front.publicServer.listen(0, '127.0.0.1', resolve));
-  await front.listenAdmin();
-  base = `http://127.0.0.1:${(front.publicServer.address() as AddressInfo).port}`;
-  admin = front.adminUrl();
+  base = await pub.listen(0, '127.0.0.1');
+  admin = await adm.listen(0, '127.0.0.1');
 });
 after(async () => {
-  for (const s of [front.publicServer, front.adminServer]) {
-    s.closeAllConnections();
-    await new Promise((r) => s.close(r));
-  }
+  await pub.close();
+  await adm.close();
 });
 
-describe('HttpFront', () => {
+describe('HttpServer', () => {
   it('matches exact paths with or without a query string, and prefixes', async () => {
     assert.equal((await request(`${base}/echo?x=1`, { body: 'hi' })).body.toString(), 'hi');
     assert.equal((await request(`${base}/echo`, { body: 'hi' })).status, 200);
@@ -100,7 +98,7 @@ describe('HttpFront', () => {
   it('never throws out of a send: an answer Node refuses becomes a 500', async () => {
     const r = await request(`${base}/bad-header`, { method: 'GET' });
     assert.equal(r.status, 500);
-    assert.equal(front.sendErrors, 1);
+    assert.equal(stats.sendErrors, 1);
     assert.equal((await request(`${base}/echo`, { body: 'alive' })).body.toString(), 'alive');
   });
 });
