@@ -1,8 +1,8 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 
 /**
- * An HTTP answer as data: the front's routes (bid, notices, debug) compute one and the front sends
- * it (src/http/front.ts), so that no route ever writes to a socket itself.
+ * An HTTP answer as data: every route computes one and the server sends it (src/http/server.ts), so
+ * that no route ever writes to a socket itself.
  */
 export interface HttpAnswer {
   status: number;

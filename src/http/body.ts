@@ -1,7 +1,7 @@
 /**
  * Reading a request body: the bytes within the limit (413 past it, by Content-Length or by what
  * arrives), then Content-Encoding (gzip/deflate/br) with the same limit after decompression (no zip
- * bombs). Errors carry the HTTP status they deserve. Deadlines are the HTTP server's (front.ts).
+ * bombs). Errors carry the HTTP status they deserve. Deadlines are the HTTP server's (server.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import * as zlib from 'node:zlib';

@@ -8,7 +8,7 @@ export type BidOutcome = 'bid' | 'nobid' | 'bad_request' | 'too_large' | 'error'
 
 /** Seconds; a bid request takes ~0.05-0.5 ms in the handler, more under load (bench/README.md). */
 const DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
-/** Seconds a bid request waited before the bidder looked at it (an upper bound, src/http/front.ts TurnClock). */
+/** Seconds a bid request waited before the bidder looked at it (an upper bound, src/http/turn-clock.ts). */
 const WAIT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1];
 /** CPM in the response currency. */
 const PRICE_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 20, 50, 100];

@@ -1,5 +1,5 @@
 /**
- * The HTTP front (src/http/): deadlines, the connection cap, the admin port and the body limit, on the
+ * The HTTP servers (src/http/): deadlines, the connection cap, the admin port and the body limit, on the
  * real app over real sockets. Hostile clients must be cut and counted, never kept.
  */
 import assert from 'node:assert/strict';
