@@ -10,6 +10,8 @@ class Conn {
   lastAt: number;
   /** The answer to its last request (finished when the connection is idle). */
   res: ServerResponse | null = null;
+  /** The turn clock's bound on when its last request arrived. */
+  arrivedAt = 0;
 
   constructor(now: number) {
     this.lastAt = now;
@@ -54,12 +56,18 @@ export class Connections {
   }
 
   /** Called for every request as it begins (the server's request handler). */
-  began(req: IncomingMessage, res: ServerResponse, now: number): void {
+  began(req: IncomingMessage, res: ServerResponse, now: number, arrivedAt: number): void {
     const c = (req.socket as Tracked)[kConn];
     if (c === undefined) return;
     c.requests++;
     c.lastAt = now;
     c.res = res;
+    c.arrivedAt = arrivedAt;
+  }
+
+  /** When the request being read on `socket` may have arrived (pipelined requests share their connection's latest). */
+  arrivedAt(socket: Socket, otherwise: number): number {
+    return (socket as Tracked)[kConn]?.arrivedAt ?? otherwise;
   }
 
   /** The answer in flight on `socket`, if any (for the client-error handler). */

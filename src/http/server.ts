@@ -34,8 +34,8 @@ export interface RouteRequest {
   /** The query string parsed (repeated keys give arrays). */
   readonly query: ParsedUrlQuery;
   readonly headers: http.IncomingHttpHeaders;
-  /** The peer's address ('' once the socket is gone). */
-  readonly remoteAddress: string;
+  /** The TCP peer's address (what a check of the caller needs, with the headers); undefined once the socket is gone. */
+  readonly remoteAddress: string | undefined;
   /** The body after Content-Encoding, for routes that read one; null otherwise. */
   readonly body: Buffer | null;
   /** performance.now() when the request was whole (its body read). */
@@ -98,9 +98,6 @@ interface ReadBody {
   readonly receivedAt: number;
 }
 
-const kArrived = Symbol('bidder.arrivedAt');
-type Dated = http.IncomingMessage & { [kArrived]?: number };
-
 const NO_QUERY: ParsedUrlQuery = Object.freeze({});
 
 /** An HTTP server: a Fastify instance with the settings above, and `route()` to add to it. */
@@ -133,8 +130,7 @@ export class HttpServer {
           },
           (req, res) => {
             const now = performance.now();
-            (req as Dated)[kArrived] = turns.arrivedBy(now);
-            conns.began(req, res, now);
+            conns.began(req, res, now, turns.arrivedBy(now));
             handler(req, res);
           },
         );
@@ -159,6 +155,8 @@ export class HttpServer {
     this.connections.watch(this.server);
     const f = this.fastify;
     f.removeAllContentTypeParsers();
+    // JSON named as well as every other type: Fastify caches its lookup of a named type only.
+    f.addContentTypeParser('application/json', this.parseBody);
     f.addContentTypeParser('*', this.parseBody);
     if (opts.nest !== true) this.handleErrors();
     if (deps.accessLog !== null) {
@@ -182,7 +180,12 @@ export class HttpServer {
     this.fastify.setNotFoundHandler((_req, reply) => {
       this.send(reply, errorAnswer(404, 'not found'));
     });
-    this.fastify.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
+    this.fastify.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
+      const route = (req.routeOptions.config as { route?: HttpRoute }).route;
+      if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' && route !== undefined) {
+        this.refuse(reply, route, this.request(req, undefined), new BodyError(400, 'Content-Type is not a media type'), true);
+        return;
+      }
       const status = err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
       if (status === 500) this.deps.errors.error({ msg: 'route failed', url: req.url.slice(0, 200), err });
       this.send(reply, status === 500 ? internalError() : errorAnswer(status, err.message));
@@ -196,52 +199,63 @@ export class HttpServer {
     this.fastify.route({
       method: spec.method,
       url: spec.prefix === true ? `${spec.path}*` : spec.path,
+      // Read back by the error handler (a Content-Type Fastify cannot read is refused before the route runs).
+      config: { route },
       handler: (req: FastifyRequest, reply: FastifyReply): void => {
-        const raw = req.raw;
-        const url = req.url;
-        const q = url.indexOf('?');
         const read = body ? (req.body as ReadBody | undefined) : undefined;
-        const now = performance.now();
-        const r: RouteRequest = {
-          method: spec.method,
-          path: q < 0 ? url : url.slice(0, q),
-          query: q < 0 ? NO_QUERY : (req.query as ParsedUrlQuery),
-          headers: raw.headers,
-          remoteAddress: raw.socket.remoteAddress ?? '',
-          body: read?.bytes ?? null,
-          receivedAt: read?.receivedAt ?? now,
-          arrivedAt: (raw as Dated)[kArrived] ?? now,
-        };
+        const r = this.request(req, read);
         // A POST without a body never reaches the parser.
         const refusal = body ? (read === undefined ? new BodyError(400, 'empty body') : read.refusal) : null;
         if (refusal !== null) {
-          let a: HttpAnswer;
-          try {
-            a = route.refused?.(refusal.status, refusal.reason, r) ?? errorAnswer(refusal.status, refusal.reason);
-          } catch (x) {
-            a = this.failed(x, url);
-          }
-          // The rest of a body over the limit is not worth reading before a next request would be: close.
-          if (refusal.status === 413) a.headers.connection = 'close';
-          this.send(reply, a);
+          this.refuse(reply, route, r, refusal);
           return;
         }
         let a: HttpAnswer | Promise<HttpAnswer>;
         try {
           a = route.handle(r);
         } catch (x) {
-          a = this.failed(x, url);
+          a = this.failed(x, req.url);
         }
         if (a instanceof Promise) {
           a.then(
             (x) => this.send(reply, x),
-            (x: unknown) => this.send(reply, this.failed(x, url)),
+            (x: unknown) => this.send(reply, this.failed(x, req.url)),
           );
         } else {
           this.send(reply, a);
         }
       },
     });
+  }
+
+  private request(req: FastifyRequest, read: ReadBody | undefined): RouteRequest {
+    const raw = req.raw;
+    const url = req.url;
+    const q = url.indexOf('?');
+    const now = performance.now();
+    return {
+      method: req.method,
+      path: q < 0 ? url : url.slice(0, q),
+      query: q < 0 ? NO_QUERY : (req.query as ParsedUrlQuery),
+      headers: raw.headers,
+      remoteAddress: raw.socket.remoteAddress,
+      body: read?.bytes ?? null,
+      receivedAt: read?.receivedAt ?? now,
+      arrivedAt: this.connections.arrivedAt(raw.socket, now),
+    };
+  }
+
+  /** A request refused before its route ran, answered as the route words it. */
+  private refuse(reply: FastifyReply, route: HttpRoute, r: RouteRequest, refusal: BodyError, unread = false): void {
+    let a: HttpAnswer;
+    try {
+      a = route.refused?.(refusal.status, refusal.reason, r) ?? errorAnswer(refusal.status, refusal.reason);
+    } catch (x) {
+      a = this.failed(x, r.path);
+    }
+    // The rest of a body over the limit (or not read at all) is not worth reading before a next request would be: close.
+    if (refusal.status === 413 || unread) a.headers.connection = 'close';
+    this.send(reply, a);
   }
 
   /** Listens; resolves with `http://host:port` (127.0.0.1 for a wildcard address). */

@@ -18,6 +18,9 @@ const STALL_MS = 10;
  *   (the same loop iteration) may have waited since the tick was due. A request read in a later
  *   iteration arrived after that poll, so the stall is forgotten at this iteration's check phase: a
  *   stall while idle is charged to nobody.
+ * Not seen (bench/README.md, the HTTP layer): work of the same poll batch done before the turn's
+ * first request, and time the process waits for a CPU after the kernel woke it (the run queue),
+ * which the loop counts as idle.
  */
 export class TurnClock {
   private inTurn = false;

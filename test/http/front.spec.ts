@@ -129,6 +129,22 @@ describe('one path per route whatever the flags', () => {
   });
 });
 
+describe('a Content-Type that is not a media type', () => {
+  it('the bid route refuses it with 400 and a reason, counted as a bad request, and closes the connection', async () => {
+    const count = async (): Promise<number> => {
+      const m = parseProm((await request(`${t.adminUrl}/metrics`, { method: 'GET' })).body.toString());
+      return (m.get('bidder_bid_requests_total')?.samples ?? []).filter((s) => s.labels.outcome === 'bad_request').reduce((a, s) => a + s.value, 0);
+    };
+    const before = await count();
+    const r = await hold(t.url, 'POST /openrtb2/bid HTTP/1.1\r\nHost: x\r\nContent-Type: ;;\r\nContent-Length: 2\r\n\r\n{}', 3_000);
+    assert.match(r.got, /^HTTP\/1\.1 400 /);
+    assert.match(r.got, /[Cc]onnection: close/);
+    assert.match(r.got, /Content-Type is not a media type/);
+    assert.ok(r.closedByServer);
+    assert.equal(await count(), before + 1);
+  });
+});
+
 describe('dependencies', () => {
   it('runs on fastify 5.12 or later (the security releases)', () => {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
