@@ -117,7 +117,7 @@ describe('reports in a browser (headless Chromium)', { timeout: 600_000 }, () =>
           assert.equal(n.status, 204, `${u}: ${n.status} ${n.body}`);
         }
       }
-      assert.ok(bids >= 5, `${bids} bids`);
+      assert.ok(bids >= 10, `${bids} bids`);
     } finally {
       await app.app.close();
     }
