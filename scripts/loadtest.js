@@ -247,19 +247,26 @@ async function redisCpu(conns) {
 
 /**
  * Runs k6 (`script`: bid or minimal) against the bid endpoint `target` while sampling the
- * server's processes and k6's own CPU. `server.pm2Home` gives the PM2 daemon and workers;
+ * server's processes and k6's own CPU. `server.pm2Home` gives the PM2 daemon, the workers and the
+ * other apps it runs (the shipper);
  * `server.redisUrl` (bidder only) adds Redis's CPU; without `server` (a remote target) only k6
  * and the machine are measured. `k6Cpus`: the cores k6 is pinned to (taskset), or null.
  */
 async function runLoad({ name, k6, target, strict, server, env, outDir, runId, interrupted, script = 'bid', k6Cpus = null }) {
   let procs = [];
+  // Every other process the server's PM2 daemon runs for it (the bidder's bid log shipper): its CPU
+  // is part of what a bid costs on the host, so it is counted with the workers and the daemon.
+  let helpers = [];
   let daemon = null;
   if (server) {
-    procs = (await pm2Processes(server.pm2Home)).filter((p) => p.status === 'online' && p.name === server.app);
+    const all = (await pm2Processes(server.pm2Home)).filter((p) => p.status === 'online');
+    procs = all.filter((p) => p.name === server.app);
+    helpers = all.filter((p) => p.name !== server.app);
     daemon = pm2DaemonPid(server.pm2Home);
     if (!procs.length || !daemon) log(`loadtest: ${name}: no PM2 processes found under ${server.pm2Home}: server CPU will not be measured`);
+    else log(`loadtest: ${name}: server CPU counts ${procs.length} ${server.app} workers, the PM2 daemon${helpers.map((h) => ` and ${h.name}`).join('')}`);
   }
-  const pids = procs.map((p) => p.pid);
+  const pids = procs.map((p) => p.pid).concat(helpers.map((p) => p.pid));
   if (daemon) pids.push(daemon);
   let redisConn = null;
   if (server && (server.redisUrl || server.redisNodes)) {
@@ -400,14 +407,14 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
   }
   process.stdout.write(stdout.trim() ? `${stdout.trim()}\n` : '');
   return {
-    name, script, url: target, exitCode, data, plan, t0, snaps, final, pids, workers: procs, daemonPid: daemon, memoryByWorker, restarts,
+    name, script, url: target, exitCode, data, plan, t0, snaps, final, pids, workers: procs, helpers, daemonPid: daemon, memoryByWorker, restarts,
     idleCores: idleCores !== null && Number.isFinite(idleCores) ? idleCores : null,
     k6Last,
     k6Cpus,
   };
 }
 
-/** CPU of each phase from the snapshots: the server (workers + daemon), Redis, k6, the machine. */
+/** CPU of each phase from the snapshots: the server (workers + daemon + shipper), Redis, k6, the machine. */
 function phaseCpu(run) {
   const out = {};
   const measured = run.plan.phases;
@@ -429,6 +436,8 @@ function phaseCpu(run) {
       serverCpu: Number.isFinite(server) ? server : null,
       daemonCpu: run.daemonPid ? delta(run.daemonPid) : null,
       workersCpu: run.workers.map((w) => delta(w.pid)),
+      // The other processes of the server's PM2 daemon (the shipper), included in serverCpu.
+      helpersCpu: (run.helpers || []).length ? run.helpers.reduce((acc, h) => acc + (delta(h.pid) ?? NaN), 0) : null,
       redisCpu: a.redis !== null && b.redis !== null ? b.redis - a.redis : null,
       k6Cpu: a.k6 !== null && k6End !== null ? k6End - a.k6 : null,
       machineBusy: b.machine.busy - a.machine.busy,

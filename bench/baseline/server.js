@@ -11,16 +11,34 @@ const fastify = require('fastify');
 const port = Number(process.env.PORT || 8090);
 const host = process.env.HOST || '127.0.0.1';
 
-// A realistic response body (~1.1 KB, banner markup and notices), serialized once. The notice URLs
-// point at this server's own /t/* routes, with a payload of the bidder's usual size, so that the load
-// test's win notices and impression trackers (NOTICE_SHARE) reach the baseline as they reach the
-// bidder: the same load on both.
+// A realistic response body (~1.5 KB, markup of the imp's media type and notices), serialized once.
+// The notice URLs and the markup's impression tracker point at this server's own /t/* routes in the
+// bidder's shapes (/t/win?p=<payload>&s=<signature>&price=…, /t/imp?p=…&s=…), with a payload of the
+// bidder's usual size, so that the load test's win notices and impression trackers (NOTICE_SHARE)
+// reach the baseline exactly as they reach the bidder (test/loadtest/baseline.spec.ts).
 const BASE = `http://${host}:${port}`;
 const Q = `p=A${'x'.repeat(199)}&s=${'y'.repeat(22)}`;
-const ADM =
-  '<a href="https://click.example/c?cr=cr-1&amp;u=https%3A%2F%2Fadvertiser.example%2Flanding">' +
-  '<img src="https://cdn.example/creatives/cr-1/300x250.jpg" width="300" height="250" alt="Ad"></a>' +
-  '<img src="https://track.example/imp?b=${AUCTION_BID_ID}&amp;p=${AUCTION_PRICE}" width="1" height="1" style="display:none">';
+const QB = `p=A${'x'.repeat(199)}&s=${'z'.repeat(22)}`;
+const IMP = `${BASE}/t/imp?${QB}`;
+const CLICK = `${BASE}/t/click?${QB}`;
+// Markup per media type in the bidder's shapes (src/bidding/markup.ts, response-json.ts), each with
+// the impression tracker at the baseline's own /t/imp, which k6/lib/lean.js finds as it finds the bidder's.
+const BANNER =
+  `<a href='${CLICK.replace('&', '&amp;')}' target='_blank' rel='noopener'>` +
+  "<img src='https://cdn.example/creatives/cr-1/300x250.jpg' width='300' height='250' alt='' style='border:0'></a>" +
+  `<img src='${IMP.replace('&', '&amp;')}' width='1' height='1' alt='' style='display:none'>`;
+const VAST =
+  "<VAST version='4.1'><Ad id='cr-1'><InLine><AdSystem version='1'>baseline</AdSystem><AdTitle>Ad</AdTitle>" +
+  `<Impression id='imp'><![CDATA[${IMP}]]></Impression><Creatives><Creative id='cr-1'><Linear><Duration>00:00:15.000</Duration>` +
+  "<MediaFiles><MediaFile delivery='progressive' type='video/mp4' width='640' height='360'><![CDATA[https://cdn.example/v/cr-1.mp4]]></MediaFile></MediaFiles>" +
+  `<VideoClicks><ClickThrough id='click'><![CDATA[${CLICK}]]></ClickThrough></VideoClicks></Linear></Creative></Creatives></InLine></Ad></VAST>`;
+const NATIVE = JSON.stringify({
+  ver: '1.2',
+  assets: [{ id: 1, title: { text: 'Ad' } }],
+  link: { url: CLICK },
+  eventtrackers: [{ event: 1, method: 1, url: IMP }],
+});
+const ADM = { 1: BANNER, 2: VAST, 3: VAST, 4: NATIVE };
 const tail = (mtype) =>
   JSON.stringify({
     price: 1.23,
@@ -28,7 +46,7 @@ const tail = (mtype) =>
     nurl: `${BASE}/t/win?${Q}&price=\${AUCTION_PRICE}&cur=\${AUCTION_CURRENCY}`,
     burl: `${BASE}/t/bill?${Q}&price=\${AUCTION_PRICE}&cur=\${AUCTION_CURRENCY}`,
     lurl: `${BASE}/t/loss?${Q}&price=\${AUCTION_PRICE}&loss=\${AUCTION_LOSS}`,
-    adm: ADM,
+    adm: ADM[mtype],
     adomain: ['advertiser.example'],
     cid: 'campaign-1',
     crid: 'cr-1',

@@ -52,6 +52,8 @@ function phaseCpu(c, st, cpus) {
     k6UsPerHttpReq: per(c.k6Cpu, st.httpRequests),
     serverCores: c.serverCpu === null ? null : c.serverCpu / c.seconds,
     daemonCores: c.daemonCpu === null ? null : c.daemonCpu / c.seconds,
+    shipperUsPerReq: per(c.helpersCpu === undefined ? null : c.helpersCpu, st.requests),
+    shipperCores: c.helpersCpu === null || c.helpersCpu === undefined ? null : c.helpersCpu / c.seconds,
     workerCores: c.workersCpu.map((x) => (x === null ? null : x / c.seconds)),
     redisCores: c.redisCpu === null ? null : c.redisCpu / c.seconds,
     k6Cores: c.k6Cpu === null ? null : c.k6Cpu / c.seconds,
@@ -494,28 +496,39 @@ function mainTables(rep, lines, h) {
   }
   const withNotices = names.filter((name) => rep.targets[name].notices);
   if (withNotices.length > 0) {
-    const counts = withNotices.map((name) => {
+    // Every target is listed, a target that got none too: the CPU ratio compares the same load only
+    // when both got the same share of notices.
+    const perBid = (name) => {
+      const t = rep.targets[name];
+      return t.notices && t.requests ? t.notices.count / t.requests : 0;
+    };
+    const counts = names.map((name) => {
       const n = rep.targets[name].notices;
-      return `${name}: ${int(n.count)} notice requests, ${int(n.failed)} failed, p99 ${f(n.p99)} ms`;
+      if (!n) return `${name}: none`;
+      return `${name}: ${int(n.count)} notice requests (${f(perBid(name), 3)} per bid request), ${int(n.failed)} failed, p99 ${f(n.p99)} ms`;
     });
+    const shares = names.map(perBid);
+    const uneven = Math.max(...shares) > 0 && Math.min(...shares) < 0.8 * Math.max(...shares);
     lines.push(
       '',
       `After a share of the bid requests (NOTICE_SHARE, default 10 %) k6 called the win notice and the impression tracker, as an exchange and a browser would ` +
         `(${counts.join('; ')}). They are not counted as requests above; the server CPU they cost is included in the CPU per request below, ` +
-        'for the baseline too (its bids point at its own fixed /t/* routes). The share is of requests, the same for both: after a no-bid, the notices of the last bid seen are sent again.',
+        'for the baseline too (its bids\' notice URLs and impression trackers point at its own /t/* routes, in the bidder\'s shapes). The share is of requests, the same for both: after a no-bid, the notices of the last bid seen are sent again.',
     );
+    if (uneven) lines.push('', '**The targets got different shares of notices: their CPU per request does not compare the same load.**');
   }
   lines.push('', `${h} CPU at ${s.rate}/s: servers and generator`, '');
   lines.push(
-    '| server | server CPU per request (workers + PM2 daemon) | cores busy (at rest before) | peak RSS per worker | Redis CPU per request | k6 CPU per request (per HTTP request) | machine busy |',
-    '|---|---|---|---|---|---|---|',
+    '| server | server CPU per request (workers + PM2 daemon + shipper) | of which the shipper | cores busy (at rest before) | peak RSS per worker | Redis CPU per request (beside) | k6 CPU per request (per HTTP request) | machine busy |',
+    '|---|---|---|---|---|---|---|---|',
   );
   for (const name of names) {
     const t = rep.targets[name];
     const c = t.main && t.main.cpu;
     const rss = (t.memory || []).map((w) => f(w.peakRssMB, 0)).join(' / ');
     lines.push(
-      `| ${label(name, rep)} | ${c && c.serverUsPerReq !== null ? `${f(c.serverUsPerReq, 1)} µs` : '–'} | ${c && c.serverCores !== null ? f(c.serverCores, 2) : '–'} (${f(t.idleServerCores, 2)}) | ` +
+      `| ${label(name, rep)} | ${c && c.serverUsPerReq !== null ? `${f(c.serverUsPerReq, 1)} µs` : '–'} | ${c && c.shipperUsPerReq !== null && c.shipperUsPerReq !== undefined ? `${f(c.shipperUsPerReq, 1)} µs` : '–'} | ` +
+        `${c && c.serverCores !== null ? f(c.serverCores, 2) : '–'} (${f(t.idleServerCores, 2)}) | ` +
         `${rss ? `${rss} MB` : '–'} | ${c && c.redisUsPerReq !== null ? `${f(c.redisUsPerReq, 1)} µs` : '–'} | ` +
         `${c && c.k6UsPerReq !== null ? `${f(c.k6UsPerReq, 1)} µs (${f(c.k6UsPerHttpReq, 1)} µs)` : '–'} | ${c ? `${pct(c.machineBusyShare, 0)} (${f(c.machineCores)} of ${rep.environment.machine.cpus} cores)` : '–'} |`,
     );
@@ -523,7 +536,9 @@ function mainTables(rep, lines, h) {
   lines.push(
     '',
     'CPU per request: utime + stime from /proc between the measured phase\'s start and end (start-up, warm-up and the end-of-test summary are outside), ' +
-      'divided by its bid requests; k6\'s also by every HTTP request it sent (bid requests and notices).',
+      'divided by its bid requests; k6\'s also by every HTTP request it sent (bid requests and notices). The server\'s figure counts every process its PM2 daemon runs ' +
+      'for it: the workers, the daemon and, for the bidder, the bid log shipper (which works in bursts, one batch every few seconds, so a short phase may catch one more or one fewer); ' +
+      'Redis is reported beside it, not in it (the baseline has none).',
   );
   if (rep.comparison.cpuPerRequestRatio !== null && rep.comparison.cpuPerRequestRatio !== undefined) {
     lines.push('', `Bidder / baseline server CPU per request: **${f(rep.comparison.cpuPerRequestRatio)}×** (same run, same load, same worker count).`);

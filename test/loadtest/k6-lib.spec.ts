@@ -94,10 +94,30 @@ const svg = require(path.join(ROOT, 'scripts', 'lib', 'loadtest-svg.js')) as {
 };
 const report = require(path.join(ROOT, 'scripts', 'lib', 'loadtest-report.js')) as {
   cpuFigures(
-    c: { seconds: number; serverCpu: number | null; redisCpu: number | null; k6Cpu: number | null; daemonCpu: number | null; workersCpu: (number | null)[]; machineBusy: number; steal: number },
+    c: {
+      seconds: number;
+      serverCpu: number | null;
+      redisCpu: number | null;
+      k6Cpu: number | null;
+      daemonCpu: number | null;
+      workersCpu: (number | null)[];
+      helpersCpu?: number | null;
+      machineBusy: number;
+      steal: number;
+    },
     st: { requests: number; httpRequests: number },
     cpus: number,
-  ): { k6UsPerReq: number; k6UsPerHttpReq: number; serverUsPerReq: number; machineBusyShare: number; saturated: boolean; latencyValid: boolean; why: string[] };
+  ): {
+    k6UsPerReq: number;
+    k6UsPerHttpReq: number;
+    serverUsPerReq: number;
+    shipperUsPerReq: number | null;
+    shipperCores: number | null;
+    machineBusyShare: number;
+    saturated: boolean;
+    latencyValid: boolean;
+    why: string[];
+  };
 };
 const proc = require(path.join(ROOT, 'scripts', 'lib', 'loadtest-proc.js')) as {
   cpuSplit(cpus: number, taskset: boolean): { k6: string; servers: string } | null;
@@ -488,6 +508,14 @@ describe('load-test report: whether the latencies describe the server', () => {
     assert.equal(Math.round(x.k6UsPerHttpReq), 200);
     assert.equal(x.machineBusyShare, 0.5);
     assert.equal(x.latencyValid, true);
+  });
+
+  it('reports the shipper within the server CPU, per request and in cores', () => {
+    const x = report.cpuFigures({ ...c(10, 3, 2.4), helpersCpu: 0.5 }, { requests: 10000, httpRequests: 12000 }, 2);
+    assert.equal(Math.round(x.serverUsPerReq), 300);
+    assert.equal(Math.round(x.shipperUsPerReq ?? NaN), 50);
+    assert.equal(x.shipperCores, 0.05);
+    assert.equal(report.cpuFigures(c(10, 3, 2.4), { requests: 10000, httpRequests: 12000 }, 2).shipperUsPerReq, null);
   });
 
   it('warns when the machine was saturated', () => {
