@@ -102,7 +102,9 @@ if (env.CAMPAIGNS_FILE) appEnv.CAMPAIGNS_FILE = path.resolve(env.CAMPAIGNS_FILE)
 
 // The bid log shipper (src/shipper/, docs/log-pipeline.md): one process, Redis list → Parquet. A
 // fixed SHIP_ID per host lets a restarted shipper resume its own batch; its graceful stop finishes
-// the batch under way within SHIP_STOP_TIMEOUT_MS.
+// the batch under way within SHIP_STOP_TIMEOUT_MS. It lowers itself at start (every thread at nice
+// SHIP_NICE, 19, and the idle I/O class), so that on a shared host it runs on the CPU the workers
+// leave idle; in production run it on its own host or container (`--only shipper`).
 const shipStopMs = int('SHIP_STOP_TIMEOUT_MS', 20000);
 const shipperEnv = {
   NODE_ENV: appEnv.NODE_ENV,

@@ -6,6 +6,7 @@ import { ConsoleLogger, Logger, type LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ConfigError } from '../config/config';
 import { AdminServer } from './admin-server';
+import { lowerPriority } from './priority';
 import { loadShipperConfig, type ShipperConfig } from './shipper.config';
 import { ShipperMetrics } from './shipper.metrics';
 import { ShipperModule } from './shipper.module';
@@ -37,9 +38,12 @@ async function main(): Promise<void> {
     }
     throw e;
   }
+  // Before DuckDB and libuv's pool create their threads: they inherit the priority.
+  const priority = config.nice > 0 ? lowerPriority(config.nice) : null;
   const logger = new ConsoleLogger({ json: true, logLevels: LEVELS[config.logLevel] });
   const app = await NestFactory.createApplicationContext(ShipperModule.forRoot(config), { logger });
   const log = new Logger('main');
+  if (priority !== null) log.log({ msg: 'lowered its CPU and I/O priority', ...priority });
   process.on('uncaughtException', (e) => {
     log.fatal({ msg: 'uncaught exception', err: e.stack ?? e.message });
     process.exit(1);

@@ -32,6 +32,8 @@ export interface ShipperConfig {
   readonly adminHost: string;
   /** Port of /metrics and /health/*; 0 picks a free port (logged at start). */
   readonly adminPort: number;
+  /** Nice value of every thread (19: the lowest CPU priority; 0 leaves it), and the idle I/O class unless 0. */
+  readonly nice: number;
   /** Threads and memory of the embedded DuckDB. */
   readonly duckdbThreads: number;
   readonly duckdbMemoryMb: number;
@@ -69,6 +71,7 @@ export function loadShipperConfig(env: Env = process.env, cwd: string = process.
     heartbeatTtlMs: r.int('SHIP_HEARTBEAT_TTL_MS', 15_000, 500, 600_000),
     adminHost: r.str('SHIP_ADMIN_HOST', '127.0.0.1'),
     adminPort: r.int('SHIP_ADMIN_PORT', 9465, 0, 65535),
+    nice: r.int('SHIP_NICE', 19, 0, 19),
     duckdbThreads: r.int('SHIP_DUCKDB_THREADS', 1, 1, 64),
     duckdbMemoryMb: r.int('SHIP_DUCKDB_MEMORY_MB', 1024, 64, 1024 * 1024),
     stopTimeoutMs: r.int('SHIP_STOP_TIMEOUT_MS', 20_000, 100, 600_000),

@@ -40,6 +40,30 @@ describe('shipper process (real Redis, real files)', () => {
     return p;
   }
 
+  it('runs every thread at the lowest CPU priority and in the idle I/O class, DuckDB\'s too', async () => {
+    const key = 'p-priority';
+    const shipDir = dir();
+    const { frames, ids } = syntheticFrames(4, 50);
+    const p = start({ LOG_REDIS_KEY: key, SHIP_DIR: shipDir, SHIP_ID: 'nice', SHIP_DUCKDB_THREADS: '2' });
+    await p.adminUrl();
+    await admin.rpush(key, ...frames);
+    await untilDrained(admin, key);
+    await assertShippedOnce(shipDir, ids);
+    const pid = p.proc.pid!;
+    const tids = fs.readdirSync(`/proc/${pid}/task`);
+    // Node's own threads plus DuckDB's (created for the batch just written).
+    assert.ok(tids.length >= 8, `threads: ${tids.length}`);
+    for (const tid of tids) {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      // Field 19 is the nice value (fields counted after the command, which ends at the last ')').
+      const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+      assert.equal(nice, 19, `thread ${tid} runs at nice ${nice}`);
+      assert.match(execFileSync('ionice', ['-p', tid], { encoding: 'utf8' }), /^idle/, `thread ${tid}`);
+    }
+    assert.match(p.output(), /"msg":"lowered its CPU and I\/O priority"/);
+    await p.stop();
+  });
+
   it('killed between claim and write, restarted: every record stored once', async () => {
     const key = 'p-after-claim';
     const shipDir = dir();
