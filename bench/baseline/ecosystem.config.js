@@ -24,6 +24,8 @@ module.exports = {
       exec_mode: 'cluster',
       instances: Number(process.env.WORKERS || 2),
       ...(nodeArgs ? { node_args: nodeArgs } : {}),
+      // As the bidder's: without PM2's agent, which wraps http.Server.prototype.emit.
+      pmx: false,
       wait_ready: true,
       listen_timeout: 10_000,
       kill_timeout: 5_000,

@@ -164,6 +164,9 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
     url = String(info.url);
     const procs = await waitOnline(2);
     for (const p of procs) assert.equal(realpath(`/proc/${p.pid}/exe`), realpath(process.execPath), `worker ${p.pid} runs on the project's Node`);
+    // PM2 loads its agent (@pm2/io, which wraps http.Server.prototype.emit) into a process unless
+    // its environment says pmx=false (node_modules/pm2/lib/ProcessUtils.js): ecosystem.config.js's `pmx: false`.
+    for (const p of procs) assert.ok(fs.readFileSync(`/proc/${p.pid}/environ`, 'utf8').split('\0').includes('pmx=false'), `worker ${p.pid} runs without PM2's agent`);
     const daemon = pm2lib.daemonInfo(pm2Home);
     assert.ok(daemon && daemon.exe && realpath(daemon.exe) === realpath(process.execPath), 'the PM2 daemon runs on the project\'s Node');
 
