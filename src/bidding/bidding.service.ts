@@ -13,7 +13,7 @@ import { STATIC_RATES } from '../currency/rates';
 import { PiiHasher } from '../privacy/pii-hasher';
 import { PrivacyPolicy } from '../privacy/policy';
 import { PrivacyStats } from '../privacy/privacy.module';
-import { redactRequest } from '../privacy/redact';
+import { requestLogJson } from '../privacy/redact';
 import { readPrivacySignals } from '../privacy/signals';
 import { Auction, CampaignStore } from '../targeting/campaign-store';
 import type { Match, NoBidReason } from '../targeting/types';
@@ -124,8 +124,7 @@ export class BiddingService {
       const invalid = e instanceof InvalidRequestError;
       if (!invalid) this.logger.error({ msg: 'bid request reader failed', err: e });
       if (id !== '') {
-        redactRequest(parsed, this.hasher, { keepRawPii: false });
-        this.log.log({ type: 'request', id, name: '', exchange }, requestText(parsed));
+        this.log.log({ type: 'request', id, name: '', exchange }, this.requestText(parsed, false));
         const reason = invalid ? e.reason : 'internal_error';
         this.log.log({ type: 'response', id, name: '', exchange, status: invalid ? 400 : 204, reason, ms: elapsed(startedAt), privacy: privacy.reason });
       }
@@ -137,9 +136,9 @@ export class BiddingService {
     req.source = source;
     // A test request (`test` = 1) is marked in both records; it bids but reserves and spends nothing.
     const test = req.test ? true : undefined;
-    // The log keeps truncated IPs and hashed ids unless the request consented and LOG_RAW_PII is on.
-    redactRequest(parsed, this.hasher, { keepRawPii: privacy.consent && this.logRawPii });
-    this.log.log({ type: 'request', id: req.id, name: req.publisher, exchange, test }, requestText(parsed));
+    // The log keeps what its allowlist names, IPs truncated and ids hashed, unless the request
+    // consented and LOG_RAW_PII is on.
+    this.log.log({ type: 'request', id: req.id, name: req.publisher, exchange, test }, this.requestText(parsed, privacy.consent && this.logRawPii));
     let answer: BidAnswer;
     try {
       answer = this.auction(req, privacy.userData);
@@ -162,6 +161,15 @@ export class BiddingService {
       this.metrics.bidRequest('nobid', answer.reason, (performance.now() - startedAt) / 1000);
     }
     return answer;
+  }
+
+  /**
+   * The request as the log keeps it (src/privacy/redact.ts): one valid JSON object whatever was sent
+   * (duplicate keys resolved as JSON.parse does, nesting within the limit, no raw line breaks,
+   * valid UTF-8), built in one pass from the parsed body.
+   */
+  private requestText(parsed: unknown, keepRawPii: boolean): RawJson {
+    return { key: 'req', json: requestLogJson(parsed, this.hasher, { keepRawPii }), singleLine: true };
   }
 
   /** A request refused before bidding (HTTP-level body errors included): counted, not logged. */
@@ -191,8 +199,7 @@ export class BiddingService {
   private shed(parsed: unknown, startedAt: number, exchange: string): BidAnswer {
     const id = idOf(parsed);
     if (id !== '') {
-      redactRequest(parsed, this.hasher, { keepRawPii: false });
-      this.log.log({ type: 'request', id, name: '', exchange }, requestText(parsed));
+      this.log.log({ type: 'request', id, name: '', exchange }, this.requestText(parsed, false));
       this.log.log({ type: 'response', id, name: '', exchange, status: 204, reason: SHED, ms: elapsed(startedAt) });
     }
     this.metrics.bidRequest('shed', SHED, (performance.now() - startedAt) / 1000);
@@ -328,15 +335,6 @@ function idOf(body: unknown): string {
   const id = (body as { id?: unknown }).id;
   const s = typeof id === 'string' ? id : typeof id === 'number' ? String(id) : '';
   return s.length > REQUEST_LIMITS.idChars ? s.slice(0, REQUEST_LIMITS.idChars) : s;
-}
-
-/**
- * The request as the log keeps it: the parsed body serialized again, so that the line is one valid
- * JSON object whatever was sent (duplicate keys resolved as JSON.parse does, nesting within the
- * limit, no raw line breaks, valid UTF-8).
- */
-function requestText(parsed: unknown): RawJson {
-  return { key: 'req', json: JSON.stringify(parsed), singleLine: true };
 }
 
 /** Milliseconds since `startedAt`, to the microsecond. */

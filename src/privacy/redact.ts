@@ -1,7 +1,7 @@
 /**
- * Personal data removed from a parsed bid request before it is written to the bid log, unless the
- * caller may keep it raw (the request's decision has `consent` and LOG_RAW_PII=true: the caller
- * decides and passes one boolean).
+ * The bid request as the bid log keeps it (requestLogJson): an allowlist of what the log may keep,
+ * with the personal fields on it reduced, unless the caller may keep the request raw (the request's
+ * decision has `consent` and LOG_RAW_PII=true: the caller decides and passes one boolean).
  *
  * | field | kept as |
  * |---|---|
@@ -9,15 +9,12 @@
  * | `device.ipv6` | truncated to /48 (`2001:db8:85a3::`); an IPv4-mapped one (`::ffff:a.b.c.d`) to the IPv4's /24 |
  * | `device.ifa`, `user.id`, `user.buyeruid` | the keyed hash (PiiHasher), so logs, caps and tracking still join per user |
  * | `device.didsha1`, `didmd5`, `dpidsha1`, `dpidmd5`, `macsha1`, `macmd5` (OpenRTB 2.5 hardware ids) | the keyed hash: an unkeyed hash of a device id is still the id |
- * | `user.data`, `user.eids`, `user.ext.eids`, `user.customdata` | dropped (third-party segments and ids) |
  * | `device.geo`, `user.geo` `lat`/`lon` | rounded to 2 decimals (~1 km), as Prebid Server does for lmt/COPPA; TCF treats precise geolocation (special feature 1) as personal data |
+ * | anything not on the allowlist (`user.data`, `user.eids`, `user.customdata`, every `ext` member not named, ...) | left out |
  *
- * A value of the wrong type, or an address that is not one, is dropped: what cannot be truncated
- * cannot be kept. A field is dropped by setting it to `undefined` (JSON.stringify leaves it out),
- * not by `delete`: deleting turned the request's objects into slow dictionaries, and the bid path
- * cost 4.8–6.3 µs more per request over HTTP (bench/ab-http.js, three runs, bench/README.md).
- * Everything else (user agent, country, city, zip) is kept: coarse and needed to explain targeting
- * decisions.
+ * A value of the wrong type, or an address that is not one, is left out: what cannot be truncated
+ * cannot be kept. Everything else on the list (user agent, country, city, zip, the consent strings)
+ * is kept as sent: coarse, and needed to explain targeting decisions. docs/privacy.md has the list.
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import type { PiiHasher } from './pii-hasher';
@@ -28,10 +25,6 @@ export interface RedactOptions {
 }
 
 type Obj = Record<string, unknown>;
-
-function obj(v: unknown): Obj | null {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : null;
-}
 
 /** `a.b.c.d` → `a.b.c.0`; the input must be a valid IPv4 (node:net's isIPv4). */
 function ipv4Prefix24(ip: string): string {
@@ -124,82 +117,182 @@ export function truncateIp(ip: unknown): string | null {
   return formatIpv6([g[0], g[1], g[2], 0, 0, 0, 0, 0]);
 }
 
-const HASHED_DEVICE_IDS = ['ifa', 'didsha1', 'didmd5', 'dpidsha1', 'dpidmd5', 'macsha1', 'macmd5'] as const;
-const HASHED_USER_IDS = ['id', 'buyeruid'] as const;
-const DROPPED_USER_FIELDS = ['data', 'eids', 'customdata'] as const;
+// ------------------------------------------------------------------------------------------------
+// The request record of the bid log: an allowlist of what the log may keep, serialized in one pass.
 
-/** Replaces `o[key]` by its keyed hash; drops it when it is not a string or number. Returns true when it changed `o`. */
-function hashField(o: Obj, key: string, hasher: PiiHasher): boolean {
-  const v = o[key];
-  if (v === undefined) return false;
-  if (typeof v === 'string' && v !== '') o[key] = hasher.hash(v);
-  else if (typeof v === 'number' && Number.isFinite(v)) o[key] = hasher.hash(String(v));
-  else o[key] = undefined;
-  return true;
+/** How the log keeps one field of the request. */
+const enum Keep {
+  /** A string, number, boolean or null, or an array of those; anything else is dropped. */
+  Value,
+  /** The whole value as sent: objects that describe inventory, never a person (imp.banner, source.schain, ...). */
+  Whole,
+  /** An id: its keyed hash (a string or finite number), else dropped. */
+  Hash,
+  /** An IP address: truncated (truncateIp), else dropped. */
+  Ip,
+  /** A latitude or longitude: rounded to 2 decimals, else dropped. */
+  Coord,
 }
 
-function dropField(o: Obj, key: string): boolean {
-  if (o[key] === undefined) return false;
-  o[key] = undefined;
-  return true;
+/** A field: how to keep it, or the allowlist of an object (Fields) or of each object of an array ([Fields]). */
+type Rule = Keep | Fields | readonly [Fields];
+type Fields = ReadonlyMap<string, Rule>;
+
+function fields(spec: Record<string, Rule>): Fields {
+  return new Map(Object.entries(spec));
 }
 
-function roundCoord(geo: Obj, key: 'lat' | 'lon'): boolean {
-  const v = geo[key];
-  if (v === undefined) return false;
-  const n = typeof v === 'number' ? v : typeof v === 'string' && v !== '' ? Number(v) : NaN;
-  if (Number.isFinite(n)) {
-    const r = Math.round(n * 100) / 100;
-    if (r === v) return false;
-    geo[key] = r;
-  } else {
-    geo[key] = undefined;
+const V = Keep.Value;
+const WHOLE = Keep.Whole;
+
+const GEO = fields({ lat: Keep.Coord, lon: Keep.Coord, type: V, accuracy: V, lastfix: V, ipservice: V, country: V, region: V, regionfips104: V, metro: V, city: V, zip: V, utcoffset: V });
+const PUBLISHER = fields({ id: V, name: V, cattax: V, cat: V, domain: V });
+const PRODUCER = PUBLISHER;
+const CONTENT = fields({
+  id: V, episode: V, title: V, series: V, season: V, artist: V, genre: V, gtax: V, genres: V, album: V, isrc: V, producer: PRODUCER, url: V,
+  cattax: V, cat: V, prodq: V, videoquality: V, context: V, contentrating: V, userrating: V, qagmediarating: V, keywords: V, kwarray: V,
+  livestream: V, sourcerelationship: V, len: V, language: V, langb: V, embeddable: V, network: WHOLE, channel: WHOLE,
+});
+const SITE = fields({
+  id: V, name: V, domain: V, cattax: V, cat: V, sectioncat: V, pagecat: V, page: V, ref: V, search: V, mobile: V, privacypolicy: V,
+  publisher: PUBLISHER, content: CONTENT, keywords: V, kwarray: V, inventorypartnerdomain: V,
+});
+const APP = fields({
+  id: V, name: V, bundle: V, domain: V, storeurl: V, cattax: V, cat: V, sectioncat: V, pagecat: V, ver: V, privacypolicy: V, paid: V,
+  publisher: PUBLISHER, content: CONTENT, keywords: V, kwarray: V, inventorypartnerdomain: V,
+});
+const DOOH = fields({ id: V, name: V, venuetype: V, venuetypetax: V, publisher: PUBLISHER, domain: V, keywords: V, content: CONTENT });
+const DEVICE = fields({
+  geo: GEO, dnt: V, lmt: V, ua: V, sua: WHOLE, ip: Keep.Ip, ipv6: Keep.Ip, devicetype: V, make: V, model: V, os: V, osv: V, hwv: V,
+  h: V, w: V, ppi: V, pxratio: V, js: V, geofetch: V, flashver: V, language: V, langb: V, carrier: V, mccmnc: V, connectiontype: V,
+  ifa: Keep.Hash, didsha1: Keep.Hash, didmd5: Keep.Hash, dpidsha1: Keep.Hash, dpidmd5: Keep.Hash, macsha1: Keep.Hash, macmd5: Keep.Hash,
+  // App Tracking Transparency status (0-3): a setting, not an id.
+  ext: fields({ atts: V }),
+});
+const USER = fields({
+  id: Keep.Hash, buyeruid: Keep.Hash, yob: V, gender: V, keywords: V, kwarray: V, geo: GEO, consent: V,
+  // The TC string: the record of what the user chose (2.5 place).
+  ext: fields({ consent: V }),
+});
+const REGS = fields({ coppa: V, gdpr: V, us_privacy: V, gpp: V, gpp_sid: V, ext: fields({ gdpr: V, us_privacy: V, gpc: V, dsa: WHOLE }) });
+const SOURCE = fields({ fd: V, tid: V, pchain: V, schain: WHOLE, ext: fields({ schain: WHOLE }) });
+const IMP = fields({
+  id: V, metric: WHOLE, banner: WHOLE, video: WHOLE, audio: WHOLE, native: WHOLE, pmp: WHOLE, displaymanager: V, displaymanagerver: V,
+  instl: V, tagid: V, bidfloor: V, bidfloorcur: V, clickbrowser: V, secure: V, iframebuster: V, rwdd: V, ssai: V, exp: V, qty: WHOLE,
+  dt: V, refresh: WHOLE,
+  // The global placement id and transaction id (Prebid): names of the ad slot and the auction.
+  ext: fields({ gpid: V, tid: V }),
+});
+const REQUEST = fields({
+  id: V, imp: [IMP], site: SITE, app: APP, dooh: DOOH, device: DEVICE, user: USER, test: V, at: V, tmax: V, wseat: V, bseat: V,
+  allimps: V, cur: V, wlang: V, wlangb: V, bcat: V, cattax: V, badv: V, bapp: V, source: SOURCE, regs: REGS,
+});
+
+/** `"<key>":` per allowlisted name, quoted once. */
+const KEY_JSON = new Map<string, string>();
+for (const spec of [GEO, PUBLISHER, CONTENT, SITE, APP, DOOH, DEVICE, USER, REGS, SOURCE, IMP, REQUEST]) {
+  const walk = (f: Fields): void => {
+    for (const [k, r] of f) {
+      KEY_JSON.set(k, `${JSON.stringify(k)}:`);
+      if (r instanceof Map) walk(r);
+    }
+  };
+  walk(spec);
+}
+
+function primitiveJson(v: unknown): string | null {
+  switch (typeof v) {
+    case 'string':
+      return JSON.stringify(v);
+    case 'number':
+      return Number.isFinite(v) ? String(v) : null;
+    case 'boolean':
+      return v ? 'true' : 'false';
+    case 'object':
+      return v === null ? 'null' : null;
+    default:
+      return null;
   }
-  return true;
 }
 
-function roundGeo(geo: Obj | null): boolean {
-  if (geo === null) return false;
-  const lat = roundCoord(geo, 'lat');
-  const lon = roundCoord(geo, 'lon');
-  return lat || lon;
+function valueJson(v: unknown): string | null {
+  if (!Array.isArray(v)) return primitiveJson(v);
+  let s = '[';
+  for (let i = 0; i < v.length; i++) {
+    const e = primitiveJson(v[i]);
+    if (e === null) return null;
+    s += i === 0 ? e : `,${e}`;
+  }
+  return `${s}]`;
 }
 
-function ipField(device: Obj, key: 'ip' | 'ipv6'): boolean {
-  const v = device[key];
-  if (v === undefined) return false;
-  const t = truncateIp(v);
-  if (t === v) return false;
-  if (t === null) device[key] = undefined;
-  else device[key] = t;
-  return true;
+function coordJson(v: unknown): string | null {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && v !== '' ? Number(v) : NaN;
+  return Number.isFinite(n) ? String(Math.round(n * 100) / 100) : null;
+}
+
+function hashJson(v: unknown, hasher: PiiHasher): string | null {
+  if (typeof v === 'string' && v !== '') return `"${hasher.hash(v)}"`;
+  if (typeof v === 'number' && Number.isFinite(v)) return `"${hasher.hash(String(v))}"`;
+  return null;
+}
+
+function fieldJson(v: unknown, rule: Rule, hasher: PiiHasher): string | null {
+  switch (rule) {
+    case Keep.Value:
+      return valueJson(v);
+    case Keep.Whole:
+      // The parsed body nests within the reader's limit (src/openrtb/json.ts): this cannot overflow.
+      return v === undefined ? null : (JSON.stringify(v) ?? null);
+    case Keep.Hash:
+      return hashJson(v, hasher);
+    case Keep.Ip: {
+      const t = truncateIp(v);
+      return t === null ? null : `"${t}"`;
+    }
+    case Keep.Coord:
+      return coordJson(v);
+  }
+  if (rule instanceof Map) return objectJson(v, rule, hasher);
+  if (!Array.isArray(v)) return null;
+  const each = (rule as readonly [Fields])[0];
+  let s = '[';
+  let n = 0;
+  for (let i = 0; i < v.length; i++) {
+    const e = objectJson(v[i], each, hasher);
+    if (e === null) continue;
+    s += n++ === 0 ? e : `,${e}`;
+  }
+  return `${s}]`;
+}
+
+/** The fields of `v` its allowlist names, in the request's order; null when `v` is not an object. */
+function objectJson(v: unknown, allow: Fields, hasher: PiiHasher): string | null {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
+  const o = v as Obj;
+  let s = '{';
+  let n = 0;
+  for (const k in o) {
+    const rule = allow.get(k);
+    if (rule === undefined) continue;
+    const json = fieldJson(o[k], rule, hasher);
+    if (json === null) continue;
+    s += (n++ === 0 ? '' : ',') + KEY_JSON.get(k)! + json;
+  }
+  return `${s}}`;
 }
 
 /**
- * Removes the personal data of a parsed bid request in place (see the table above), unless
- * `opts.keepRawPii`. Accepts any value (a non-object has nothing to remove) and never throws.
- * Returns true when it changed something: only then must the caller serialize the object again
- * instead of logging the bytes it received.
+ * The bid request as the bid log keeps it, as JSON text: only the fields the allowlist above names
+ * (OpenRTB 2.6's own fields of each object, and a few named `ext` fields), with the personal ones
+ * kept as the table at the top says (IPs truncated, ids hashed, coordinates rounded; `user.data`,
+ * `eids` and `customdata` are not on the list). Every other field, any `ext` member not named, and a
+ * value of the wrong kind (an object where a number or string belongs) is left out, so whatever an
+ * exchange adds (`device.ext.ifv`, `user.ext.tpid`, ...) never reaches the log raw. Written in one
+ * pass over the parsed value, without changing it and without serializing it whole. With
+ * `keepRawPii` (consent and LOG_RAW_PII=true) the request is kept as sent.
  */
-export function redactRequest(body: unknown, hasher: PiiHasher, opts: RedactOptions): boolean {
-  if (opts.keepRawPii) return false;
-  const b = obj(body);
-  if (b === null) return false;
-  let changed = false;
-  const device = obj(b.device);
-  if (device !== null) {
-    if (ipField(device, 'ip')) changed = true;
-    if (ipField(device, 'ipv6')) changed = true;
-    for (const k of HASHED_DEVICE_IDS) if (hashField(device, k, hasher)) changed = true;
-    if (roundGeo(obj(device.geo))) changed = true;
-  }
-  const user = obj(b.user);
-  if (user !== null) {
-    for (const k of HASHED_USER_IDS) if (hashField(user, k, hasher)) changed = true;
-    for (const k of DROPPED_USER_FIELDS) if (dropField(user, k)) changed = true;
-    const ext = obj(user.ext);
-    if (ext !== null && dropField(ext, 'eids')) changed = true;
-    if (roundGeo(obj(user.geo))) changed = true;
-  }
-  return changed;
+export function requestLogJson(body: unknown, hasher: PiiHasher, opts: RedactOptions): string {
+  if (opts.keepRawPii) return JSON.stringify(body) ?? 'null';
+  return objectJson(body, REQUEST, hasher) ?? 'null';
 }

@@ -116,6 +116,44 @@ describe('the bid log keeps no raw personal data, whatever the signal', () => {
   }
 });
 
+describe('the bid log keeps what its allowlist names, nothing else raw', () => {
+  it('device.ext.ifv, device.ext.idfv, user.ext.prebid.buyeruids, user.ext.tpid and fields it does not know never reach the log', async () => {
+    const id = 'allowlist-1';
+    const secrets = ['ifv-raw-0001', 'idfv-raw-0002', 'buyeruids-raw-0003', 'tpid-raw-0004', 'unknown-raw-0005', 'unknown-raw-0006', 'unknown-raw-0007'];
+    const b = JSON.stringify({
+      id,
+      imp: [{ id: '1', banner: { w: 300, h: 250 }, ext: { gpid: '/slot/1', private: secrets[4] } }],
+      site: { domain: 'news.example', publisher: { name: 'P' }, ext: { data: secrets[5] } },
+      device: { ip: RAW.ip, ua: 'Mozilla/5.0', geo: { country: 'USA', city: 'Springfield' }, ext: { ifv: secrets[0], idfv: secrets[1], atts: 3 } },
+      user: { id: RAW.userId, yob: 1980, ext: { prebid: { buyeruids: { appnexus: secrets[2] } }, tpid: [{ source: 'x', uid: secrets[3] }], consent: CONSENT } },
+      regs: { gdpr: 1, ext: { us_privacy: '1---' } },
+      ext: { whatever: secrets[6] },
+    });
+    await bid(b);
+    let req: Record<string, unknown> | undefined;
+    await until('logged', async () => {
+      req = (await records('privacy-log')).find((r) => r.id === id && r.type === 'request');
+      return req !== undefined;
+    });
+    const text = JSON.stringify(req);
+    for (const raw of [...secrets, RAW.ip, RAW.userId]) assert.ok(!text.includes(raw), `${raw} reached the log: ${text}`);
+    // What the allowlist keeps is still there, and the shipper's schema reads it (req.imp[].banner).
+    const r = req!.req as Record<string, any>;
+    assert.equal(r.id, id);
+    assert.deepEqual(r.imp[0].banner, { w: 300, h: 250 });
+    assert.equal(r.imp[0].ext.gpid, '/slot/1');
+    assert.equal(r.site.domain, 'news.example');
+    assert.equal(r.device.ua, 'Mozilla/5.0');
+    assert.equal(r.device.ip, '203.0.113.0');
+    assert.equal(r.device.geo.city, 'Springfield');
+    assert.equal(r.device.ext.atts, 3);
+    assert.equal(r.user.yob, 1980);
+    assert.equal(r.user.ext.consent, CONSENT);
+    assert.equal(r.regs.gdpr, 1);
+    assert.equal(r.regs.ext.us_privacy, '1---');
+  });
+});
+
 describe('user-level data only with consent', () => {
   it('frequency caps are neither read nor counted without consent; with it they cap', async () => {
     const noConsent = { regs: { gdpr: 1 }, user: { consent: NO_CONSENT } };

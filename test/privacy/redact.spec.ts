@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { PII_HASH_BYTES, PII_HASH_MAX_INPUT_CHARS, PiiHasher } from '../../src/privacy/pii-hasher';
-import { redactRequest, truncateIp } from '../../src/privacy/redact';
+import { requestLogJson, truncateIp } from '../../src/privacy/redact';
 
 const SECRET = 'test-pii-secret-0123456789abcdef';
 const hasher = new PiiHasher(SECRET);
@@ -68,77 +68,98 @@ function typical(): any {
   };
 }
 
-describe('privacy: redactRequest', () => {
+/** The request record's `req` as the log keeps it (redaction on). */
+function logged(body: unknown): any {
+  return JSON.parse(requestLogJson(body, hasher, { keepRawPii: false }));
+}
+
+describe('privacy: requestLogJson (the request record, by allowlist)', () => {
   it('removes the personal data of a typical request', () => {
     const r = typical();
-    assert.equal(redactRequest(r, hasher, { keepRawPii: false }), true);
-    assert.equal(r.device.ip, '203.0.113.0');
-    assert.equal(r.device.ipv6, '2001:db8:85a3::');
-    assert.equal(r.device.ifa, hasher.hash('6d92078a-8246-4ba4-ae5b-76104861e7dc'));
-    assert.equal(r.user.id, hasher.hash('user-123'));
-    assert.equal(r.user.buyeruid, hasher.hash('buyer-456'));
-    // Dropped fields are left undefined, so the log's JSON.stringify leaves them out.
-    const logged = JSON.parse(JSON.stringify(r));
-    assert.equal('data' in logged.user, false);
-    assert.equal('eids' in logged.user, false);
-    assert.equal('eids' in logged.user.ext, false);
-    assert.equal(r.user.ext.other, 'kept');
-    assert.deepEqual(r.device.geo, { country: 'USA', lat: 40.71, lon: -74.01, zip: '10001' });
-    assert.deepEqual(r.user.geo, { lat: 51.51, lon: -0.13 });
-    // Untouched: what is not personal.
-    assert.equal(r.device.ua, 'Mozilla/5.0');
-    assert.equal(r.user.consent, 'CQ…');
-    assert.deepEqual(r.imp, typical().imp);
-    const text = JSON.stringify(r);
-    for (const raw of ['203.0.113.7', '8a2e', '6d92078a', 'user-123', 'buyer-456', 'ID5*x', 'liveramp']) assert.ok(!text.includes(raw), raw);
-  });
-
-  it('keeps everything raw when allowed', () => {
-    const r = typical();
-    assert.equal(redactRequest(r, hasher, { keepRawPii: true }), false);
+    const l = logged(r);
+    assert.equal(l.device.ip, '203.0.113.0');
+    assert.equal(l.device.ipv6, '2001:db8:85a3::');
+    assert.equal(l.device.ifa, hasher.hash('6d92078a-8246-4ba4-ae5b-76104861e7dc'));
+    assert.equal(l.user.id, hasher.hash('user-123'));
+    assert.equal(l.user.buyeruid, hasher.hash('buyer-456'));
+    assert.equal('data' in l.user, false);
+    assert.equal('eids' in l.user, false);
+    // user.ext keeps only the consent string: eids and anything unknown are not on the list.
+    assert.equal('ext' in l.user && Object.keys(l.user.ext).length, 0);
+    assert.deepEqual(l.device.geo, { country: 'USA', lat: 40.71, lon: -74.01, zip: '10001' });
+    assert.deepEqual(l.user.geo, { lat: 51.51, lon: -0.13 });
+    // Kept as sent: what is not personal.
+    assert.equal(l.device.ua, 'Mozilla/5.0');
+    assert.equal(l.user.consent, 'CQ…');
+    assert.deepEqual(l.imp, typical().imp);
+    assert.deepEqual(l.site, typical().site);
+    const text = JSON.stringify(l);
+    for (const raw of ['203.0.113.7', '8a2e', '6d92078a', 'user-123', 'buyer-456', 'ID5*x', 'liveramp', 'kept']) assert.ok(!text.includes(raw), raw);
+    // The parsed body is read, not changed.
     assert.deepEqual(r, typical());
   });
 
+  it('keeps the request as sent when allowed', () => {
+    assert.deepEqual(JSON.parse(requestLogJson(typical(), hasher, { keepRawPii: true })), typical());
+  });
+
+  it('leaves out every field and ext member it does not name, and objects where a value belongs', () => {
+    const r = {
+      id: 'r',
+      imp: [{ id: '1', banner: { w: 1, h: 2, ext: { any: 'inventory' } }, ext: { gpid: 'g', bidder: { key: 'x' } } }, 'not an imp'],
+      device: { ua: 'u', ext: { ifv: 'IFV', idfv: 'IDFV', atts: 2 }, make: { nested: 'OBJ' }, model: ['a', { b: 'ARR' }] },
+      user: { ext: { prebid: { buyeruids: { a: 'BUYERUIDS' } }, tpid: [{ uid: 'TPID' }], consent: 'C' }, keywords: 'k' },
+      regs: { gdpr: 1, ext: { dsa: { dsarequired: 1 }, other: 'REGS' } },
+      source: { tid: 't', schain: { ver: '1.0', nodes: [] }, ext: { junk: 'SRC' } },
+      ext: { prebid: { x: 'REQEXT' } },
+      unknown: 'TOP',
+    };
+    assert.deepEqual(logged(r), {
+      id: 'r',
+      imp: [{ id: '1', banner: { w: 1, h: 2, ext: { any: 'inventory' } }, ext: { gpid: 'g' } }],
+      device: { ua: 'u', ext: { atts: 2 } },
+      user: { ext: { consent: 'C' }, keywords: 'k' },
+      regs: { gdpr: 1, ext: { dsa: { dsarequired: 1 } } },
+      source: { tid: 't', schain: { ver: '1.0', nodes: [] }, ext: {} },
+    });
+  });
+
   it('hashes ids stably: the same id gives the same key, in any request', () => {
-    const a = typical();
     const b = typical();
     b.user.id = 'user-999';
-    redactRequest(a, hasher, { keepRawPii: false });
-    redactRequest(b, hasher, { keepRawPii: false });
-    assert.equal(a.device.ifa, b.device.ifa);
-    assert.notEqual(a.user.id, b.user.id);
-    assert.equal(a.user.id, new PiiHasher(SECRET).hash('user-123'));
+    const la = logged(typical());
+    const lb = logged(b);
+    assert.equal(la.device.ifa, lb.device.ifa);
+    assert.notEqual(la.user.id, lb.user.id);
+    assert.equal(la.user.id, new PiiHasher(SECRET).hash('user-123'));
   });
 
   it('puts an IPv6 sent in device.ip through the IPv6 rule, and an IPv4 in device.ipv6 through the IPv4 one', () => {
-    const r: any = { device: { ip: '2001:db8:1:2::5', ipv6: '198.51.100.9' } };
-    redactRequest(r, hasher, { keepRawPii: false });
-    assert.deepEqual(r.device, { ip: '2001:db8:1::', ipv6: '198.51.100.0' });
+    assert.deepEqual(logged({ device: { ip: '2001:db8:1:2::5', ipv6: '198.51.100.9' } }).device, { ip: '2001:db8:1::', ipv6: '198.51.100.0' });
   });
 
   it('drops what cannot be truncated or hashed', () => {
-    const r: any = { device: { ip: 'junk', ipv6: 12, ifa: { x: 1 }, geo: { lat: 'north', lon: null } }, user: { id: '', buyeruid: ['b'] } };
-    assert.equal(redactRequest(r, hasher, { keepRawPii: false }), true);
-    assert.deepEqual(JSON.parse(JSON.stringify(r)), { device: { geo: {} }, user: {} });
+    const r = { device: { ip: 'junk', ipv6: 12, ifa: { x: 1 }, geo: { lat: 'north', lon: null } }, user: { id: '', buyeruid: ['b'] } };
+    assert.deepEqual(logged(r), { device: { geo: {} }, user: {} });
   });
 
   it('hashes numeric ids and the OpenRTB 2.5 hardware ids', () => {
-    const r: any = { device: { didsha1: 'abc', dpidmd5: 'def', macsha1: 'ghi' }, user: { id: 12345 } };
-    redactRequest(r, hasher, { keepRawPii: false });
-    assert.deepEqual(r, { device: { didsha1: hasher.hash('abc'), dpidmd5: hasher.hash('def'), macsha1: hasher.hash('ghi') }, user: { id: hasher.hash('12345') } });
+    const r = { device: { didsha1: 'abc', dpidmd5: 'def', macsha1: 'ghi' }, user: { id: 12345 } };
+    assert.deepEqual(logged(r), { device: { didsha1: hasher.hash('abc'), dpidmd5: hasher.hash('def'), macsha1: hasher.hash('ghi') }, user: { id: hasher.hash('12345') } });
   });
 
-  it('reports no change when there is nothing personal', () => {
-    const r: any = { id: 'r', imp: [{ id: '1' }], device: { ua: 'x', ip: '192.0.2.0', geo: { country: 'FRA', lat: 48.85, lon: 2.35 } }, user: { ext: { consent: 'CQ' } } };
-    const before = structuredClone(r);
-    assert.equal(redactRequest(r, hasher, { keepRawPii: false }), false);
-    assert.deepEqual(r, before);
+  it('keeps a request with nothing personal as it was', () => {
+    const r = { id: 'r', imp: [{ id: '1' }], device: { ua: 'x', ip: '192.0.2.0', geo: { country: 'FRA', lat: 48.85, lon: 2.35 } }, user: { ext: { consent: 'CQ' } } };
+    assert.deepEqual(logged(r), r);
   });
 
-  it('never throws on odd bodies', () => {
+  it('writes valid JSON for odd bodies and strings that need escaping, and never throws', () => {
     for (const body of [null, undefined, 'x', 5, [], [{ device: { ip: '1.2.3.4' } }], { device: 'd', user: [1] }, { device: null, user: null }]) {
-      assert.equal(redactRequest(body, hasher, { keepRawPii: false }), false);
+      const text = requestLogJson(body, hasher, { keepRawPii: false });
+      assert.doesNotThrow(() => JSON.parse(text), text);
     }
+    const r = { id: 'a"b\\c\n\u2028', site: { page: 'https://x/?q="\u0000' } };
+    assert.deepEqual(logged(r), r);
   });
 });
 
