@@ -118,7 +118,7 @@ export function truncateIp(ip: unknown): string | null {
 }
 
 // ------------------------------------------------------------------------------------------------
-// The request record of the bid log: an allowlist of what the log may keep, serialized in one pass.
+// The request record of the bid log: an allowlist of what the log may keep.
 
 /** How the log keeps one field of the request. */
 const enum Keep {
@@ -188,98 +188,65 @@ const REQUEST = fields({
   allimps: V, cur: V, wlang: V, wlangb: V, bcat: V, cattax: V, badv: V, bapp: V, source: SOURCE, regs: REGS,
 });
 
-/** `"<key>":` per allowlisted name, quoted once. */
-const KEY_JSON = new Map<string, string>();
-for (const spec of [GEO, PUBLISHER, CONTENT, SITE, APP, DOOH, DEVICE, USER, REGS, SOURCE, IMP, REQUEST]) {
-  const walk = (f: Fields): void => {
-    for (const [k, r] of f) {
-      KEY_JSON.set(k, `${JSON.stringify(k)}:`);
-      if (r instanceof Map) walk(r);
-    }
-  };
-  walk(spec);
-}
-
-function primitiveJson(v: unknown): string | null {
-  switch (typeof v) {
-    case 'string':
-      return JSON.stringify(v);
-    case 'number':
-      return Number.isFinite(v) ? String(v) : null;
-    case 'boolean':
-      return v ? 'true' : 'false';
-    case 'object':
-      return v === null ? 'null' : null;
-    default:
-      return null;
-  }
-}
-
-function valueJson(v: unknown): string | null {
-  if (!Array.isArray(v)) return primitiveJson(v);
-  let s = '[';
-  for (let i = 0; i < v.length; i++) {
-    const e = primitiveJson(v[i]);
-    if (e === null) return null;
-    s += i === 0 ? e : `,${e}`;
-  }
-  return `${s}]`;
-}
-
-function coordJson(v: unknown): string | null {
-  const n = typeof v === 'number' ? v : typeof v === 'string' && v !== '' ? Number(v) : NaN;
-  return Number.isFinite(n) ? String(Math.round(n * 100) / 100) : null;
-}
-
-function hashJson(v: unknown, hasher: PiiHasher): string | null {
-  if (typeof v === 'string' && v !== '') return `"${hasher.hash(v)}"`;
-  if (typeof v === 'number' && Number.isFinite(v)) return `"${hasher.hash(String(v))}"`;
-  return null;
-}
-
-function fieldJson(v: unknown, rule: Rule, hasher: PiiHasher): string | null {
+/** What the log keeps of `v` under `rule`: `v` itself when unchanged, undefined when left out. */
+function projectField(v: unknown, rule: Rule, hasher: PiiHasher): unknown {
   switch (rule) {
     case Keep.Value:
-      return valueJson(v);
+      if (typeof v === 'object' && v !== null) {
+        if (!Array.isArray(v)) return undefined;
+        for (let i = 0; i < v.length; i++) {
+          const e: unknown = v[i];
+          if (typeof e === 'object' && e !== null) return undefined;
+        }
+      }
+      return v;
     case Keep.Whole:
-      // The parsed body nests within the reader's limit (src/openrtb/json.ts): this cannot overflow.
-      return v === undefined ? null : (JSON.stringify(v) ?? null);
+      return v;
     case Keep.Hash:
-      return hashJson(v, hasher);
-    case Keep.Ip: {
-      const t = truncateIp(v);
-      return t === null ? null : `"${t}"`;
+      if (typeof v === 'string' && v !== '') return hasher.hash(v);
+      if (typeof v === 'number' && Number.isFinite(v)) return hasher.hash(String(v));
+      return undefined;
+    case Keep.Ip:
+      return truncateIp(v) ?? undefined;
+    case Keep.Coord: {
+      const n = typeof v === 'number' ? v : typeof v === 'string' && v !== '' ? Number(v) : NaN;
+      return Number.isFinite(n) ? Math.round(n * 100) / 100 : undefined;
     }
-    case Keep.Coord:
-      return coordJson(v);
   }
-  if (rule instanceof Map) return objectJson(v, rule, hasher);
-  if (!Array.isArray(v)) return null;
+  if (rule instanceof Map) return projectObject(v, rule, hasher);
+  if (!Array.isArray(v)) return undefined;
   const each = (rule as readonly [Fields])[0];
-  let s = '[';
-  let n = 0;
+  let out: unknown[] | null = null;
   for (let i = 0; i < v.length; i++) {
-    const e = objectJson(v[i], each, hasher);
-    if (e === null) continue;
-    s += n++ === 0 ? e : `,${e}`;
+    const e = projectObject(v[i], each, hasher);
+    if (out === null) {
+      if (e === v[i]) continue;
+      out = v.slice(0, i);
+    }
+    if (e !== undefined) out.push(e);
   }
-  return `${s}]`;
+  return out ?? v;
 }
 
-/** The fields of `v` its allowlist names, in the request's order; null when `v` is not an object. */
-function objectJson(v: unknown, allow: Fields, hasher: PiiHasher): string | null {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
+/** The fields of `v` its allowlist names, in the request's order: `v` itself when that is all of them, unchanged. */
+function projectObject(v: unknown, allow: Fields, hasher: PiiHasher): Obj | undefined {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
   const o = v as Obj;
-  let s = '{';
-  let n = 0;
+  let out: Obj | null = null;
   for (const k in o) {
     const rule = allow.get(k);
-    if (rule === undefined) continue;
-    const json = fieldJson(o[k], rule, hasher);
-    if (json === null) continue;
-    s += (n++ === 0 ? '' : ',') + KEY_JSON.get(k)! + json;
+    const p = rule === undefined ? undefined : projectField(o[k], rule, hasher);
+    if (out === null) {
+      if (p === o[k]) continue;
+      out = {};
+      for (const j in o) {
+        if (j === k) break;
+        out[j] = o[j];
+      }
+    }
+    if (p !== undefined) out[k] = p;
   }
-  return `${s}}`;
+  return out ?? o;
 }
 
 /**
@@ -288,11 +255,14 @@ function objectJson(v: unknown, allow: Fields, hasher: PiiHasher): string | null
  * kept as the table at the top says (IPs truncated, ids hashed, coordinates rounded; `user.data`,
  * `eids` and `customdata` are not on the list). Every other field, any `ext` member not named, and a
  * value of the wrong kind (an object where a number or string belongs) is left out, so whatever an
- * exchange adds (`device.ext.ifv`, `user.ext.tpid`, ...) never reaches the log raw. Written in one
- * pass over the parsed value, without changing it and without serializing it whole. With
+ * exchange adds (`device.ext.ifv`, `user.ext.tpid`, ...) never reaches the log raw. Built in one
+ * pass over the parsed value, which it does not change: an object all of whose fields are kept
+ * as they are is used as it is, a copy is made only of the objects that lose or change a field
+ * (device and user, usually), and JSON.stringify writes the result once (measured against a
+ * serializer written in JavaScript, bench/README.md). With
  * `keepRawPii` (consent and LOG_RAW_PII=true) the request is kept as sent.
  */
 export function requestLogJson(body: unknown, hasher: PiiHasher, opts: RedactOptions): string {
   if (opts.keepRawPii) return JSON.stringify(body) ?? 'null';
-  return objectJson(body, REQUEST, hasher) ?? 'null';
+  return JSON.stringify(projectObject(body, REQUEST, hasher) ?? null);
 }
