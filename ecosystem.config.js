@@ -130,6 +130,10 @@ module.exports = {
       // (~7.6 µs a request, issue 22) for figures /metrics already has. Checked on a running worker
       // (docs/operations.md, "PM2's agent").
       pmx: false,
+      // GC: V8's defaults, no node_args. Tried and not kept (bench/README.md): --single-threaded-gc
+      // (no less CPU, longer scavenges) and --max-semi-space-size 2-64 (4-14 % more CPU, p99 no
+      // better). The mark-compact every ~3 s of issue 22 did not show with PM2's agent off or on: one
+      // worker at 650/s for 30 s ran 1-2 major GCs (perf_hooks 'gc' entries, bench/README.md).
       // A worker takes traffic only after main.ts sent process.send('ready') (after listen);
       // `pm2 reload` stops an old worker only once its replacement is ready.
       wait_ready: true,
