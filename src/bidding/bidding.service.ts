@@ -55,8 +55,9 @@ const LOSS_QS = '&price=${AUCTION_PRICE}&loss=${AUCTION_LOSS}';
 @Injectable()
 export class BiddingService {
   private readonly logger = new Logger('Bidding');
-  private readonly base: string;
-  private readonly secureBase: string;
+  /** The tracking URLs' fixed parts for plain and secure imps, built once (buildBid appends the payload). */
+  private readonly routes: TrackingRoutes;
+  private readonly secureRoutes: TrackingRoutes;
   /** The tracking base URLs need neither HTML nor JSON escaping (checked once; true for any usual URL). */
   private readonly baseSafe: boolean;
   private readonly selector: Auction;
@@ -83,10 +84,12 @@ export class BiddingService {
     private readonly privacyStats: PrivacyStats,
     private readonly currency: CurrencyService,
   ) {
-    this.base = config.trackingBaseUrl;
+    const base = config.trackingBaseUrl;
     // imp.secure = 1 needs https everywhere; TLS is expected to be terminated in front of the bidder.
-    this.secureBase = config.trackingBaseUrl.replace(/^http:/, 'https:');
-    this.baseSafe = [this.base, this.secureBase].every((b) => isJsonSafe(b) && escapeHtml(b) === b);
+    const secureBase = base.replace(/^http:/, 'https:');
+    this.baseSafe = [base, secureBase].every((b) => isJsonSafe(b) && escapeHtml(b) === b);
+    this.routes = trackingRoutes(base);
+    this.secureRoutes = trackingRoutes(secureBase);
     this.selector = new Auction(STATIC_RATES, gate);
     this.dsa = new DsaWriter(config.dsaDomain);
     this.logRawPii = config.logRawPii;
@@ -266,7 +269,7 @@ export class BiddingService {
     const c = m.candidate;
     // uuid's v4 hands the work to node:crypto's randomUUID (0.1-0.2 µs either way, measured).
     const bidId = uuidv4();
-    const base = imp.secure ? this.secureBase : this.base;
+    const r = imp.secure ? this.secureRoutes : this.routes;
     const q = this.codec.encode({
       requestId: req.id,
       bidId,
@@ -285,12 +288,10 @@ export class BiddingService {
     // Browser URLs carry the browser signature, notices from the exchange's servers the other one.
     // The payload query is base64url plus `&s=`: only `&` needs HTML escaping, and nothing JSON.
     const qb = q.browser;
-    const clickBase = `${base}/t/click?`;
-    const impBase = `${base}/t/imp?`;
     const qHtml = qb.replace('&', '&amp;');
     const urls: TrackingUrls = this.baseSafe
-      ? { click: clickBase + qb, imp: impBase + qb, clickHtml: clickBase + qHtml, impHtml: impBase + qHtml }
-      : trackingUrls(clickBase + qb, impBase + qb);
+      ? { click: r.click + qb, imp: r.imp + qb, clickHtml: r.click + qHtml, impHtml: r.imp + qHtml }
+      : trackingUrls(r.click + qb, r.imp + qb);
     const cj = m.json;
     let adm: string;
     switch (m.mtype) {
@@ -306,14 +307,27 @@ export class BiddingService {
     let bid =
       `{"id":"${bidId}","impid":${JSON.stringify(imp.id)},"price":${JSON.stringify(m.price)},` +
       `"adm":${adm}${cj.fields},"mtype":${m.mtype},` +
-      `"nurl":${quoted(`${base}/t/win?${q.s2s}${WIN_QS}`, this.baseSafe)},` +
-      `"burl":${quoted(`${base}/t/bill?${q.s2s}${WIN_QS}`, this.baseSafe)},` +
-      `"lurl":${quoted(`${base}/t/loss?${q.s2s}${LOSS_QS}`, this.baseSafe)}`;
+      `"nurl":${quoted(r.win + q.s2s + WIN_QS, this.baseSafe)},` +
+      `"burl":${quoted(r.bill + q.s2s + WIN_QS, this.baseSafe)},` +
+      `"lurl":${quoted(r.loss + q.s2s + LOSS_QS, this.baseSafe)}`;
     if (m.size !== null) bid += `,"w":${m.size.w},"h":${m.size.h}`;
     else if (m.mtype === MType.Video && c.video !== null) bid += `,"w":${c.video.w},"h":${c.video.h}`;
     if (m.dealId !== null) bid += `,"dealid":${JSON.stringify(m.dealId)}`;
     return `${bid}${this.dsa.fragment(m, req.dsa)}}`;
   }
+}
+
+/** The tracking routes of one base URL, up to their query: `<base>/t/<event>?`. */
+interface TrackingRoutes {
+  readonly click: string;
+  readonly imp: string;
+  readonly win: string;
+  readonly bill: string;
+  readonly loss: string;
+}
+
+function trackingRoutes(base: string): TrackingRoutes {
+  return { click: `${base}/t/click?`, imp: `${base}/t/imp?`, win: `${base}/t/win?`, bill: `${base}/t/bill?`, loss: `${base}/t/loss?` };
 }
 
 /** A JSON string literal; `safe` says `s` is known to need no escaping. */
