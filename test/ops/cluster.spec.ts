@@ -165,8 +165,14 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
     const procs = await waitOnline(2);
     for (const p of procs) assert.equal(realpath(`/proc/${p.pid}/exe`), realpath(process.execPath), `worker ${p.pid} runs on the project's Node`);
     // PM2 loads its agent (@pm2/io, which wraps http.Server.prototype.emit) into a process unless
-    // its environment says pmx=false (node_modules/pm2/lib/ProcessUtils.js): ecosystem.config.js's `pmx: false`.
-    for (const p of procs) assert.ok(fs.readFileSync(`/proc/${p.pid}/environ`, 'utf8').split('\0').includes('pmx=false'), `worker ${p.pid} runs without PM2's agent`);
+    // its environment says pmx=false (node_modules/pm2/lib/ProcessUtils.js): ecosystem.config.js's
+    // `pmx: false`. A cluster worker gets its environment as the JSON of `pm2_env`, which
+    // ProcessContainer.js copies into process.env before it loads anything.
+    for (const p of procs) {
+      const entry = fs.readFileSync(`/proc/${p.pid}/environ`, 'utf8').split('\0').find((e) => e.startsWith('pm2_env='));
+      assert.ok(entry, `worker ${p.pid} has no pm2_env`);
+      assert.equal((JSON.parse(entry.slice('pm2_env='.length)) as { pmx?: unknown }).pmx, false, `worker ${p.pid} runs without PM2's agent`);
+    }
     const daemon = pm2lib.daemonInfo(pm2Home);
     assert.ok(daemon && daemon.exe && realpath(daemon.exe) === realpath(process.execPath), 'the PM2 daemon runs on the project\'s Node');
 
