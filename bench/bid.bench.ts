@@ -15,8 +15,8 @@ import { AppModule } from '../src/app.module';
 import { BiddingService } from '../src/bidding/bidding.service';
 import { trackingUrls } from '../src/bidding/markup';
 import { nativeAdm, nativeAdmLiteral } from '../src/bidding/response-json';
-import { NativeAssetKind, type NativeImp } from '../src/openrtb/types';
-import type { NativeFill } from '../src/targeting/types';
+import { MType, NativeAssetKind, type NativeImp } from '../src/openrtb/types';
+import type { Match, NativeFill } from '../src/targeting/types';
 import { loadConfig } from '../src/config/config';
 import { LogService } from '../src/log/log.service';
 import { NativeRequestCache, parseBidRequest } from '../src/openrtb/parse';
@@ -27,6 +27,10 @@ import { OUR_VENDOR, tcString } from '../test/privacy/consent-strings';
 import { PacingGate } from '../src/delivery/pacing.gate';
 import { SpendService } from '../src/delivery/spend.service';
 import { PayloadCodec } from '../src/tracking/payload';
+import { ShadingService } from '../src/delivery/shading.service';
+import { CampaignStore } from '../src/targeting/campaign-store';
+import { CurrencyService } from '../src/currency/currency.service';
+
 
 const ROOT = path.resolve(__dirname, '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -50,6 +54,8 @@ const device = { ua: 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X)', i
 const KINDS: Record<string, object> = {
   native: { id: 'n', cur: ['USD'], imp: [{ id: '1', bidfloor: 0.2, native: { ver: '1.2', request: nativeRequest } }], site, device, user: { id: 'u1' }, bcat: ['IAB25', 'IAB26'], badv: ['blocked.example'] },
   banner: { id: 'b', cur: ['USD'], imp: [{ id: '1', bidfloor: 0.2, banner: { format: [{ w: 300, h: 250 }, { w: 320, h: 50 }] } }], site, device, user: { id: 'u1' }, bcat: ['IAB25'] },
+  // The banner request in a first-price auction: the bid is shaded (ShadingService).
+  'banner, first price': { id: 'f', at: 1, cur: ['USD'], imp: [{ id: '1', bidfloor: 0.2, banner: { format: [{ w: 300, h: 250 }, { w: 320, h: 50 }] } }], site, device, user: { id: 'u1' }, bcat: ['IAB25'] },
   video: { id: 'v', imp: [{ id: '1', bidfloor: 0.5, video: { mimes: ['video/mp4'], minduration: 5, maxduration: 30, protocols: [2, 3, 5, 6], w: 640, h: 360 } }], site, device },
   'nobid (floor)': { id: 'x', imp: [{ id: '1', bidfloor: 500, banner: { w: 300, h: 250 } }], site, device },
 };
@@ -157,6 +163,27 @@ async function main(): Promise<void> {
   const codec = app.get(PayloadCodec);
   const payload = { requestId: '80ce30c53c16e6ede735f123ef6e32361bfc7b22', bidId: 'b6a1c0a4-9d0b-4e43-8f4b-2f0c5b1f7a11', impId: '1', crid: 'cr-native-0042', cid: 'cmp-017', price: 1.37, cur: 'USD', ts: Date.now(), dealId: '', publisher: 'News Example', userKey: 'u1' };
   rows.push(['  tracking payload (packed + one HMAC, both signatures), once per bid', measure(() => codec.encode(payload), iterations), '']);
+  // Pacing and shading on the bid path (docs/bidding.md): a first-price banner's shaded price (segment
+  // key, map lookup, best price over the grid between floor and value), the pressure read, and the lease commit.
+  {
+    const shading = app.get(ShadingService);
+    const spendService = app.get(SpendService);
+    const firstPrice = parseBidRequest(JSON.parse(JSON.stringify(KINDS['banner, first price'])), natives);
+    const imp = firstPrice.imps[0];
+    const candidate = app.get(CampaignStore).current().candidates.find((c) => c.banner !== null && c.banner.w === 300 && c.banner.h === 250)!;
+    const match = { candidate, mtype: MType.Banner, price: candidate.price, dealId: null, size: { w: 300, h: 250 }, native: null, json: { fields: '', bannerSafe: true, vastSafe: true, dsaHead: '' } } as unknown as Match;
+    const rates = app.get(CurrencyService).current();
+    rows.push([
+      '  pacing + shading: shaded price, pressure, lease commit (a first-price banner)',
+      measure(() => {
+        const now = Date.now();
+        shading.price(firstPrice, imp, match, 'USD', rates, now, spendService.pressure(candidate));
+        spendService.commit(candidate);
+        shading.noticeParam(firstPrice, match);
+      }, iterations),
+      `value ${candidate.price}, floor ${imp.bidfloor}: no notices yet, so the pooled prior`,
+    ]);
+  }
   // The MAC itself: src/crypto/hmac.ts against node:crypto's two ways (see the header of hmac.ts).
   const packedText = codec.encode(payload).s2s.slice(2, -25);
   const key = Buffer.from('bench-tracking-secret-0123456789abcdef');

@@ -18,6 +18,8 @@ import { readPrivacySignals } from '../privacy/signals';
 import { Auction, CampaignStore } from '../targeting/campaign-store';
 import type { Match, NoBidReason } from '../targeting/types';
 import { PacingGate } from '../delivery/pacing.gate';
+import { Clock } from '../delivery/clock';
+import { ShadingService } from '../delivery/shading.service';
 import { SpendService } from '../delivery/spend.service';
 import { OPEN_SOURCE } from '../exchanges/exchanges';
 import { PayloadCodec } from '../tracking/payload';
@@ -43,9 +45,10 @@ export const ANSWER_SIZE = 'answer_size';
 /** `{"id":…,"cur":"…","seatbid":[{"bid":[…]}]}` around the bids, besides the id and the currency. */
 const ENVELOPE_BYTES = 40;
 
-// Exchange macros (OpenRTB 2.6 §4.4), substituted by the exchange before it calls the URL.
-const WIN_QS = '&price=${AUCTION_PRICE}&cur=${AUCTION_CURRENCY}';
-const LOSS_QS = '&price=${AUCTION_PRICE}&loss=${AUCTION_LOSS}';
+// Exchange macros (OpenRTB 2.6 §4.4), substituted by the exchange before it calls the URL. The
+// price to win (where the exchange tells it) is what bid shading learns best from.
+const WIN_QS = '&price=${AUCTION_PRICE}&cur=${AUCTION_CURRENCY}&mtw=${AUCTION_MIN_TO_WIN}';
+const LOSS_QS = '&price=${AUCTION_PRICE}&cur=${AUCTION_CURRENCY}&loss=${AUCTION_LOSS}&mtw=${AUCTION_MIN_TO_WIN}';
 
 /**
  * The bid path: body → request view → auction per imp → markup → response, plus exactly one
@@ -83,6 +86,8 @@ export class BiddingService {
     private readonly hasher: PiiHasher,
     private readonly privacyStats: PrivacyStats,
     private readonly currency: CurrencyService,
+    private readonly shading: ShadingService,
+    private readonly clock: Clock,
   ) {
     const base = config.trackingBaseUrl;
     // imp.secure = 1 needs https everywhere; TLS is expected to be terminated in front of the bidder.
@@ -226,7 +231,7 @@ export class BiddingService {
     const cur = rates.chooseBidCurrency(req.cur);
     if (cur === null) return { status: 204, body: '', reason: 'currency' };
     const index = this.store.current();
-    const now = Date.now();
+    const now = this.clock.now();
     let bids: string | null = null;
     let reason: NoBidReason | null = null;
     const idJson = JSON.stringify(req.id);
@@ -243,7 +248,9 @@ export class BiddingService {
         if (reason === null) reason = m;
         continue;
       }
-      const bid = this.buildBid(req, imp, m, cur, now);
+      // First price: the shaded price; the value otherwise.
+      const price = req.at === 1 ? this.shading.price(req, imp, m, cur, rates, now, this.spend.pressure(m.candidate)) : m.price;
+      const bid = this.buildBid(req, imp, m, cur, now, price);
       let size = 3 * bid.length + 1;
       if (size > room && !exact) {
         exact = true;
@@ -257,7 +264,7 @@ export class BiddingService {
       room -= size;
       if (!req.test) this.spend.commit(m.candidate, req.source);
       bids = bids === null ? bid : `${bids},${bid}`;
-      this.metrics.bidPrice(m.price);
+      this.metrics.bidPrice(price);
     }
     if (bids === null) return { status: 204, body: '', reason: dropped > 0 ? ANSWER_SIZE : (reason ?? 'no_candidates'), dropped: dropped > 0 ? dropped : undefined };
     const body = `{"id":${idJson},"cur":${JSON.stringify(cur)},"seatbid":[{"bid":[${bids}]}]}`;
@@ -265,7 +272,7 @@ export class BiddingService {
   }
 
   /** One bid's JSON text (OpenRTB 2.6 §4.3.3): id, impid, price, adm, adomain, crid, cid, cat, attr, mtype, nurl, burl, lurl, w, h, dealid. */
-  private buildBid(req: BidRequest, imp: Imp, m: Match, cur: string, now: number): string {
+  private buildBid(req: BidRequest, imp: Imp, m: Match, cur: string, now: number, price: number): string {
     const c = m.candidate;
     // uuid's v4 hands the work to node:crypto's randomUUID (0.1-0.2 µs either way, measured).
     const bidId = uuidv4();
@@ -276,7 +283,7 @@ export class BiddingService {
       impId: imp.id,
       crid: c.id,
       cid: c.campaignId,
-      price: m.price,
+      price,
       cur,
       ts: now,
       dealId: m.dealId ?? '',
@@ -304,12 +311,13 @@ export class BiddingService {
       default:
         adm = quoted(bannerAdm(c, urls), cj.bannerSafe && this.baseSafe);
     }
+    const sd = this.shading.noticeParam(req, m);
     let bid =
-      `{"id":"${bidId}","impid":${JSON.stringify(imp.id)},"price":${JSON.stringify(m.price)},` +
+      `{"id":"${bidId}","impid":${JSON.stringify(imp.id)},"price":${JSON.stringify(price)},` +
       `"adm":${adm}${cj.fields},"mtype":${m.mtype},` +
-      `"nurl":${quoted(r.win + q.s2s + WIN_QS, this.baseSafe)},` +
-      `"burl":${quoted(r.bill + q.s2s + WIN_QS, this.baseSafe)},` +
-      `"lurl":${quoted(r.loss + q.s2s + LOSS_QS, this.baseSafe)}`;
+      `"nurl":${quoted(r.win + q.s2s + sd + WIN_QS, this.baseSafe)},` +
+      `"burl":${quoted(r.bill + q.s2s + sd + WIN_QS, this.baseSafe)},` +
+      `"lurl":${quoted(r.loss + q.s2s + sd + LOSS_QS, this.baseSafe)}`;
     if (m.size !== null) bid += `,"w":${m.size.w},"h":${m.size.h}`;
     else if (m.mtype === MType.Video && c.video !== null) bid += `,"w":${c.video.w},"h":${c.video.h}`;
     if (m.dealId !== null) bid += `,"dealid":${JSON.stringify(m.dealId)}`;

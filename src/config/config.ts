@@ -73,6 +73,18 @@ export interface Config {
   readonly budgetRefreshMs: number;
   /** Bids younger than this still count against the worker's lease (their billing may yet arrive). */
   readonly budgetWindowMs: number;
+  /** Pacing (src/delivery/pacer.ts): time constant of the measured spend rate, ms. */
+  readonly pacingWindowMs: number;
+  /** Pacing: a campaign's share of requests at most doubles this often (no burst while the controller learns), ms. */
+  readonly pacingRampMs: number;
+  /** Pacing: an even campaign aims to have spent its daily budget this long before its day ends, ms. */
+  readonly pacingEndMarginMs: number;
+  /** Bid shading (src/delivery/shading.ts) of first-price bids; off: bid the value. */
+  readonly shading: boolean;
+  /** Shading: share of bids priced at random around the best price, to keep learning. */
+  readonly shadingExplore: number;
+  /** Shading: how often a worker publishes what it learned and reads the others' (Redis), ms. */
+  readonly shadingSyncMs: number;
   /** How long a billed bid id is remembered to make billing idempotent. */
   readonly billDedupeTtlSeconds: number;
   /** Poll CAMPAIGNS_FILE for changes this often and hot-swap it (0 = never). */
@@ -360,6 +372,12 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: r.oneOf('LOG_LEVEL', 'info', LEVELS),
     budgetRefreshMs: r.int('BUDGET_REFRESH_MS', 250, 20, 60_000),
     budgetWindowMs: r.int('BUDGET_WINDOW_MS', 10_000, 0, 3_600_000),
+    pacingWindowMs: r.int('PACING_WINDOW_S', 120, 10, 24 * 3600) * 1000,
+    pacingRampMs: r.int('PACING_RAMP_S', 5, 1, 3600) * 1000,
+    pacingEndMarginMs: r.int('PACING_END_MARGIN_S', 300, 0, 6 * 3600) * 1000,
+    shading: r.bool('SHADING', true),
+    shadingExplore: r.int('SHADING_EXPLORE_PERCENT', 5, 0, 50) / 100,
+    shadingSyncMs: r.int('SHADING_SYNC_S', 10, 1, 3600) * 1000,
     billDedupeTtlSeconds: r.int('BILL_DEDUPE_TTL_S', 7 * 24 * 3600, 60, 90 * 24 * 3600),
     campaignsWatchMs: r.int('CAMPAIGNS_WATCH_MS', 1_000, 0, 3_600_000),
     debugEndpoints: r.bool('DEBUG_ENDPOINTS', false),

@@ -6,6 +6,8 @@ import { TargetingModule } from '../targeting/targeting.module';
 import { CapsService } from './caps.service';
 import { Clock } from './clock';
 import { PacingGate } from './pacing.gate';
+import { Random } from './random';
+import { ShadingService } from './shading.service';
 import { SpendService } from './spend.service';
 
 /** Registers delivery's figures with the worker's registry (read at scrape time). */
@@ -15,6 +17,7 @@ class DeliveryMetrics implements OnModuleInit {
     private readonly metrics: MetricsService,
     private readonly spend: SpendService,
     private readonly caps: CapsService,
+    private readonly shading: ShadingService,
   ) {}
 
   onModuleInit(): void {
@@ -43,6 +46,31 @@ class DeliveryMetrics implements OnModuleInit {
       ]),
     );
     m.addComputed(
+      new ComputedGauge('bidder_pacing_share', 'Share of eligible requests each even campaign enters (1 − throttle rate), as this worker set it at its last refresh.', 'average', () =>
+        this.spend.pacing().map((p) => ({ value: p.share, labels: { campaign: p.campaign } })),
+      ),
+    );
+    m.addComputed(
+      new ComputedGauge('bidder_pacing_target_usd', 'What the pacing curve says each even campaign should have spent today, USD.', 'max', () =>
+        this.spend.pacing().filter((p) => p.even).map((p) => ({ value: p.target, labels: { campaign: p.campaign } })),
+      ),
+    );
+    m.addComputed(
+      new ComputedGauge('bidder_pacing_spent_usd', 'What each even campaign has spent today (every worker), USD, as read at the last refresh.', 'max', () =>
+        this.spend.pacing().filter((p) => p.even).map((p) => ({ value: p.spent, labels: { campaign: p.campaign } })),
+      ),
+    );
+    m.addComputed(
+      new ComputedCounter('bidder_pacing_throttled_total', 'Eligible requests an even campaign sat out (its pacing draw).', () => [{ value: this.spend.stats.throttled, labels: {} }]),
+    );
+    m.addComputed(
+      new ComputedCounter('bidder_shading_total', 'First-price bids shaded (of which explored), and notices learned from.', () => [
+        { value: this.shading.stats.shaded, labels: { what: 'shaded' } },
+        { value: this.shading.stats.explored, labels: { what: 'explored' } },
+        { value: this.shading.stats.learned, labels: { what: 'learned' } },
+      ]),
+    );
+    m.addComputed(
       new ComputedCounter('bidder_impressions_total', 'Impression trackers by outcome: counted once per bid, or repeated (a replay, not counted).', () => [
         { value: this.caps.stats.impressions, labels: { outcome: 'counted' } },
         { value: this.caps.stats.repeated, labels: { outcome: 'repeated' } },
@@ -57,7 +85,7 @@ class DeliveryMetrics implements OnModuleInit {
  */
 @Module({
   imports: [RedisModule, TargetingModule],
-  providers: [Clock, SpendService, CapsService, PacingGate, DeliveryMetrics],
-  exports: [Clock, SpendService, CapsService, PacingGate],
+  providers: [Clock, Random, SpendService, CapsService, PacingGate, ShadingService, DeliveryMetrics],
+  exports: [Clock, Random, SpendService, CapsService, PacingGate, ShadingService],
 })
 export class DeliveryModule {}

@@ -13,6 +13,7 @@ export class PacingGate implements CandidateGate {
   ) {}
 
   check(c: Candidate, req: BidRequest): 'budget' | 'frequency_cap' | null {
+    // Budget lease (and the source's share of it), then the pacing draw (an even campaign sits out a share of requests): all "budget".
     if (!this.spend.allows(c, req.source)) return 'budget';
     if (!this.caps.allows(req.userKey, c)) return 'frequency_cap';
     return null;

@@ -20,6 +20,9 @@
  * the window. With several exchanges (EXCHANGES_FILE), the unbilled bids of one exchange may hold at
  * most BUDGET_SOURCE_PERCENT of remaining / workers, so that bids never billed from one exchange
  * (a flood) cannot take the budget from the others; test requests (`test` = 1) reserve nothing.
+ * The daily budget is the campaign's day in its time zone (`timeZone`, UTC by default); an even
+ * campaign also enters only a share of the requests it is eligible for, set at each refresh by its
+ * pacing controller (pacer.ts, docs/bidding.md).
  * A worker (or a whole host) that dies stops counting once its last heartbeat is older than the
  * heartbeat window, max(3 × BUDGET_REFRESH_MS, 1 s), on Redis's clock: its share goes to the others
  * at their first refresh after that, so within the window plus one refresh (1.25 s by default); a
@@ -40,7 +43,9 @@ import type { Candidate } from '../targeting/types';
 import type { TrackingPayload } from '../tracking/payload';
 import { Clock } from './clock';
 import { spendKeys, WORKERS_KEY } from './keys';
-import { utcDay } from './utc-day';
+import { LocalDays, type LocalDay } from './local-day';
+import { DEFAULT_PACE, PaceController, type PaceSettings } from './pacer';
+import { Random } from './random';
 
 const MICRO = 1_000_000;
 /** How long daily spend counters live after their last bill (they are read only on their day). */
@@ -52,6 +57,9 @@ export class CampaignBudget {
   lease = 0;
   /** remaining / workers at the last refresh: what the per-source bound is a share of. */
   view = 0;
+  /** Even pacing's controller (null for an asap campaign) and the share of eligible requests entered (1 for asap). */
+  pacer: PaceController | null = null;
+  share = 1;
   /** Bid cost committed per refresh tick: a ring of BUDGET_WINDOW_MS, `sum` its total. */
   readonly ticks: Float64Array;
   /** When each tick of the ring began (this worker's clock, ms), for releases. */
@@ -69,7 +77,14 @@ export class CampaignBudget {
     readonly daily: number,
     windowTicks: number,
     readonly sources: number,
+    readonly timeZone = 'UTC',
+    pacing: 'even' | 'asap' = 'asap',
+    pace: PaceSettings = DEFAULT_PACE,
   ) {
+    if (pacing === 'even') {
+      this.pacer = new PaceController(pace);
+      this.share = this.pacer.share;
+    }
     this.ticks = new Float64Array(windowTicks);
     this.starts = new Float64Array(windowTicks);
     this.bySource = new Float64Array(windowTicks * sources);
@@ -149,6 +164,11 @@ export class CampaignBudget {
     this.sourceCurrent.set(from.sourceCurrent);
     this.current = from.current;
     this.currentStart = from.currentStart;
+    // The controller's view of the market still holds (its target follows the new budget at once).
+    if (this.pacer !== null && from.pacer !== null && this.timeZone === from.timeZone) {
+      this.pacer = from.pacer;
+      this.share = from.share;
+    }
   }
 }
 
@@ -156,9 +176,10 @@ export class CampaignBudget {
 interface RefreshPlan {
   readonly index: object;
   readonly ids: string[];
-  readonly budgets: Array<{ total: number; daily: number }>;
+  readonly budgets: Array<{ total: number; daily: number; timeZone: string; pacing: 'even' | 'asap' }>;
   readonly totalKeys: string[];
-  day: string;
+  /** Each campaign's day (in its zone) at the last refresh. */
+  days: LocalDay[];
   dailyKeys: string[];
   /** Every total key, then every daily key: what a refresh reads. */
   keys: string[];
@@ -171,12 +192,14 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   private readonly logger = new Logger('Spend');
   private readonly budgets = new Map<string, CampaignBudget>();
   private readonly windowTicks: number;
+  private readonly pace: PaceSettings;
+  private readonly days = new LocalDays();
   private timer: NodeJS.Timeout | null = null;
   private refreshing: Promise<void> | null = null;
   private lastRefreshOk = 0;
   private plan: RefreshPlan | null = null;
-  /** `liveWorkers`: workers of every host counted at the last refresh. */
-  readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0, liveWorkers: 0, released: 0 };
+  /** `liveWorkers`: workers of every host counted at the last refresh; `throttled`: eligible requests an even campaign sat out. */
+  readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0, liveWorkers: 0, released: 0, throttled: 0 };
   /** This worker in the live set: host, worker id and pid. */
   private readonly member: string;
   /** A heartbeat older than this (on Redis's clock) is a worker that is gone. */
@@ -192,7 +215,9 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     private readonly store: CampaignStore,
     private readonly clock: Clock,
     private readonly currency: CurrencyService,
+    private readonly random: Random,
   ) {
+    this.pace = { ...DEFAULT_PACE, windowMs: config.pacingWindowMs, rampMs: config.pacingRampMs, endMarginMs: config.pacingEndMarginMs };
     this.windowTicks = Math.max(1, Math.ceil(config.budgetWindowMs / config.budgetRefreshMs));
     this.member = `${config.hostId}:${config.workerId}:${process.pid}`;
     this.heartbeatWindowMs = Math.max(3 * config.budgetRefreshMs, 1_000);
@@ -218,6 +243,12 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   }
 
   /** Stops the refresh loop and leaves the live set at once, so the others' leases grow at their next refresh. */
+  /** Stops the refresh loop (the simulator drives refreshes on its own clock). */
+  stopTimer(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
   async onApplicationShutdown(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
@@ -225,8 +256,9 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   }
 
   /**
-   * Bid path: does the campaign's lease still cover one more bid of this candidate, and (with several
-   * exchanges) do the unbilled bids of this source stay within their share? O(1), no side effect.
+   * Bid path: does the campaign's lease still cover one more bid of this candidate, (with several
+   * exchanges) do the unbilled bids of this source stay within their share, and does an even
+   * campaign enter this request (a draw at its pacing share)? O(1), no I/O.
    */
   allows(c: Candidate, source = 0): boolean {
     if (c.budget === undefined) return true;
@@ -237,7 +269,26 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       this.stats.blockedBids++;
       return false;
     }
+    if (b.share < 1 && this.random.next() >= b.share) {
+      this.stats.throttled++;
+      return false;
+    }
     return true;
+  }
+
+  /** Bid path: the campaign's spend pressure (pacer.ts), 0 for asap and unbudgeted campaigns. */
+  pressure(c: Candidate): number {
+    const b = c.budget === undefined ? undefined : this.budgets.get(c.campaignId);
+    return b === undefined || b.pacer === null ? 0 : b.pacer.pressure;
+  }
+
+  /** Pacing of every budgeted campaign as this worker sees it: share entered, spend target and spend of its day (USD). */
+  pacing(): Array<{ campaign: string; share: number; target: number; spent: number; even: boolean }> {
+    const out = [];
+    for (const [campaign, b] of this.budgets) {
+      out.push({ campaign, share: b.share, target: b.pacer?.target ?? 0, spent: b.pacer?.spent ?? 0, even: b.pacer !== null });
+    }
+    return out;
   }
 
   /** Bid path: takes the cost of a bid just made (at its maximum, the bid price in USD) from the lease. */
@@ -278,29 +329,39 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     return this.refreshing;
   }
 
-  /** Campaign ids and keys for the current index and day; rebuilt only when either changes (4 refreshes/s are cheap). */
-  private refreshPlan(day: string): RefreshPlan {
+  /** Campaign ids and keys for the current index and the campaigns' days; rebuilt only when one changes. */
+  private refreshPlan(now: number): RefreshPlan {
     const index = this.store.current();
     let plan = this.plan;
+    let rebuild = false;
     if (plan === null || plan.index !== index) {
-      const campaigns = new Map<string, { total: number; daily: number }>();
-      for (const c of index.candidates) if (c.budget) campaigns.set(c.campaignId, c.budget);
+      const campaigns = new Map<string, RefreshPlan['budgets'][number]>();
+      for (const c of index.candidates) {
+        if (c.budget) campaigns.set(c.campaignId, { ...c.budget, timeZone: c.timeZone ?? 'UTC', pacing: c.pacing ?? 'asap' });
+      }
       const ids = [...campaigns.keys()];
       plan = {
         index,
         ids,
         budgets: ids.map((id) => campaigns.get(id)!),
         totalKeys: ids.map((id) => spendKeys.total(id)),
-        day: '',
+        days: [],
         dailyKeys: [],
         keys: [],
         slots: [],
       };
       this.plan = plan;
+      rebuild = true;
     }
-    if (plan.day !== day) {
-      plan.day = day;
-      plan.dailyKeys = plan.ids.map((id) => spendKeys.daily(id, day));
+    for (let i = 0; i < plan.ids.length; i++) {
+      const d = this.days.of(now, plan.budgets[i].timeZone);
+      if (plan.days[i] !== d) {
+        plan.days[i] = d;
+        plan.dailyKeys[i] = spendKeys.daily(plan.ids[i], d.day);
+        rebuild = true;
+      }
+    }
+    if (rebuild) {
       plan.keys = [...plan.totalKeys, ...plan.dailyKeys];
       if (this.config.redis.mode === 'cluster') plan.slots = plan.keys.map(slotOf);
     }
@@ -329,7 +390,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
 
   private async doRefresh(now: number): Promise<void> {
     try {
-      const plan = this.refreshPlan(this.clock.today(now));
+      const plan = this.refreshPlan(now);
       const ids = plan.ids;
       const [live, { totals, dailies }] = await Promise.all([this.redis.heartbeat(WORKERS_KEY, this.member, this.heartbeatWindowMs, 60_000), this.readSpend(plan)]);
       this.stats.liveWorkers = live;
@@ -338,8 +399,8 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         const id = ids[i];
         const cfg = plan.budgets[i];
         let b = this.budgets.get(id);
-        if (b === undefined || b.total !== cfg.total || b.daily !== cfg.daily) {
-          const fresh = new CampaignBudget(cfg.total, cfg.daily, this.windowTicks, this.sources);
+        if (b === undefined || b.total !== cfg.total || b.daily !== cfg.daily || b.timeZone !== cfg.timeZone || (b.pacer === null) !== (cfg.pacing === 'asap')) {
+          const fresh = new CampaignBudget(cfg.total, cfg.daily, this.windowTicks, this.sources, cfg.timeZone, cfg.pacing, this.pace);
           if (b !== undefined) fresh.copyWindow(b);
           b = fresh;
           this.budgets.set(id, b);
@@ -352,6 +413,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         b.slide(now);
         b.view = remaining / workers;
         b.lease = Math.max(0, b.view - b.sum);
+        if (b.pacer !== null) b.share = b.pacer.update(now, plan.days[i], spentToday, Math.min(b.daily, spentToday + Math.max(0, b.total - spentTotal)));
       }
       if (this.budgets.size > ids.length) {
         const live = new Set(ids);
@@ -373,7 +435,8 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   /**
    * Counts one billing notice: once per bid id across all workers. `priceCpm` is the clearing price
    * in the payload's currency (null when the exchange did not substitute it: we then count our bid
-   * price, the most it can cost). The cost counts toward the daily spend of the day of the bid.
+   * price, the most it can cost). The cost counts toward the daily spend of the day of the bid, in
+   * the campaign's time zone.
    * Throws when Redis cannot be reached or refuses (the caller answers 503 so the exchange retries;
    * the retry is safe because billing is idempotent, and the marker is set only once the spend is in).
    */
@@ -382,7 +445,11 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     const usd = this.currency.current().convert(cpm, p.cur, 'USD') ?? cpm;
     const micros = Math.round((usd / 1000) * MICRO);
     const counted = await this.redis.bill(
-      { marker: spendKeys.billMarker(p.cid, p.bidId), total: spendKeys.total(p.cid), daily: spendKeys.daily(p.cid, utcDay(p.ts)) },
+      {
+        marker: spendKeys.billMarker(p.cid, p.bidId),
+        total: spendKeys.total(p.cid),
+        daily: spendKeys.daily(p.cid, this.days.of(p.ts, this.store.current().get(p.crid)?.timeZone ?? 'UTC').day),
+      },
       micros,
       this.config.billDedupeTtlSeconds,
       DAILY_TTL_S,

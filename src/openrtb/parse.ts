@@ -454,6 +454,8 @@ export function parseBidRequest(body: unknown, natives: NativeRequestCache | nul
     userKey: '',
     source: 0,
     tmax: body.tmax === undefined ? 0 : nonNeg(body, 'tmax', 'request', 0),
+    // OpenRTB 2.6 §3.2.1: 2 (second price plus) when absent; anything but 1 is bid at value.
+    at: num(body, 'at', 'request', 2) === 1 ? 1 : 2,
     test: flag(body, 'test', 'request'),
     coppa: regs !== null && flag(regs, 'coppa', 'regs'),
     dsa: regs !== null ? parseDsa(regs) : null,

@@ -162,6 +162,8 @@ export interface BidRequest {
   source: number;
   /** tmax in ms, 0 when absent. */
   readonly tmax: number;
+  /** Auction type: 1 first price, 2 second price (also for exchange-specific values above 500). */
+  readonly at: 1 | 2;
   /** `test` = 1: the exchange checks its integration; such a bid never reserves or spends budget, nor counts caps. */
   readonly test: boolean;
   /** `regs.coppa` = 1: child-directed inventory (COPPA). */

@@ -41,6 +41,10 @@ export interface CampaignEntry {
   cat: string[];
   landingUrl: string;
   budget: { total: number; daily: number };
+  /** How the daily budget is spent: "even" (along the campaign's day) or "asap" (as fast as traffic allows, the default: files written before pacing keep their behaviour). */
+  pacing?: 'even' | 'asap';
+  /** IANA time zone of the campaign's day (daily budget, pacing curve). Default "UTC". */
+  timeZone?: string;
   frequencyCap?: { perDay: number } | null;
   bundle?: string | null;
   targeting?: {
@@ -222,6 +226,8 @@ const CAMPAIGN_KEYS = [
   'cat',
   'landingUrl',
   'budget',
+  'pacing',
+  'timeZone',
   'frequencyCap',
   'bundle',
   'targeting',
@@ -286,6 +292,8 @@ interface CampaignParts {
   readonly cat: readonly string[];
   readonly landingUrl: string;
   readonly budget: { readonly total: number; readonly daily: number };
+  readonly pacing: 'even' | 'asap';
+  readonly timeZone: string;
   readonly frequencyCap: { readonly perDay: number } | null;
   readonly bundle: string | null;
   readonly targeting: Candidate['targeting'];
@@ -365,6 +373,8 @@ function readCampaign(ck: Checker, c: Obj, cid: string, ctx: LoadContext): Campa
     cat: Object.freeze(cat),
     landingUrl,
     budget: Object.freeze(budget),
+    pacing: readPacing(ck, c),
+    timeZone: readTimeZone(ck, c),
     frequencyCap: frequencyCap ? Object.freeze(frequencyCap) : null,
     bundle,
     targeting,
@@ -386,6 +396,27 @@ function readBudget(ck: Checker, c: Obj): { total: number; daily: number } {
   };
   if (budget.total > 0 && budget.daily > budget.total) ck.bad('budget.daily', `at most budget.total (${budget.total})`, budget.daily);
   return budget;
+}
+
+function readPacing(ck: Checker, c: Obj): 'even' | 'asap' {
+  if (c.pacing === undefined) return 'asap';
+  if (c.pacing === 'even' || c.pacing === 'asap') return c.pacing;
+  ck.bad('pacing', '"even" or "asap"', c.pacing);
+  return 'asap';
+}
+
+/** An IANA zone name the platform knows ("Europe/Paris", "UTC"), in its canonical spelling. */
+function readTimeZone(ck: Checker, c: Obj): string {
+  if (c.timeZone === undefined) return 'UTC';
+  if (typeof c.timeZone === 'string' && c.timeZone !== '') {
+    try {
+      return new Intl.DateTimeFormat('en-US', { timeZone: c.timeZone }).resolvedOptions().timeZone;
+    } catch {
+      // RangeError: not a zone the platform knows; reported below.
+    }
+  }
+  ck.bad('timeZone', 'an IANA time zone name ("Europe/Paris", "America/New_York", "UTC")', c.timeZone);
+  return 'UTC';
 }
 
 function readFrequencyCap(ck: Checker, c: Obj): { perDay: number } | null {
@@ -496,6 +527,8 @@ function readCreative(r: unknown, ri: number, cp: CampaignParts, ctx: LoadContex
     dealsOnly: cp.dealsOnly,
     bundle: cp.bundle,
     budget: cp.budget,
+    pacing: cp.pacing,
+    timeZone: cp.timeZone,
     frequencyCap: cp.frequencyCap,
     coppa: cp.coppa,
     personalized: cp.personalized,

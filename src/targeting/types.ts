@@ -74,6 +74,10 @@ export interface Candidate {
   readonly bundle?: string | null;
   /** Campaign budget in USD (spend tracking is the tracking module's). */
   readonly budget?: { readonly total: number; readonly daily: number };
+  /** "even": the daily budget spread along the campaign's day (src/delivery/pacer.ts); "asap": as fast as traffic allows. Default "asap". */
+  readonly pacing?: 'even' | 'asap';
+  /** IANA time zone of the campaign's day (daily budget and pacing curve). Default "UTC". */
+  readonly timeZone?: string;
   /** Impressions per user per day, null when uncapped. */
   readonly frequencyCap?: { readonly perDay: number } | null;
   /** false: never bid on child-directed inventory (`regs.coppa` = 1). Default true. */

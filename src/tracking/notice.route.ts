@@ -3,6 +3,8 @@ import { Inject, Injectable, Logger, type OnModuleInit, Optional } from '@nestjs
 import { CONFIG, type Config } from '../config/config';
 import { CurrencyService } from '../currency/currency.service';
 import { CapsService } from '../delivery/caps.service';
+import { Clock } from '../delivery/clock';
+import { ShadingService } from '../delivery/shading.service';
 import { SpendService } from '../delivery/spend.service';
 import { errorAnswer, type HttpAnswer, noContent } from '../http/answer';
 import { OPEN_SOURCE } from '../exchanges/exchanges';
@@ -49,6 +51,8 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
     private readonly stats: NoticeStats,
     private readonly currency: CurrencyService,
     private readonly redis: RedisService,
+    private readonly shading: ShadingService,
+    private readonly clock: Clock,
   ) {
     this.maxAgeMs = config.billDedupeTtlSeconds * 1000;
     // A marker outlives every notice of its bid: older ones are refused (410) anyway.
@@ -70,13 +74,14 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
     if (!isNoticeEvent(event)) return errorAnswer(404, 'unknown notice type');
     let n: Notice;
     try {
-      n = readNotice(event, query, this.codec, this.maxAgeMs, this.currency.current());
+      n = readNotice(event, query, this.codec, this.maxAgeMs, this.currency.current(), this.clock.now());
     } catch (e) {
       if (!(e instanceof NoticeError)) throw e;
       this.stats.count(event, e.status === 410 ? 'expired' : 'rejected');
       return errorAnswer(e.status, e.reason);
     }
     const p = n.payload;
+    if (n.event === 'win' || n.event === 'bill' || n.event === 'loss') this.learn(n, query.sd);
     const record = {
       type: n.event,
       id: p.requestId,
@@ -125,6 +130,21 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
         return { status: 302, headers: { location: c.landingUrl, 'cache-control': 'no-store' }, payload: undefined };
       }
     }
+  }
+
+  /** Bid shading learns from a shaded bid's win, bill and loss notices (`sd`: its segment's device type). */
+  private learn(n: Notice, sd: string | string[] | undefined): void {
+    const raw = Array.isArray(sd) ? sd[0] : sd;
+    if (raw === undefined || raw === '') return;
+    const deviceType = Number(raw);
+    if (!Number.isInteger(deviceType) || deviceType < 0 || deviceType > 1000) return;
+    const p = n.payload;
+    if (p.test === true) return;
+    const rates = this.currency.current();
+    const toUsd = (v: number) => (p.cur === 'USD' ? v : rates.convert(v, p.cur, 'USD'));
+    const bid = toUsd(p.price);
+    if (bid === null) return;
+    this.shading.learn(n.event as 'win' | 'bill' | 'loss', p, bid, n.minToWin === null ? null : toUsd(n.minToWin), deviceType, n.loss);
   }
 
   /**

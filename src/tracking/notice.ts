@@ -39,6 +39,8 @@ export interface Notice {
   readonly price: number | null;
   /** OpenRTB loss reason code (lurl), null when absent or unsubstituted. */
   readonly loss: number | null;
+  /** `${AUCTION_MIN_TO_WIN}` in the bid's currency: the lowest price that would have won; null when absent or not a price. */
+  readonly minToWin: number | null;
 }
 
 export type Query = Record<string, string | string[] | undefined>;
@@ -73,14 +75,15 @@ export function readNotice(event: NoticeEvent, q: Query, codec: PayloadCodec, ma
   if (payload.ts > now + FUTURE_SKEW_MS) throw new NoticeError(400, 'notice from the future');
   let price: number | null = null;
   const rawPrice = one(q, 'price');
+  const rawCur = one(q, 'cur');
+  const curOf = unsubstituted(rawCur) || rawCur!.toUpperCase() === payload.cur ? null : rawCur!.toUpperCase();
   if (!unsubstituted(rawPrice)) {
     const n = Number(rawPrice);
     if (!Number.isFinite(n)) throw new NoticeError(400, 'price is not a number');
     if (n < 0) throw new NoticeError(400, 'price is negative');
-    const rawCur = one(q, 'cur');
     let inBidCur: number | null = n;
-    if (!unsubstituted(rawCur) && rawCur!.toUpperCase() !== payload.cur) {
-      inBidCur = rates.convert(n, rawCur!.toUpperCase(), payload.cur);
+    if (curOf !== null) {
+      inBidCur = rates.convert(n, curOf, payload.cur);
       if (inBidCur === null) throw new NoticeError(400, 'price currency unknown');
     }
     // A second-price or first-price clearing price never exceeds what we bid.
@@ -93,5 +96,12 @@ export function readNotice(event: NoticeEvent, q: Query, codec: PayloadCodec, ma
     const n = Number(rawLoss);
     if (Number.isInteger(n) && n >= 0) loss = n;
   }
-  return { event, payload, price, loss };
+  // Only informs bid shading: a value that is no price is ignored, never a reason to refuse a bill.
+  let minToWin: number | null = null;
+  const rawMtw = one(q, 'mtw');
+  if (!unsubstituted(rawMtw)) {
+    const n = Number(rawMtw);
+    if (Number.isFinite(n) && n >= 0) minToWin = curOf === null ? n : rates.convert(n, curOf, payload.cur);
+  }
+  return { event, payload, price, loss, minToWin };
 }

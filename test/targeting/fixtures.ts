@@ -41,6 +41,7 @@ export function bidRequest(over: RequestOver = {}): BidRequest {
     id: 'req-1',
     imps: [],
     cur: [],
+    at: 2,
     ...blockLists({ bcat, badv, bapp }),
     inventory: 'site',
     bundle: '',
@@ -235,6 +236,7 @@ export function normalizeSample(file: unknown): BidRequest {
   return {
     id: str(r.id),
     imps,
+    at: r.at === 1 ? 1 : 2,
     cur: strs(r.cur).map((c) => c.toUpperCase()),
     ...blockLists({ bcat: strs(r.bcat), badv: strs(r.badv), bapp: strs(r.bapp) }),
     inventory: app ? 'app' : obj(r.dooh) ? 'dooh' : 'site',

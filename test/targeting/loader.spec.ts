@@ -25,6 +25,8 @@ function goodFile(): any {
         landingUrl: 'https://brand.example/',
         budget: { total: 1000, daily: 100 },
         frequencyCap: { perDay: 3 },
+        pacing: 'even',
+        timeZone: 'america/new_york',
         bundle: 'com.brand.app',
         targeting: { inventory: 'app', deviceTypes: [4], os: ['iOS'], countries: ['USA'] },
         deals: ['D1'],
@@ -93,6 +95,8 @@ describe('loader: a valid file', () => {
     assert.equal(b1.bundle, 'com.brand.app');
     assert.deepEqual(b1.budget, { total: 1000, daily: 100 });
     assert.deepEqual(b1.frequencyCap, { perDay: 3 });
+    assert.equal(b1.pacing, 'even');
+    assert.equal(b1.timeZone, 'America/New_York', 'the zone in its canonical spelling');
     assert.deepEqual(b1.attr, [13]);
     assert.deepEqual(b1.banner, { w: 300, h: 250, imageUrl: 'https://cdn.example/b1.png' });
     assert.equal(b1.coppa, false);
@@ -106,6 +110,8 @@ describe('loader: a valid file', () => {
     assert.equal(b2.dealsOnly, false);
     assert.equal(b2.bundle, null);
     assert.equal(b2.frequencyCap, null);
+    assert.equal(b2.pacing, 'asap');
+    assert.equal(b2.timeZone, 'UTC');
     assert.deepEqual(b2.attr, []);
     assert.equal(b2.coppa, true);
     assert.equal(b2.personalized, false);
@@ -142,6 +148,8 @@ describe('loader: errors name the entry and the field', () => {
     { name: 'daily budget > total', breakIt: (f) => (f.campaigns[0].budget.daily = 5000), want: /^campaigns\[0\] \(id "c1"\): budget\.daily: expected at most budget\.total/ },
     { name: 'negative budget', breakIt: (f) => (f.campaigns[0].budget.total = -1), want: /^campaigns\[0\] \(id "c1"\): budget\.total: expected a number > 0/ },
     { name: 'frequency cap 0', breakIt: (f) => (f.campaigns[0].frequencyCap.perDay = 0), want: /^campaigns\[0\] \(id "c1"\): frequencyCap\.perDay: expected a whole number >= 1/ },
+    { name: 'bad pacing', breakIt: (f) => (f.campaigns[0].pacing = 'fast'), want: /^campaigns\[0\] \(id "c1"\): pacing: expected "even" or "asap", got "fast"/ },
+    { name: 'unknown time zone', breakIt: (f) => (f.campaigns[0].timeZone = 'Mars/Olympus'), want: /^campaigns\[0\] \(id "c1"\): timeZone: expected an IANA time zone name \("Europe\/Paris", "America\/New_York", "UTC"\), got "Mars\/Olympus"/ },
     { name: 'bad inventory', breakIt: (f) => (f.campaigns[0].targeting.inventory = 'web'), want: /^campaigns\[0\] \(id "c1"\): targeting\.inventory: expected "site", "app" or null, got "web"/ },
     { name: 'alpha-2 country', breakIt: (f) => (f.campaigns[0].targeting.countries = ['US']), want: /^campaigns\[0\] \(id "c1"\): targeting\.countries\[0\]: expected an ISO-3166-1 alpha-3 code/ },
     { name: 'bad device type', breakIt: (f) => (f.campaigns[0].targeting.deviceTypes = ['phone']), want: /^campaigns\[0\] \(id "c1"\): targeting\.deviceTypes\[0\]: expected a whole number/ },

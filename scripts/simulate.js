@@ -1,0 +1,125 @@
+'use strict';
+// `npm run simulate [-- --market narrow|wide|crowded|second|all] [--days 1] [--requests 100000]
+//   [--seed 1] [--workers 1] [--out .run/simulate]`: runs the market simulator (src/sim/) on a private Redis, for
+// each market the bidder as configured (shaded), bidding the value and the oracle, then prints the
+// figures and writes report.html (SVG charts) and results.json into --out.
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+const { lineChart, barChart } = require('./lib/loadtest-svg');
+const { startRedis } = require('./lib/redis');
+
+const root = path.resolve(__dirname, '..');
+
+function arg(name, def) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : def;
+}
+
+const pct = (x) => `${(100 * x).toFixed(1)} %`;
+const usd = (x) => x.toFixed(2);
+
+function esc(s) {
+  return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** The targets of issue 25 checked on one market's three runs. */
+function verdicts(runs) {
+  const shaded = runs.find((r) => r.strategy === 'shaded');
+  const value = runs.find((r) => r.strategy === 'value');
+  const oracle = runs.find((r) => r.strategy === 'oracle');
+  const out = [];
+  for (const c of shaded.campaigns) {
+    if (c.pacing !== 'even') continue;
+    out.push([`${c.id}: hourly spend within 10 % of the curve after each day's first hour`, `max error ${pct(c.maxHourlyError)}`, c.maxHourlyError <= 0.1]);
+    for (const d of c.days) out.push([`${c.id}: day ${d.day}${d.partial ? ' (first seen mid-day)' : ''} spend 95-100 % of budget`, pct(d.spend / c.daily), d.spend >= 0.95 * c.daily && d.spend <= c.daily + 1e-9]);
+    out.push([`${c.id}: never over the daily budget (market and Redis)`, c.overBudget ? 'over' : 'never over', !c.overBudget]);
+  }
+  if (oracle.surplus > 0) {
+    out.push(['surplus >= 80 % of the oracle\u2019s', pct(shaded.surplus / oracle.surplus), shaded.surplus >= 0.8 * oracle.surplus]);
+    out.push(['surplus >= 1.5x bidding the value', value.surplus > 0 ? `${(shaded.surplus / value.surplus).toFixed(2)}x` : `value's surplus ${usd(value.surplus)}`, shaded.surplus >= 1.5 * value.surplus]);
+    out.push(['wins within 20 % of the oracle\u2019s', pct(shaded.wins / oracle.wins - 1), Math.abs(shaded.wins / oracle.wins - 1) <= 0.2]);
+  }
+  return out;
+}
+
+function report(all, opts) {
+  const parts = [`<!doctype html><meta charset="utf-8"><title>Market simulator</title><body style="font-family:Helvetica,Arial,sans-serif;max-width:900px;margin:auto">`];
+  parts.push(`<h1>Market simulator</h1><p>${esc(`seed ${opts.seed}, ${opts.days} day(s), ${opts.requests} requests/day, ${opts.workers} worker(s), virtual time from 2026-01-05 00:00 UTC`)}</p>`);
+  for (const [market, runs] of all) {
+    parts.push(`<h2>${esc(runs[0].market)}</h2><table border="1" cellpadding="4" style="border-collapse:collapse"><tr><th>strategy</th><th>bids</th><th>wins</th><th>win rate</th><th>paid USD</th><th>avg paid CPM</th><th>avg value CPM</th><th>surplus USD</th></tr>`);
+    for (const r of runs) {
+      const value = r.campaigns.reduce((s, c) => s + c.valueWon, 0);
+      parts.push(`<tr><td>${r.strategy}</td><td>${r.bids}</td><td>${r.wins}</td><td>${pct(r.wins / Math.max(1, r.bids))}</td><td>${usd(r.paid)}</td><td>${usd((1000 * r.paid) / Math.max(1, r.wins))}</td><td>${usd((1000 * value) / Math.max(1, r.wins))}</td><td>${usd(r.surplus)}</td></tr>`);
+    }
+    parts.push('</table><ul>');
+    for (const [what, got, ok] of verdicts(runs)) parts.push(`<li>${ok ? '\u2714' : '\u2716'} ${esc(what)}: ${esc(got)}</li>`);
+    parts.push('</ul>');
+    const shaded = runs.find((r) => r.strategy === 'shaded');
+    for (const c of shaded.campaigns) {
+      let cs = 0;
+      let ct = 0;
+      const spend = c.hourly.spend.map((v, h) => [h + 1, (cs += v)]);
+      const target = c.hourly.target.map((v, h) => [h + 1, (ct += v)]);
+      parts.push(
+        lineChart({
+          title: `${c.id} (${c.pacing}, ${c.daily} USD/day): cumulative spend`,
+          xLabel: 'hour of the run (UTC)',
+          yLabel: 'USD',
+          series: [{ name: 'spend (shaded)', points: spend }, ...(c.pacing === 'even' ? [{ name: 'target curve', points: target, dash: true }] : [])],
+          width: 860,
+          height: 320,
+        }),
+      );
+    }
+    parts.push(
+      barChart({
+        title: 'surplus (value − paid), USD',
+        yLabel: 'USD',
+        groups: runs.map((r) => r.strategy),
+        series: [{ name: 'surplus', values: runs.map((r) => +r.surplus.toFixed(3)) }],
+        width: 860,
+        height: 300,
+      }),
+    );
+    void market;
+  }
+  parts.push('</body>');
+  return parts.join('\n');
+}
+
+async function main() {
+  execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+  const { simulate } = require(path.join(root, 'dist', 'sim', 'simulator.js'));
+  const { MARKETS } = require(path.join(root, 'dist', 'sim', 'market.js'));
+  const which = arg('market', 'all');
+  const names = which === 'all' ? ['narrow', 'wide', 'crowded'] : which.split(',');
+  for (const n of names) if (!MARKETS[n]) throw new Error(`unknown market ${n} (known: ${Object.keys(MARKETS).join(', ')})`);
+  const opts = { days: Number(arg('days', '1')), requests: Number(arg('requests', '100000')), seed: Number(arg('seed', '1')), workers: Number(arg('workers', '1')) };
+  const out = path.resolve(root, arg('out', path.join('.run', 'simulate')));
+  fs.mkdirSync(out, { recursive: true });
+  const redis = await startRedis({ dir: path.join(out, 'redis') });
+  const all = new Map();
+  try {
+    for (const n of names) {
+      const runs = [];
+      for (const strategy of ['shaded', 'value', 'oracle']) {
+        const r = await simulate({ market: MARKETS[n], strategy, seed: opts.seed, days: opts.days, requestsPerDay: opts.requests, workers: opts.workers, redisUrl: redis.url, dir: path.join(out, 'scratch') });
+        runs.push(r);
+        console.log(`${n} ${strategy}: ${r.requests} requests, ${r.bids} bids, ${r.wins} wins, paid ${usd(r.paid)} USD, surplus ${usd(r.surplus)} USD, notice errors ${r.noticeErrors} (${(r.wallMs / 1000).toFixed(1)} s)`);
+      }
+      all.set(n, runs);
+      for (const [what, got, ok] of verdicts(runs)) console.log(`  ${ok ? 'ok  ' : 'MISS'} ${what}: ${got}`);
+    }
+  } finally {
+    await redis.stop();
+  }
+  fs.writeFileSync(path.join(out, 'results.json'), JSON.stringify([...all.values()].flat(), null, 1));
+  fs.writeFileSync(path.join(out, 'report.html'), report(all, opts));
+  console.log(`report: ${path.join(out, 'report.html')}`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,108 @@
+/**
+ * Even pacing of one campaign's daily budget on one worker: the share of eligible requests the
+ * campaign enters (a random draw per request on the bid path, `share` in [minShare, 1]), set at
+ * every budget refresh from what Redis says was spent (by every worker and host).
+ *
+ * Target: what is left of the day's budget spread uniformly over what is left of the day (its end
+ * less `endMarginMs`, so that notices arriving late still land inside the day). Recomputed at every
+ * refresh, this is memoryless: a campaign first seen (or a worker restarted) mid-day spreads what is
+ * left from its first second, a deficit is spread over the rest of the day instead of caught up in a
+ * burst, and every worker, reading the same spend, steers the same way without talking to the others.
+ *
+ * Controller: spend rate = share × k, where k (USD per ms at share 1) is the market's answer to
+ * the campaign's bids (traffic × win rate × price); k is estimated as the ratio of two exponentially
+ * weighted sums over the last `windowMs`: spend measured, and share × time. Then share = wanted
+ * rate / k. The ratio of the two sums is unbiased from the first measurement (both start at zero),
+ * and a change of share is matched by the same change of spend. Until the first spend is measured,
+ * and whenever the estimate asks for more, the share at most doubles every `rampMs`: a campaign
+ * starts at `initialShare` and never bursts while the estimate is young. The budget lease
+ * (spend.service.ts) still bounds the total: pacing decides when to spend, never how much in all.
+ */
+import type { LocalDay } from './local-day';
+
+export interface PaceSettings {
+  /** Time constant of the spend rate estimate, ms. */
+  readonly windowMs: number;
+  /** The share at most doubles every rampMs. */
+  readonly rampMs: number;
+  /** Aim to have spent the day's budget this long before the day ends, ms. */
+  readonly endMarginMs: number;
+  /** Share of a campaign seen for the first time. */
+  readonly initialShare: number;
+  /** Lowest share (a campaign still enters a few requests, so its market keeps being measured). */
+  readonly minShare: number;
+}
+
+/** Highest spend pressure: shading still keeps a fifth of its weight on surplus. */
+export const MAX_PRESSURE = 0.8;
+
+export const DEFAULT_PACE: PaceSettings = { windowMs: 120_000, rampMs: 5_000, endMarginMs: 300_000, initialShare: 0.001, minShare: 1e-6 };
+
+export class PaceController {
+  /** Share of eligible requests entered, read on the bid path. */
+  share: number;
+  /** What the curve says should have been spent today by the last update, USD (the metric). */
+  target = 0;
+  /** What Redis said was spent today at the last update, USD. */
+  spent = 0;
+  /**
+   * In [0, MAX_PRESSURE]: grows while the campaign enters every request it may and still spends
+   * below the wanted rate (the market is too small at its shaded prices), shrinks otherwise. Bid
+   * shading then weighs spend as well as surplus and bids closer to the value (shading.ts).
+   */
+  pressure = 0;
+  private dayStart = NaN;
+  private lastT = 0;
+  private lastSpent = 0;
+  /** Exponentially weighted spend (USD) and share × time (ms). */
+  private wSpend = 0;
+  private wShareMs = 0;
+  /** The curve of the day: from (t0, spent0) to (the aimed end, the budget). */
+  private t0 = 0;
+  private spent0 = 0;
+
+  constructor(private readonly s: PaceSettings = DEFAULT_PACE) {
+    this.share = s.initialShare;
+  }
+
+  /**
+   * One refresh. `spentToday`: the campaign's spend of its day (every worker); `budget`: what it may
+   * spend today in all (its daily budget, less when its total budget has less left). Returns the share.
+   */
+  update(now: number, day: LocalDay, spentToday: number, budget: number): number {
+    const aimEnd = Math.max(day.start + 1, day.end - this.s.endMarginMs);
+    if (day.start !== this.dayStart) {
+      // A new day, or the campaign first seen: the curve starts here, the rate estimate carries over.
+      this.dayStart = day.start;
+      this.t0 = now;
+      this.spent0 = spentToday;
+      this.lastT = now;
+      this.lastSpent = spentToday;
+      this.spent = spentToday;
+      this.target = spentToday;
+      return this.share;
+    }
+    const dt = now - this.lastT;
+    if (dt <= 0) return this.share;
+    const spentNow = Math.max(spentToday, this.lastSpent);
+    const decay = Math.exp(-dt / this.s.windowMs);
+    this.wSpend = this.wSpend * decay + (spentNow - this.lastSpent);
+    this.wShareMs = this.wShareMs * decay + this.share * dt;
+    this.lastT = now;
+    this.lastSpent = spentNow;
+    this.spent = spentNow;
+    this.target = now >= aimEnd || aimEnd <= this.t0 ? budget : this.spent0 + ((Math.max(budget, this.spent0) - this.spent0) * (now - this.t0)) / (aimEnd - this.t0);
+    const left = budget - spentNow;
+    let want: number;
+    if (left <= 0) want = 0;
+    else {
+      const wantedRate = left / Math.max(aimEnd - now, dt);
+      want = this.wSpend > 0 && this.wShareMs > 0 ? wantedRate / (this.wSpend / this.wShareMs) : Infinity;
+    }
+    const ceiling = Math.min(1, this.share * Math.pow(2, dt / this.s.rampMs));
+    if (want > 1 && this.share >= 1) this.pressure = Math.min(MAX_PRESSURE, this.pressure + dt / this.s.windowMs);
+    else if (want < 0.9) this.pressure = Math.max(0, this.pressure - dt / this.s.windowMs);
+    this.share = Math.max(this.s.minShare, Math.min(ceiling, want));
+    return this.share;
+  }
+}

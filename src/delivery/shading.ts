@@ -1,0 +1,275 @@
+/**
+ * First-price bid shading: bid the price b that maximises the expected surplus (value − b) × P(win | b),
+ * where P(win | b) = P(M ≤ b) and M is the price needed to win (the best competing bid or the floor),
+ * learned online per segment from what the bidder sees of its own bids. Pure: no I/O, no clock
+ * (ShadingService owns the timing, the notices and the sharing).
+ *
+ * Prices live on a log grid (GRID_SIZE points from GRID_MIN to GRID_MAX USD CPM, ~8 % apart); a
+ * segment keeps, decayed so that recent data counts most:
+ *   bids[j]   its bids at grid price j (counted on the bid path),
+ *   exact[k]  prices to win seen exactly (`${AUCTION_MIN_TO_WIN}`, on wins and losses),
+ *   won[j]    wins at bid j without a price to win (M ≤ grid[j]),
+ *   lost[j]   losses at bid j without one (M > grid[j]), plus, when `unanswered` is on, bids never
+ *             answered (bids − answers, as far as this worker knows).
+ * The distribution of M (q over GRID_SIZE + 1 bins) is the maximum a posteriori estimate from these
+ * censored counts (EM, two O(GRID) iterations per update, à la Turnbull), with a prior: the pooled
+ * estimate of every segment, itself starting from a wide log-normal. A segment without data bids
+ * from the prior.
+ */
+
+export const GRID_SIZE = 128;
+export const GRID_MIN = 0.01;
+export const GRID_MAX = 200;
+/** Grid prices, USD CPM. */
+export const GRID: Float64Array = (() => {
+  const g = new Float64Array(GRID_SIZE);
+  const step = Math.log(GRID_MAX / GRID_MIN) / (GRID_SIZE - 1);
+  for (let j = 0; j < GRID_SIZE; j++) g[j] = GRID_MIN * Math.exp(step * j);
+  return g;
+})();
+const LOG_MIN = Math.log(GRID_MIN);
+const LOG_STEP = Math.log(GRID_MAX / GRID_MIN) / (GRID_SIZE - 1);
+
+/** Index of the highest grid price ≤ p (−1 below the grid). */
+export function gridBelow(p: number): number {
+  if (!(p >= GRID_MIN)) return -1;
+  let j = Math.floor((Math.log(p) - LOG_MIN) / LOG_STEP + 1e-9);
+  if (j >= GRID_SIZE) j = GRID_SIZE - 1;
+  while (j + 1 < GRID_SIZE && GRID[j + 1] <= p) j++;
+  while (j >= 0 && GRID[j] > p) j--;
+  return j;
+}
+
+/** Bin of a price to win M: the first k with M ≤ grid[k], GRID_SIZE above the grid. */
+export function binOf(m: number): number {
+  const j = gridBelow(m);
+  if (j >= 0 && GRID[j] >= m) return j;
+  return j + 1;
+}
+
+export interface ShadingSettings {
+  /** Weight of the prior, in observations. */
+  readonly priorWeight: number;
+  /** Counts halve every this many observations of a segment. */
+  readonly halfLife: number;
+  /** Share of bids placed at random within ±exploreSteps grid steps of the best price. */
+  readonly explore: number;
+  readonly exploreSteps: number;
+  /** Bids without any notice count as losses (exchanges that send no loss notices). */
+  readonly unanswered: boolean;
+}
+
+export const DEFAULT_SHADING: ShadingSettings = { priorWeight: 10, halfLife: 2000, explore: 0.05, exploreSteps: 5, unanswered: false };
+
+/** A log-normal over the bins: median `median` USD CPM, log-sd `sigma`. */
+export function logNormalBins(median: number, sigma: number): Float64Array {
+  const q = new Float64Array(GRID_SIZE + 1);
+  const cdf = (x: number) => 0.5 * (1 + erf((Math.log(x) - Math.log(median)) / (sigma * Math.SQRT2)));
+  let prev = 0;
+  for (let k = 0; k < GRID_SIZE; k++) {
+    const c = cdf(GRID[k]);
+    q[k] = c - prev;
+    prev = c;
+  }
+  q[GRID_SIZE] = 1 - prev;
+  return q;
+}
+
+function erf(x: number): number {
+  // Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): plenty for a prior.
+  const s = x < 0 ? -1 : 1;
+  const a = Math.abs(x);
+  const t = 1 / (1 + 0.3275911 * a);
+  const y = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-a * a);
+  return s * y;
+}
+
+const BINS = GRID_SIZE + 1;
+
+/** The counts one segment learns from (one worker's, or the sum of every worker's). */
+export class Counts {
+  readonly bids = new Float64Array(GRID_SIZE);
+  readonly answered = new Float64Array(GRID_SIZE);
+  readonly exact = new Float64Array(BINS);
+  readonly won = new Float64Array(GRID_SIZE);
+  readonly lost = new Float64Array(GRID_SIZE);
+
+  scale(f: number): void {
+    for (const a of [this.bids, this.answered, this.exact, this.won, this.lost]) for (let i = 0; i < a.length; i++) a[i] *= f;
+  }
+
+  add(o: Counts, f = 1): void {
+    const mine = [this.bids, this.answered, this.exact, this.won, this.lost];
+    const theirs = [o.bids, o.answered, o.exact, o.won, o.lost];
+    for (let a = 0; a < mine.length; a++) for (let i = 0; i < mine[a].length; i++) mine[a][i] += f * theirs[a][i];
+  }
+
+  /** Sparse, rounded form for sharing: [array index, bin, value×1000] triples. */
+  toSparse(): number[] {
+    const out: number[] = [];
+    [this.bids, this.answered, this.exact, this.won, this.lost].forEach((a, ai) => {
+      for (let i = 0; i < a.length; i++) {
+        const v = Math.round(a[i] * 1000);
+        if (v > 0) out.push(ai, i, v);
+      }
+    });
+    return out;
+  }
+
+  static fromSparse(s: readonly number[]): Counts {
+    const c = new Counts();
+    const arrays = [c.bids, c.answered, c.exact, c.won, c.lost];
+    for (let i = 0; i + 2 < s.length; i += 3) {
+      const a = arrays[s[i]];
+      if (a !== undefined && s[i + 1] >= 0 && s[i + 1] < a.length && Number.isFinite(s[i + 2])) a[s[i + 1]] = s[i + 2] / 1000;
+    }
+    return c;
+  }
+}
+
+/** One segment: its own counts (this worker's), the others' (shared), and the estimate. */
+export class Segment {
+  readonly own = new Counts();
+  others: Counts | null = null;
+  /** Estimated distribution of M over the bins, and its cumulative form at the grid prices. */
+  readonly q: Float64Array;
+  readonly cdf = new Float64Array(GRID_SIZE);
+  /** Observations since the last update (decay and EM run at the update). */
+  pending = 0;
+  /** Observations in all (decayed): how far the segment trusts its own data. */
+  weight = 0;
+  dirty = false;
+
+  constructor(prior: Float64Array) {
+    this.q = Float64Array.from(prior);
+    this.fillCdf();
+  }
+
+  fillCdf(): void {
+    let c = 0;
+    for (let k = 0; k < GRID_SIZE; k++) {
+      c += this.q[k];
+      this.cdf[k] = c;
+    }
+  }
+}
+
+/** Scratch space of the EM step (one per estimator). */
+const tmpCounts = new Counts();
+const expected = new Float64Array(BINS);
+
+/**
+ * One update of a segment: decay its counts for the observations since the last update, then EM
+ * iterations of the MAP estimate of q under `prior` (weight `s.priorWeight`).
+ */
+export function updateSegment(seg: Segment, prior: Float64Array, s: ShadingSettings, iterations = 2): void {
+  if (seg.pending > 0) {
+    seg.own.scale(Math.pow(0.5, seg.pending / s.halfLife));
+    seg.pending = 0;
+  }
+  const c = tmpCounts;
+  c.scale(0);
+  c.add(seg.own);
+  if (seg.others !== null) c.add(seg.others);
+  let weight = 0;
+  for (let k = 0; k < BINS; k++) weight += c.exact[k];
+  const lostAt = new Float64Array(GRID_SIZE);
+  for (let j = 0; j < GRID_SIZE; j++) {
+    lostAt[j] = c.lost[j] + (s.unanswered ? Math.max(0, c.bids[j] - c.answered[j]) : 0);
+    weight += c.won[j] + lostAt[j];
+  }
+  seg.weight = weight;
+  const q = seg.q;
+  for (let it = 0; it < iterations; it++) {
+    // c_k = exact_k + q_k Σ_{j ≥ k} won_j / Q_j + q_k Σ_{j < k} lost_j / (1 − Q_j) + prior weight × prior_k
+    let cum = 0;
+    const Q = seg.cdf;
+    for (let k = 0; k < GRID_SIZE; k++) {
+      cum += q[k];
+      Q[k] = cum;
+    }
+    let suffix = 0;
+    for (let k = GRID_SIZE; k >= 0; k--) {
+      if (k < GRID_SIZE && c.won[k] > 0) suffix += c.won[k] / Math.max(Q[k], 1e-12);
+      expected[k] = suffix;
+    }
+    let prefix = 0;
+    let total = 0;
+    for (let k = 0; k < BINS; k++) {
+      const e = c.exact[k] + q[k] * (expected[k] + prefix) + s.priorWeight * prior[k];
+      expected[k] = e;
+      total += e;
+      if (k < GRID_SIZE && lostAt[k] > 0) prefix += lostAt[k] / Math.max(1 - Q[k], 1e-12);
+    }
+    for (let k = 0; k < BINS; k++) q[k] = expected[k] / total;
+  }
+  seg.fillCdf();
+  seg.dirty = false;
+}
+
+/**
+ * The price that maximises (value − b) × P(M ≤ b) over the grid prices in [floor, value], and the
+ * floor itself (`pressure`: see pacer.ts); `draw` in [0, 1): a draw that, below the settings' share, moves the bid up to
+ * exploreSteps grid steps either way (within [floor, value]). Prices in USD CPM.
+ */
+export function bestBid(cdf: Float64Array, value: number, floor: number, s: ShadingSettings, draw = 1, pressure = 0): number {
+  const lo = floor > 0 ? floor : 0;
+  if (value <= lo) return value;
+  const jv = gridBelow(value);
+  const jf = gridBelow(lo);
+  // Under spend pressure p (pacer.ts), the objective is (value − (1 − p) b) × P(win | b).
+  const keep = 1 - pressure;
+  let best = lo;
+  let bestJ = jf;
+  let bestGain = jf >= 0 ? (value - keep * lo) * cdf[jf] : 0;
+  for (let j = jf + 1; j <= jv; j++) {
+    const gain = (value - keep * GRID[j]) * cdf[j];
+    if (gain > bestGain) {
+      bestGain = gain;
+      best = GRID[j];
+      bestJ = j;
+    }
+  }
+  // Nothing the estimate says can win: bid the value, which at least teaches something.
+  if (bestGain <= 0) return value;
+  if (draw < s.explore && s.exploreSteps > 0) {
+    const step = Math.round(((draw / s.explore) * 2 - 1) * s.exploreSteps);
+    const j = bestJ + (step === 0 ? 1 : step);
+    if (j > jf && j <= jv) return GRID[j];
+    if (j <= jf) return lo;
+    return value;
+  }
+  return best;
+}
+
+/**
+ * The exact optimum for a known market (the simulator's oracle, and the tests' reference):
+ * maximises (value − b) × cdf(b) over b in [floor, value] by a fine scan then golden-section search.
+ */
+export function oracleBid(cdf: (b: number) => number, value: number, floor: number): number {
+  const lo = Math.max(0, floor);
+  if (value <= lo) return value;
+  const f = (b: number) => (value - b) * cdf(b);
+  const n = 2000;
+  let bestI = 0;
+  let bestV = -1;
+  for (let i = 0; i <= n; i++) {
+    const b = lo + ((value - lo) * i) / n;
+    const v = f(b);
+    if (v > bestV) {
+      bestV = v;
+      bestI = i;
+    }
+  }
+  let a = lo + ((value - lo) * Math.max(0, bestI - 1)) / n;
+  let b = lo + ((value - lo) * Math.min(n, bestI + 1)) / n;
+  const r = (Math.sqrt(5) - 1) / 2;
+  for (let it = 0; it < 80; it++) {
+    const c = b - r * (b - a);
+    const d = a + r * (b - a);
+    if (f(c) >= f(d)) b = d;
+    else a = c;
+  }
+  const mid = (a + b) / 2;
+  return f(mid) >= f(lo) ? mid : lo;
+}

@@ -1,0 +1,408 @@
+/**
+ * The market simulator: a day (or several) of bid requests at accelerated virtual time, through the
+ * bidder's own code (a real app instance: BiddingService.bid for every request, NoticeRoute for
+ * every notice, SpendService refreshes against a real Redis, ShadingService learning), against a
+ * synthetic market (market.ts). The bidder's clock and its random draws are the simulator's, so a
+ * seed replays a run exactly. Three strategies per market: the bidder as configured ("shaded"),
+ * bidding the value (SHADING=false), and an oracle that knows the market's distribution (the
+ * shading price replaced by the exact optimum of (value − b) × P(win | b)).
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as querystring from 'node:querystring';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import Redis from 'ioredis';
+import { createApp } from '../app';
+import { BiddingService } from '../bidding/bidding.service';
+import { loadConfig } from '../config/config';
+import { Clock } from '../delivery/clock';
+import { spendKeys } from '../delivery/keys';
+import { localDay } from '../delivery/local-day';
+import { Random } from '../delivery/random';
+import { oracleBid } from '../delivery/shading';
+import { ShadingService } from '../delivery/shading.service';
+import { SpendService } from '../delivery/spend.service';
+import type { BidRequest, Imp } from '../openrtb/types';
+import type { Match } from '../targeting/types';
+import { NoticeRoute } from '../tracking/notice.route';
+import { competitionCdf, diurnal, drawCompetition, seeded, type MarketShape, type SegmentShape } from './market';
+
+export type Strategy = 'shaded' | 'value' | 'oracle';
+
+export interface SimCampaign {
+  readonly id: string;
+  readonly w: number;
+  readonly h: number;
+  /** The creative's price: its value, USD CPM. */
+  readonly value: number;
+  readonly daily: number;
+  readonly pacing: 'even' | 'asap';
+  readonly timeZone: string;
+}
+
+/** Budgets for 100 000 requests a day (the simulator scales them with the traffic). */
+export const CAMPAIGNS: readonly SimCampaign[] = [
+  { id: 'even-utc', w: 300, h: 250, value: 2, daily: 12, pacing: 'even', timeZone: 'UTC' },
+  { id: 'asap-utc', w: 300, h: 250, value: 1.2, daily: 2, pacing: 'asap', timeZone: 'UTC' },
+  { id: 'even-tokyo', w: 728, h: 90, value: 1.2, daily: 5, pacing: 'even', timeZone: 'Asia/Tokyo' },
+];
+
+export interface SimOptions {
+  readonly market: MarketShape;
+  readonly strategy: Strategy;
+  readonly seed: number;
+  readonly days: number;
+  readonly requestsPerDay: number;
+  readonly redisUrl: string;
+  /** Scratch directory (campaign file, spill). */
+  readonly dir: string;
+  readonly campaigns?: readonly SimCampaign[];
+  /** Virtual ms between budget refreshes. */
+  readonly refreshMs?: number;
+  /** Virtual start (epoch ms, default 2026-01-05T00:00Z, a Monday). */
+  readonly startMs?: number;
+  /** Workers (app instances sharing the Redis): requests go round-robin, notices to any of them. Default 1. */
+  readonly workers?: number;
+}
+
+export interface CampaignResult {
+  readonly id: string;
+  readonly pacing: 'even' | 'asap';
+  readonly daily: number;
+  /** Per simulated hour: spend (at auction time), target of the pacing curve, wins, bids. */
+  readonly hourly: { spend: number[]; target: number[]; wins: number[]; bids: number[] };
+  /** Each of the campaign's days that ended within the run: its spend against its budget. */
+  readonly days: Array<{ day: string; spend: number; partial: boolean }>;
+  /** Hours after each day's first, with a target: the largest relative error of spend against it. */
+  readonly maxHourlyError: number;
+  readonly wins: number;
+  readonly paid: number;
+  readonly valueWon: number;
+  readonly overBudget: boolean;
+}
+
+export interface SimResult {
+  readonly market: string;
+  readonly strategy: Strategy;
+  readonly seed: number;
+  readonly requests: number;
+  readonly bids: number;
+  readonly wins: number;
+  readonly paid: number;
+  readonly surplus: number;
+  readonly noticeErrors: number;
+  /** Bids made by each worker. */
+  readonly bidsByWorker: number[];
+  readonly campaigns: CampaignResult[];
+  readonly wallMs: number;
+}
+
+/** A min-heap of timed events. */
+class Queue<T> {
+  private readonly items: Array<{ at: number; seq: number; v: T }> = [];
+  private seq = 0;
+  get size(): number {
+    return this.items.length;
+  }
+  peek(): number {
+    return this.items.length === 0 ? Infinity : this.items[0].at;
+  }
+  push(at: number, v: T): void {
+    const a = this.items;
+    a.push({ at, seq: this.seq++, v });
+    let i = a.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (less(a[p], a[i])) break;
+      [a[p], a[i]] = [a[i], a[p]];
+      i = p;
+    }
+  }
+  pop(): T {
+    const a = this.items;
+    const top = a[0];
+    const last = a.pop()!;
+    if (a.length > 0) {
+      a[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < a.length && less(a[l], a[m])) m = l;
+        if (r < a.length && less(a[r], a[m])) m = r;
+        if (m === i) break;
+        [a[m], a[i]] = [a[i], a[m]];
+        i = m;
+      }
+    }
+    return top.v;
+  }
+}
+
+function less(a: { at: number; seq: number }, b: { at: number; seq: number }): boolean {
+  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+}
+
+const HOUR = 3_600_000;
+/** Pacing's end margin (the app's default): the curve ends this long before the campaign's day. */
+const END_MARGIN = 300_000;
+/** Virtual ms between two shadings' exchanges of what they learned (with several workers). */
+const SYNC_MS = 60_000;
+
+export function campaignFile(campaigns: readonly SimCampaign[]): object {
+  return {
+    version: 1,
+    currency: 'USD',
+    campaigns: campaigns.map((c) => ({
+      id: c.id,
+      adomain: [`${c.id}.example`],
+      cat: ['IAB3'],
+      landingUrl: `https://${c.id}.example/`,
+      budget: { total: c.daily * 1000, daily: c.daily },
+      pacing: c.pacing,
+      timeZone: c.timeZone,
+      creatives: [{ id: `${c.id}-cr`, type: 'banner', price: c.value, banner: { w: c.w, h: c.h, imageUrl: `https://cdn.${c.id}.example/a.png` } }],
+    })),
+  };
+}
+
+/**
+ * The pacing curve's spend per hour of the run for one campaign: each of its days from the moment
+ * it was first seen (the run's start, or the day's start) to the day's end less the margin.
+ */
+export function targetByHour(c: SimCampaign, startMs: number, hours: number): { target: number[]; firstHours: Set<number> } {
+  const target = new Array<number>(hours).fill(0);
+  const firstHours = new Set<number>();
+  const end = startMs + hours * HOUR;
+  for (let day = localDay(startMs, c.timeZone); day.start < end; day = localDay(day.end, c.timeZone)) {
+    const from = Math.max(day.start, startMs);
+    const to = day.end - END_MARGIN;
+    firstHours.add(Math.floor((from - startMs) / HOUR));
+    const cum = (t: number) => (c.daily * (Math.min(Math.max(t, from), to) - from)) / (to - from);
+    for (let h = 0; h < hours; h++) target[h] += cum(startMs + (h + 1) * HOUR) - cum(startMs + h * HOUR);
+  }
+  return { target, firstHours };
+}
+
+interface Notice {
+  url: string;
+  price: string;
+  loss: string;
+  mtw: string;
+}
+
+export async function simulate(o: SimOptions): Promise<SimResult> {
+  const wall0 = Date.now();
+  const campaigns = o.campaigns ?? CAMPAIGNS.map((c) => ({ ...c, daily: (c.daily * o.requestsPerDay) / 100_000 }));
+  const startMs = o.startMs ?? Date.UTC(2026, 0, 5);
+  const refreshMs = o.refreshMs ?? 10_000;
+  const hours = o.days * 24;
+  const endMs = startMs + hours * HOUR;
+  fs.mkdirSync(o.dir, { recursive: true });
+  const file = path.join(o.dir, 'campaigns.json');
+  fs.writeFileSync(file, JSON.stringify(campaignFile(campaigns)));
+  const admin = new Redis(o.redisUrl, { lazyConnect: false });
+  await admin.flushall();
+  const env = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ADMIN_PORT: '0',
+    REDIS_URL: o.redisUrl,
+    CAMPAIGNS_FILE: file,
+    CAMPAIGNS_WATCH_MS: '0',
+    LOG_LEVEL: 'warn',
+    TRACKING_SECRET: 'simulator',
+    BUDGET_REFRESH_MS: String(refreshMs),
+    SHADING: o.strategy === 'value' ? 'false' : 'true',
+  };
+  let now = startMs;
+  const apps: NestFastifyApplication[] = [];
+  try {
+    const workers: Array<{ bidding: BiddingService; notices: NoticeRoute; spend: SpendService; shading: ShadingService }> = [];
+    for (let w = 0; w < (o.workers ?? 1); w++) {
+      const app = await createApp(loadConfig({ ...env, WORKER_ID: `sim-${w}`, LOG_SPILL_DIR: path.join(o.dir, `spill-${w}`) }));
+      apps.push(app);
+      await app.init();
+      const worker = { bidding: app.get(BiddingService), notices: app.get(NoticeRoute), spend: app.get(SpendService), shading: app.get(ShadingService) };
+      worker.spend.stopTimer();
+      worker.shading.stopTimers();
+      app.get(Clock).now = () => now;
+      app.get(Random).next = seeded(o.seed * 7919 + 1 + w);
+      workers.push(worker);
+    }
+    const byKey = new Map<string, SegmentShape>();
+    for (const s of o.market.segments) byKey.set(`${s.publisher}|${s.w}x${s.h}|${s.deviceType}`, s);
+    const cache = new Map<string, number>();
+    for (const { shading } of workers) {
+      if (o.strategy !== 'oracle') break;
+      // The oracle maximises each auction's surplus with the market's true distribution (no pacing pressure).
+      shading.price = (req: BidRequest, imp: Imp, m: Match): number => {
+        if (req.at !== 1 || m.dealId !== null) return m.price;
+        const b = m.candidate.banner!;
+        const key = `${req.publisher}|${b.w}x${b.h}|${req.deviceType}`;
+        const ck = `${key}|${m.candidate.price}|${imp.bidfloor}`;
+        let p = cache.get(ck);
+        if (p === undefined) {
+          const seg = byKey.get(key)!;
+          p = Math.max(imp.bidfloor, oracleBid((x) => competitionCdf(seg, x), m.candidate.price, imp.bidfloor));
+          cache.set(ck, p);
+        }
+        return p;
+      };
+    }
+    const rMarket = seeded(o.seed);
+    const rTraffic = seeded(o.seed * 31 + 7);
+    const totalWeight = o.market.segments.reduce((s, x) => s + x.weight, 0);
+    const queue = new Queue<Notice>();
+    const perCampaign = new Map(
+      campaigns.map((c) => [
+        c.id,
+        { spend: new Array<number>(hours).fill(0), wins: new Array<number>(hours).fill(0), bids: new Array<number>(hours).fill(0), paid: 0, winsAll: 0, valueWon: 0 },
+      ]),
+    );
+    const values = new Map(campaigns.map((c) => [c.id, c.value]));
+    let requests = 0;
+    let bids = 0;
+    let wins = 0;
+    let paidAll = 0;
+    let surplus = 0;
+    let noticeErrors = 0;
+    const bidsByWorker = workers.map(() => 0);
+    const meanGapMs = 86_400_000 / o.requestsPerDay;
+    let nextRequest = startMs;
+    let nextRefresh = startMs;
+
+    // Bills are not awaited one by one: they and the refresh's reads share one Redis connection, so
+    // a refresh sees every bill sent before it (and awaiting them all there keeps runs exact).
+    let inFlight: Array<Promise<void>> = [];
+    const deliver = (n: Notice): void => {
+      const url = n.url.replace('${AUCTION_PRICE}', n.price).replace('${AUCTION_CURRENCY}', 'USD').replace('${AUCTION_LOSS}', n.loss).replace('${AUCTION_MIN_TO_WIN}', n.mtw);
+      const u = new URL(url);
+      const { notices } = workers[workers.length === 1 ? 0 : Math.floor(rMarket() * workers.length)];
+      const answer = notices.answer(u.pathname.slice(3), querystring.parse(u.search.slice(1)));
+      if (answer instanceof Promise) {
+        inFlight.push(
+          answer.then((a) => {
+            if (a.status !== 204) noticeErrors++;
+          }),
+        );
+      } else if (answer.status !== 204) noticeErrors++;
+    };
+
+    while (nextRequest < endMs || queue.size > 0) {
+      const t = Math.min(nextRequest < endMs ? nextRequest : Infinity, queue.peek(), nextRefresh);
+      now = t;
+      if (t === nextRefresh) {
+        await Promise.all(inFlight);
+        inFlight = [];
+        for (const w of workers) {
+          await w.spend.refresh(now);
+          w.shading.tick();
+        }
+        if (workers.length > 1 && (nextRefresh - startMs) % SYNC_MS < refreshMs) for (const w of workers) await w.shading.sync();
+        nextRefresh += refreshMs;
+        if (nextRequest >= endMs && queue.size === 0) break;
+        continue;
+      }
+      if (t === queue.peek()) {
+        deliver(queue.pop());
+        continue;
+      }
+      // A request.
+      const hour = Math.floor((now - startMs) / HOUR);
+      nextRequest = now + (-Math.log(1 - rTraffic()) * meanGapMs) / diurnal(new Date(now).getUTCHours() + new Date(now).getUTCMinutes() / 60);
+      requests++;
+      let pick = rTraffic() * totalWeight;
+      let seg = o.market.segments[0];
+      for (const s of o.market.segments) {
+        pick -= s.weight;
+        if (pick < 0) {
+          seg = s;
+          break;
+        }
+      }
+      const body = {
+        id: `r${requests}`,
+        at: o.market.auction === 'first' ? 1 : 2,
+        tmax: 200,
+        cur: ['USD'],
+        imp: [{ id: '1', banner: { w: seg.w, h: seg.h }, bidfloor: seg.floor, bidfloorcur: 'USD' }],
+        site: { domain: `${seg.publisher}.example`, publisher: { id: seg.publisher, name: seg.publisher } },
+        device: { devicetype: seg.deviceType },
+      };
+      const best = drawCompetition(seg, rMarket);
+      const threshold = Math.max(best, seg.floor);
+      const wi = requests % workers.length;
+      const answer = workers[wi].bidding.bid(Buffer.from(JSON.stringify(body)), performance.now());
+      if (answer.status !== 200) continue;
+      bidsByWorker[wi]++;
+      const bid = (JSON.parse(answer.body) as { seatbid: Array<{ bid: Array<{ price: number; cid: string; nurl: string; burl: string; lurl: string }> }> }).seatbid[0].bid[0];
+      bids++;
+      const pc = perCampaign.get(bid.cid)!;
+      if (hour < hours) pc.bids[hour]++;
+      const told = rMarket() < o.market.minToWinShare;
+      const mtw = told ? String(Math.ceil(threshold * 100) / 100) : '';
+      const d1 = 50 + 250 * rMarket();
+      if (bid.price >= threshold) {
+        const paid = o.market.auction === 'first' ? bid.price : threshold;
+        const v = values.get(bid.cid)!;
+        wins++;
+        paidAll += paid / 1000;
+        surplus += (v - paid) / 1000;
+        pc.paid += paid / 1000;
+        pc.winsAll++;
+        pc.valueWon += v / 1000;
+        if (hour < hours) {
+          pc.spend[hour] += paid / 1000;
+          pc.wins[hour]++;
+        }
+        queue.push(now + d1, { url: bid.nurl, price: String(paid), loss: '0', mtw });
+        queue.push(now + 500 + 2_500 * rMarket(), { url: bid.burl, price: String(paid), loss: '0', mtw });
+      } else {
+        queue.push(now + d1, { url: bid.lurl, price: '', loss: '102', mtw });
+      }
+    }
+    await Promise.all(inFlight);
+    const results: CampaignResult[] = [];
+    for (const c of campaigns) {
+      const pc = perCampaign.get(c.id)!;
+      const { target, firstHours } = targetByHour(c, startMs, hours);
+      let maxErr = 0;
+      if (c.pacing === 'even') {
+        for (let h = 0; h < hours; h++) {
+          if (firstHours.has(h) || target[h] <= 0) continue;
+          maxErr = Math.max(maxErr, Math.abs(pc.spend[h] - target[h]) / target[h]);
+        }
+      }
+      const days: CampaignResult['days'] = [];
+      let over = false;
+      for (let day = localDay(startMs, c.timeZone); day.start < endMs; day = localDay(day.end, c.timeZone)) {
+        let s = 0;
+        for (let h = 0; h < hours; h++) {
+          const t0 = startMs + h * HOUR;
+          if (t0 >= day.start && t0 < day.end) s += pc.spend[h];
+        }
+        const stored = Number((await admin.get(spendKeys.daily(c.id, day.day))) ?? 0) / 1e6;
+        if (stored > c.daily + 1e-9 || s > c.daily + 1e-9) over = true;
+        if (day.end <= endMs) days.push({ day: day.day, spend: s, partial: day.start < startMs });
+      }
+      results.push({
+        id: c.id,
+        pacing: c.pacing,
+        daily: c.daily,
+        hourly: { spend: pc.spend, target, wins: pc.wins, bids: pc.bids },
+        days,
+        maxHourlyError: maxErr,
+        wins: pc.winsAll,
+        paid: pc.paid,
+        valueWon: pc.valueWon,
+        overBudget: over,
+      });
+    }
+    return { market: o.market.name, strategy: o.strategy, seed: o.seed, requests, bids, wins, paid: paidAll, surplus, noticeErrors, bidsByWorker, campaigns: results, wallMs: Date.now() - wall0 };
+  } finally {
+    for (const app of apps) await app.close();
+    admin.disconnect();
+  }
+}
