@@ -47,7 +47,9 @@ interface Bid { price: number; nurl: string; burl: string; lurl: string }
 let seq = 0;
 async function bid(at: number | undefined, floor = 0.1): Promise<Bid> {
   const body = { id: `s-${seq++}`, at, imp: [{ id: '1', bidfloor: floor, banner: { w: 300, h: 250 } }], site: { domain: 'x.example', publisher: { id: 'pub-x' } }, device: { devicetype: 4 } };
-  const r = await request(`${t.url}/openrtb2/bid`, { body: JSON.stringify(body) });
+  let r = await request(`${t.url}/openrtb2/bid`, { body: JSON.stringify(body) });
+  // On a loaded machine a request may wait past the shedding budget: sent again, as an exchange would.
+  for (let retry = 0; retry < 5 && r.headers['x-bidder-shed'] === '1'; retry++) r = await request(`${t.url}/openrtb2/bid`, { body: JSON.stringify(body) });
   assert.equal(r.status, 200, r.body.toString());
   return (JSON.parse(r.body.toString()) as { seatbid: Array<{ bid: Bid[] }> }).seatbid[0].bid[0];
 }
@@ -89,14 +91,19 @@ describe('bid shading over HTTP', () => {
   });
 
   it('three hundred notices with prices to win move the segment\'s bids within a second', async () => {
-    const before = median(await Promise.all(Array.from({ length: 21 }, () => bid(1))).then((bs) => bs.map((x) => x.price)));
+    const prices = async (): Promise<number[]> => {
+      const out: number[] = [];
+      for (let i = 0; i < 21; i++) out.push((await bid(1)).price);
+      return out;
+    };
+    const before = median(await prices());
     // The market: 0.35 always wins (told on every win notice).
     for (let i = 0; i < 300; i++) {
       const b = await bid(1);
       assert.equal(await fire(b.nurl, { AUCTION_PRICE: String(b.price), AUCTION_CURRENCY: 'USD', AUCTION_MIN_TO_WIN: '0.35' }), 204);
     }
     await new Promise((r) => setTimeout(r, 300)); // the 100 ms learning tick
-    const after = median(await Promise.all(Array.from({ length: 21 }, () => bid(1))).then((bs) => bs.map((x) => x.price)));
+    const after = median(await prices());
     assert.ok(before > 0.6, `bid before learning ${before}`);
     assert.ok(after >= 0.35 && after < 0.45, `bid after learning ${after} (before ${before})`);
   });
