@@ -1,8 +1,14 @@
 /**
  * The privacy signals of an OpenRTB 2.5/2.6 bid request, read once per request into one fixed
  * shape. Lenient like `src/openrtb/parse.ts` (numbers as strings, flags as booleans), but it never
- * throws: a signal of a type nothing can make sense of counts as absent, because a privacy signal
- * must never turn a request into a 400 (the exchange sent it; we honour what we can read).
+ * throws: a privacy signal must never turn a request into a 400.
+ *
+ * Flags (gdpr, coppa, lmt, dnt) fail closed: absent, null or "" is "not said"; 0/1, true/false,
+ * "0"/"1", "true"/"false" are read as said; any other value (`"yes"`, `2`, `" 1"`, an object) is
+ * present but unreadable and counts as 1, the flag applies. An unreadable `regs.gdpr` applies
+ * whatever `regs.ext.gdpr` says. Strings and lists of an odd type (a numeric consent string, an
+ * array for `gpp`) count as absent: a missing TC string under GDPR already means no consent, and a
+ * us_privacy string the policy cannot read is ignored (docs/privacy.md says why).
  *
  * Where each signal lives (OpenRTB 2.6 moved them out of `ext`; older exchanges still use `ext`):
  *   gdpr       `regs.gdpr`, else `regs.ext.gdpr`
@@ -22,7 +28,7 @@ export const MAX_GPP_SIDS = 32;
 export type Flag = 0 | 1 | null;
 
 export interface PrivacySignals {
-  /** 1: GDPR applies; 0: it does not; null: not said (or unreadable). */
+  /** 1: GDPR applies (or the flag is unreadable); 0: it does not; null: not said. */
   readonly gdpr: Flag;
   /** The TC string as sent, null when absent or empty; longer than MAX_PRIVACY_STRING_CHARS means malformed. */
   readonly consent: string | null;
@@ -43,11 +49,11 @@ function obj(v: unknown): Obj | null {
   return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : null;
 }
 
-/** 1/0, true/false, "1"/"0"/"true"/"false"; anything else is null. */
+/** 1/0, true/false, "1"/"0"/"true"/"false"; absent, null or "" is null; anything else is 1 (fail closed). */
 function flag(v: unknown): Flag {
   if (v === 1 || v === true || v === '1' || v === 'true') return 1;
   if (v === 0 || v === false || v === '0' || v === 'false') return 0;
-  return null;
+  return v === undefined || v === null || v === '' ? null : 1;
 }
 
 /** A non-empty string, else null. */

@@ -28,6 +28,13 @@ const SIGNALS: Array<{ name: string; regs?: object; user?: object; device?: obje
   { name: 'GPP opt-out of targeted ads', regs: { gpp: gppString({ usnat: { TargetedAdvertisingOptOutNotice: 1, TargetedAdvertisingOptOut: 1 } }), gpp_sid: [7] }, reason: 'gpp_opt_out' },
   { name: 'limit ad tracking', device: { lmt: 1 }, reason: 'lmt' },
   { name: 'do not track', device: { dnt: 1 }, reason: 'dnt' },
+  // Unreadable flags apply (fail closed): no user key in the payload, nothing raw in the log.
+  { name: 'GDPR flag "yes"', regs: { gdpr: 'yes' }, reason: 'gdpr_no_consent' },
+  { name: 'GDPR flag 2', regs: { gdpr: 2 }, reason: 'gdpr_no_consent' },
+  { name: 'GDPR flag " 1"', regs: { gdpr: ' 1' }, reason: 'gdpr_no_consent' },
+  { name: 'GDPR flag "yes" in regs.ext', regs: { ext: { gdpr: 'yes' } }, reason: 'gdpr_no_consent' },
+  { name: 'lmt "yes"', device: { lmt: 'yes' }, reason: 'lmt' },
+  { name: 'dnt 2', device: { dnt: 2 }, reason: 'dnt' },
 ];
 
 function body(id: string, s: { regs?: object; user?: object; device?: object }, size = { w: 300, h: 250 }, userId = RAW.userId): string {

@@ -106,6 +106,17 @@ const CASES: Case[] = [
   { why: 'lmt', body: { device: { lmt: 1 } }, want: 'lmt' },
   { why: 'dnt', body: { device: { dnt: 1 } }, want: 'dnt' },
   { why: 'lmt 0, dnt 0', body: { regs: { gdpr: 0 }, device: { lmt: 0, dnt: 0 } }, want: 'none', consent: true },
+  // Unreadable flags fail closed: the flag applies (issue 23, finding 6)
+  { why: 'gdpr "yes" with consent for our vendor: GDPR applies', body: { regs: { gdpr: 'yes' }, user: { consent: TC_CONSENT } }, want: 'none', consent: true },
+  { why: 'gdpr "yes", no consent string', body: { regs: { gdpr: 'yes' } }, want: 'gdpr_no_consent' },
+  { why: 'gdpr 2, no consent string', body: { regs: { gdpr: 2 } }, want: 'gdpr_no_consent' },
+  { why: 'gdpr " 1", no consent string', body: { regs: { gdpr: ' 1' } }, want: 'gdpr_no_consent' },
+  { why: 'gdpr "no" cannot be read either', body: { regs: { gdpr: 'no' } }, want: 'gdpr_no_consent' },
+  { why: 'regs.ext.gdpr "yes"', body: { regs: { ext: { gdpr: 'yes' } } }, want: 'gdpr_no_consent' },
+  { why: 'gdpr "yes", no vendor id', body: { regs: { gdpr: 'yes' }, user: { consent: TC_CONSENT } }, want: 'gdpr_no_vendor_id', vendor: null },
+  { why: 'coppa "yes"', body: { regs: { coppa: 'yes' } }, want: 'coppa', coppa: true },
+  { why: 'lmt "yes"', body: { device: { lmt: 'yes' } }, want: 'lmt' },
+  { why: 'dnt 2', body: { device: { dnt: 2 } }, want: 'dnt' },
   // Precedence
   { why: 'COPPA beats GDPR without consent and lmt', body: gdpr(TC_NO_PURPOSES, { regs: { gdpr: 1, coppa: 1 }, device: { lmt: 1 } }), want: 'coppa', coppa: true },
   { why: 'COPPA beats GDPR consent', body: gdpr(TC_CONSENT, { regs: { gdpr: 1, coppa: 1 } }), want: 'coppa', coppa: true },
