@@ -27,6 +27,7 @@ export class AppModule {
           url: config.currencyRatesUrl,
           refreshSeconds: config.currencyRefreshSeconds,
           maxAgeSeconds: config.currencyMaxAgeSeconds,
+          maxChangePct: config.currencyMaxChangePct,
         }),
         LogModule,
         TargetingModule,

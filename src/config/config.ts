@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { DEFAULT_MAX_CHANGE_PCT } from '../currency/rates';
 import { type ExchangeSpec, readExchangesFile } from '../exchanges/exchanges';
 
 /**
@@ -104,6 +105,8 @@ export interface Config {
   readonly currencyRefreshSeconds: number;
   /** Rates older than this (by their dataAsOf) make the worker degraded (s; 0: never). */
   readonly currencyMaxAgeSeconds: number;
+  /** A refreshed table with a rate moved by more than this (percent, either way) is refused (0: no bound). */
+  readonly currencyMaxChangePct: number;
   /** The domain named in `ext.dsa.transparency` of DSA bids (default: TRACKING_BASE_URL's host). */
   readonly dsaDomain: string;
   /**
@@ -388,6 +391,7 @@ export function loadConfig(env: Env = process.env): Config {
     currencyRatesUrl: env.CURRENCY_RATES_URL?.trim() ? r.url('CURRENCY_RATES_URL', '', ['http:', 'https:']) : null,
     currencyRefreshSeconds: r.int('CURRENCY_REFRESH_S', 3600, 10, 7 * 24 * 3600),
     currencyMaxAgeSeconds: r.int('CURRENCY_MAX_AGE_S', 2 * 24 * 3600, 0, 365 * 24 * 3600),
+    currencyMaxChangePct: r.int('CURRENCY_MAX_CHANGE_PCT', DEFAULT_MAX_CHANGE_PCT, 0, 1_000_000),
     dsaDomain: r.str('DSA_DOMAIN', ''),
     shedMaxWaitMs: r.int('SHED_MAX_WAIT_MS', 200, 0, 60_000),
     shedMarginMs: r.int('SHED_MARGIN_MS', 30, 0, 10_000),

@@ -33,6 +33,8 @@ class CurrencyObservability implements OnModuleInit {
           { value: r.updated, labels: { outcome: 'updated' } },
           { value: r.unchanged, labels: { outcome: 'unchanged' } },
           { value: r.failed, labels: { outcome: 'failed' } },
+          // A table read well but refused: an implausible rate, or a jump past CURRENCY_MAX_CHANGE_PCT.
+          { value: r.rejected, labels: { outcome: 'rejected' } },
         ];
       }),
     );

@@ -12,13 +12,19 @@
  *   a change on disk is picked up within a second; a URL is fetched with a timeout and a size bound,
  *   with its ETag / Last-Modified, so an unchanged file costs a 304. A refresh that fails (missing
  *   file, invalid JSON, HTTP error, timeout, oversize) keeps the rates in use and is counted.
+ * - Sanity: a table read well is still refused when a rate is implausible (rates.ts:
+ *   implausibleRates) or moved past CURRENCY_MAX_CHANGE_PCT since the table in use (ratesJump):
+ *   the table in use is kept, the refusal counted (`rejected`) and named by `health()` until a
+ *   table is accepted. At start-up a refused file stops the start, as an unreadable one does.
+ * - Secrets: a URL is only ever shown as its origin (`https://host/…`): its user, password, path and
+ *   query (where rates services put API keys) never reach a log line, health or the metrics.
  * - Age: `ageSeconds()` is now − `dataAsOf` of the rates in use; `health()` gives a "degraded"
  *   reason when it is over CURRENCY_MAX_AGE_S (0: never). With no file or URL configured the static
  *   table is in use by choice and is not reported as stale (its age is still in the metrics).
  */
 import * as fs from 'node:fs';
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { CurrencyRates, CurrencyRatesError, MAX_RATES_FILE_BYTES, parseRatesFile, STATIC_RATES } from './rates';
+import { CurrencyRates, CurrencyRatesError, DEFAULT_MAX_CHANGE_PCT, implausibleRates, MAX_RATES_FILE_BYTES, parseRatesFile, ratesJump, STATIC_RATES } from './rates';
 
 export interface CurrencySettings {
   /** CURRENCY_RATES_FILE: a path, or null. */
@@ -35,6 +41,18 @@ export interface CurrencySettings {
   readonly maxBytes?: number;
   /** How often a rates file's metadata is polled for changes (default 1000 ms; 0 = only the periodic refresh). */
   readonly watchMs?: number;
+  /** CURRENCY_MAX_CHANGE_PCT: a rate moving more than this (percent, either way) since the table in use refuses the new table; 0: no bound. */
+  readonly maxChangePct?: number;
+}
+
+/** A rates URL as it may be shown: its origin, `/…` when it has more (a path or query may hold an API key). */
+export function showRatesUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname !== '/' || u.search !== '' || u.hash !== '' ? '/…' : ''}`;
+  } catch {
+    return 'CURRENCY_RATES_URL';
+  }
 }
 
 export const CURRENCY_SETTINGS = Symbol('CURRENCY_SETTINGS');
@@ -42,12 +60,14 @@ export const CURRENCY_SETTINGS = Symbol('CURRENCY_SETTINGS');
 /** Until a configured URL has answered once, it is tried this often (or every refresh, when shorter). */
 export const RETRY_BEFORE_FIRST_LOAD_S = 60;
 
-export type RefreshOutcome = 'updated' | 'unchanged' | 'failed';
+export type RefreshOutcome = 'updated' | 'unchanged' | 'failed' | 'rejected';
 
 export interface CurrencyStats {
   readonly refreshes: Readonly<Record<RefreshOutcome, number>>;
   /** The message of the last failed refresh, null when the last refresh succeeded. */
   readonly lastError: string | null;
+  /** Why the last table read was refused, null once a table is accepted. */
+  readonly lastRejection: string | null;
   /** When the source was last read successfully (ms), null before. */
   readonly lastSuccessAt: number | null;
 }
@@ -66,8 +86,11 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
   private lastModified: string | null = null;
   /** The text of the rates in use: a file rewritten with the same content is not parsed again. */
   private lastText: string | null = null;
-  private readonly counts: Record<RefreshOutcome, number> = { updated: 0, unchanged: 0, failed: 0 };
+  private readonly counts: Record<RefreshOutcome, number> = { updated: 0, unchanged: 0, failed: 0, rejected: 0 };
   private lastError: string | null = null;
+  private lastRejection: string | null = null;
+  /** Where the rates come from, as shown: the file path, or the URL's origin. */
+  private readonly shown: string | null;
   private lastSuccessAt: number | null = null;
   private readonly fetchTimeoutMs: number;
   private readonly maxBytes: number;
@@ -76,7 +99,8 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
     if (settings.file !== null && settings.url !== null) throw new Error('set CURRENCY_RATES_FILE or CURRENCY_RATES_URL, not both');
     if (!(settings.refreshSeconds > 0)) throw new Error(`CURRENCY_REFRESH_S must be > 0, got ${settings.refreshSeconds}`);
     if (!(settings.maxAgeSeconds >= 0)) throw new Error(`CURRENCY_MAX_AGE_S must be ≥ 0, got ${settings.maxAgeSeconds}`);
-    if (settings.url !== null && !/^https?:\/\//i.test(settings.url)) throw new Error(`CURRENCY_RATES_URL must be an http(s) URL, got ${settings.url}`);
+    if (settings.url !== null && !/^https?:\/\//i.test(settings.url)) throw new Error(`CURRENCY_RATES_URL must be an http(s) URL, got ${showRatesUrl(settings.url)}`);
+    this.shown = settings.file ?? (settings.url === null ? null : showRatesUrl(settings.url));
     this.fetchTimeoutMs = settings.fetchTimeoutMs ?? 10_000;
     this.maxBytes = settings.maxBytes ?? MAX_RATES_FILE_BYTES;
   }
@@ -97,13 +121,16 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
   }
 
   stats(): CurrencyStats {
-    return { refreshes: { ...this.counts }, lastError: this.lastError, lastSuccessAt: this.lastSuccessAt };
+    return { refreshes: { ...this.counts }, lastError: this.lastError, lastRejection: this.lastRejection, lastSuccessAt: this.lastSuccessAt };
   }
 
   /** A reason to report the bidder degraded, or null when the rates are fine. */
   health(now = Date.now()): string | null {
-    const configured = this.settings.file ?? this.settings.url;
+    const configured = this.shown;
     if (configured === null) return null;
+    if (this.lastRejection !== null) {
+      return `currency rates from ${configured} rejected (${this.lastRejection}); keeping those of ${this.rates.source} (dataAsOf ${new Date(this.rates.asOf).toISOString().slice(0, 10)})`;
+    }
     if (!this.loadedOnce) return `currency rates from ${configured} not loaded (${this.lastError ?? 'not tried yet'}): using the static table of ${new Date(STATIC_RATES.asOf).toISOString().slice(0, 10)}`;
     const max = this.settings.maxAgeSeconds;
     const age = this.ageSeconds(now);
@@ -119,6 +146,7 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
     }
     const outcome = await this.refresh();
     if (outcome === 'failed' && file !== null) throw new Error(`CURRENCY_RATES_FILE ${file}: ${this.lastError}`);
+    if (outcome === 'rejected' && file !== null) throw new Error(`CURRENCY_RATES_FILE ${file}: rejected: ${this.lastRejection}`);
     this.schedule();
     if (file !== null && (this.settings.watchMs ?? 1000) > 0) {
       fs.watchFile(file, { interval: this.settings.watchMs ?? 1000, persistent: false }, (cur, prev) => {
@@ -154,14 +182,24 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async load(): Promise<RefreshOutcome> {
-    const source = (this.settings.file ?? this.settings.url)!;
+    const source = this.shown!;
     try {
       const text = this.settings.file !== null ? await this.readFile(this.settings.file) : await this.fetchUrl(this.settings.url!);
       if (text === null || text === this.lastText) return this.done('unchanged');
       const rates = parseRatesFile(text, source);
       for (const w of rates.warnings) this.logger.warn(`${source}: ${w}`);
+      // The first table is compared with nothing but the bounds: the static one is of unknown age.
+      const refused = [...implausibleRates(rates), ...(this.loadedOnce ? ratesJump(this.rates, rates, this.settings.maxChangePct ?? DEFAULT_MAX_CHANGE_PCT) : [])];
+      if (refused.length > 0) {
+        this.counts.rejected++;
+        this.lastError = null;
+        this.lastRejection = refused.join('; ');
+        this.logger.error(`rates from ${source} rejected, keeping those of ${this.rates.source} (dataAsOf ${new Date(this.rates.asOf).toISOString()}): ${this.lastRejection}`);
+        return 'rejected';
+      }
       this.rates = rates;
       this.lastText = text;
+      this.lastRejection = null;
       this.loadedOnce = true;
       this.logger.log(`rates from ${source}: ${rates.currencies().length} currencies, dataAsOf ${new Date(rates.asOf).toISOString()}`);
       return this.done('updated');
@@ -203,10 +241,17 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
     // Only once rates from this URL are in use: a 304 then means "keep them".
     if (this.loadedOnce && this.etag !== null) headers['if-none-match'] = this.etag;
     if (this.loadedOnce && this.lastModified !== null) headers['if-modified-since'] = this.lastModified;
+    // fetch refuses a URL with credentials: they go in an Authorization header (Basic) instead.
+    const target = new URL(url);
+    if (target.username !== '' || target.password !== '') {
+      headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`).toString('base64')}`;
+      target.username = '';
+      target.password = '';
+    }
     const signal = AbortSignal.timeout(this.fetchTimeoutMs);
     let res: Response;
     try {
-      res = await fetch(url, { headers, signal, redirect: 'follow' });
+      res = await fetch(target, { headers, signal, redirect: 'follow' });
     } catch (e) {
       throw new RatesSourceError(signal.aborted ? `no answer within ${this.fetchTimeoutMs} ms` : `fetch failed: ${(e as Error).message}`);
     }

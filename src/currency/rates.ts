@@ -146,6 +146,61 @@ export const STATIC_RATES: CurrencyRates = new CurrencyRates(
   'static',
 );
 
+/**
+ * Plausible units per USD of any currency: from 0.0001 (a troy ounce of gold, XAU, is ~0.0003) to
+ * ten million (the weakest currencies trade at tens or hundreds of thousands). A rate outside is a
+ * broken source (`1e9`, `1e-9`), never a market.
+ */
+export const PLAUSIBLE_UNITS_PER_USD = { min: 1e-4, max: 1e7 } as const;
+/**
+ * A currency of the static table must stay within this factor of its rate there (EUR from 0.097
+ * to 9.7): a rate quoted in cents, or in thousands, is refused; a decade of even Turkish inflation
+ * stays inside.
+ */
+export const REFERENCE_BAND = 10;
+/** CURRENCY_MAX_CHANGE_PCT's default: a rate may double or halve between two refreshes, not more. */
+export const DEFAULT_MAX_CHANGE_PCT = 100;
+
+/** `1000000000`, `1e-9`, `0.86`: a rate as a person reads it. */
+function show(n: number): string {
+  return String(Number(n.toPrecision(6)));
+}
+
+/**
+ * The rates of `rates` no market gives (each named, with the bounds it broke): outside
+ * PLAUSIBLE_UNITS_PER_USD, or, for a currency of the static table, outside REFERENCE_BAND of its
+ * rate there. Empty when the table is plausible.
+ */
+export function implausibleRates(rates: CurrencyRates): string[] {
+  const out: string[] = [];
+  for (const cur of rates.currencies()) {
+    const r = rates.unitsPerUsd(cur)!;
+    const ref = STATIC_RATES.unitsPerUsd(cur);
+    const [min, max] = ref !== null ? [ref / REFERENCE_BAND, ref * REFERENCE_BAND] : [PLAUSIBLE_UNITS_PER_USD.min, PLAUSIBLE_UNITS_PER_USD.max];
+    if (r < min || r > max) out.push(`${cur}: ${show(r)} per USD is not plausible (expected ${show(min)} to ${show(max)})`);
+  }
+  return out;
+}
+
+/**
+ * The currencies whose rate moved by more than `maxChangePct` percent from `prev` to `next`, either
+ * way (100: at most twice or half); currencies in only one of the tables are not compared; 0 turns
+ * the check off.
+ */
+export function ratesJump(prev: Rates & { currencies(): string[] }, next: CurrencyRates, maxChangePct: number): string[] {
+  if (!(maxChangePct > 0)) return [];
+  const limit = 1 + maxChangePct / 100;
+  const out: string[] = [];
+  for (const cur of next.currencies()) {
+    const a = prev.unitsPerUsd(cur);
+    const b = next.unitsPerUsd(cur)!;
+    if (a === null) continue;
+    const ratio = b / a;
+    if (ratio > limit || ratio < 1 / limit) out.push(`${cur}: ${show(a)} → ${show(b)} per USD, ×${show(ratio)} since the last refresh, past CURRENCY_MAX_CHANGE_PCT=${maxChangePct}`);
+  }
+  return out;
+}
+
 type Obj = Record<string, unknown>;
 
 function isObj(v: unknown): v is Obj {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CurrencyRates, CurrencyRatesError, MAX_CURRENCIES, MAX_RATES_FILE_BYTES, parseRatesFile, STATIC_RATES, toBidPrice } from '../../src/currency/rates';
+import { CurrencyRates, CurrencyRatesError, implausibleRates, MAX_CURRENCIES, MAX_RATES_FILE_BYTES, parseRatesFile, ratesJump, STATIC_RATES, toBidPrice } from '../../src/currency/rates';
 
 const NOW = Date.UTC(2026, 10, 23, 12);
 
@@ -210,5 +210,49 @@ describe('currency: toBidPrice', () => {
     assert.equal(toBidPrice(1, STATIC_RATES, 'XYZ'), null);
     for (const usd of [-1, NaN, Infinity]) assert.equal(toBidPrice(usd, STATIC_RATES, 'EUR'), null, String(usd));
     assert.equal(toBidPrice(1e12, STATIC_RATES, 'KRW'), null, 'beyond what ten-thousandths can count');
+  });
+});
+
+describe('currency: plausibility of a table (issue 23, finding 2)', () => {
+  const table = (rates: Record<string, number>) => new CurrencyRates(rates, NOW, 'test');
+  // Hostile or mistaken tables: a rates source serving these must not set bid prices.
+  const implausible: Array<[string, Record<string, number>, RegExp]> = [
+    ['USD→EUR 1e9', { EUR: 1e9 }, /EUR: 1000000000 per USD/],
+    ['USD→EUR 1e-9', { EUR: 1e-9 }, /EUR: 1e-9 per USD/],
+    ['EUR in cents (100×)', { EUR: 86 }, /EUR: 86 per USD.*0\.097 to 9\.7/],
+    ['JPY a thousand times too small', { JPY: 0.15 }, /JPY: 0\.15 per USD/],
+    ['an unknown code past the general bound', { XXA: 5e7 }, /XXA: 50000000 per USD.*0\.0001 to 10000000/],
+    ['an unknown code below the general bound', { XXB: 5e-5 }, /XXB: 0\.00005 per USD/],
+  ];
+  for (const [why, rates, msg] of implausible) {
+    it(`refuses ${why}`, () => {
+      const p = implausibleRates(table(rates));
+      assert.equal(p.length, 1, p.join('; '));
+      assert.match(p[0], msg);
+    });
+  }
+  it('accepts real tables: the static one, weak and strong currencies, gold', () => {
+    assert.deepEqual(implausibleRates(STATIC_RATES), []);
+    assert.deepEqual(implausibleRates(table({ EUR: 0.86, KWD: 0.307, IRR: 42_000, VND: 26_000, LBP: 89_500, XAU: 0.0003, TRY: 41.5 })), []);
+  });
+  it('names every implausible rate, not just the first', () => {
+    assert.equal(implausibleRates(table({ EUR: 1e9, GBP: 1e-9, JPY: 150 })).length, 2);
+  });
+});
+
+describe('currency: change between refreshes (issue 23, finding 2)', () => {
+  const before = new CurrencyRates({ EUR: 0.86, JPY: 150 }, NOW, 'test');
+  it('refuses a 1000× jump, either way', () => {
+    assert.match(ratesJump(before, new CurrencyRates({ EUR: 860, JPY: 150 }, NOW, 't'), 100).join(), /EUR: 0\.86 → 860 per USD, ×1000/);
+    assert.match(ratesJump(before, new CurrencyRates({ EUR: 0.86, JPY: 0.15 }, NOW, 't'), 100).join(), /JPY: 150 → 0\.15 per USD, ×0\.001/);
+  });
+  it('accepts a change within the bound (100 %: up to twice or half), and new or dropped currencies', () => {
+    assert.deepEqual(ratesJump(before, new CurrencyRates({ EUR: 1.72, JPY: 75, GBP: 0.75 }, NOW, 't'), 100), []);
+    assert.deepEqual(ratesJump(before, new CurrencyRates({ EUR: 0.9 }, NOW, 't'), 100), []);
+  });
+  it('takes the bound from its argument; 0 turns the check off', () => {
+    assert.equal(ratesJump(before, new CurrencyRates({ EUR: 0.97, JPY: 150 }, NOW, 't'), 10).length, 1);
+    assert.deepEqual(ratesJump(before, new CurrencyRates({ EUR: 0.95, JPY: 150 }, NOW, 't'), 11), []);
+    assert.deepEqual(ratesJump(before, new CurrencyRates({ EUR: 8600, JPY: 150 }, NOW, 't'), 0), []);
   });
 });

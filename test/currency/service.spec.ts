@@ -88,7 +88,7 @@ describe('currency: CurrencyService with a file', () => {
     assert.equal(svc.current().unitsPerUsd('EUR'), 0.86);
     assert.equal(svc.source, file);
     assert.equal(svc.health(), null);
-    assert.deepEqual(svc.stats().refreshes, { updated: 1, unchanged: 0, failed: 0 });
+    assert.deepEqual(svc.stats().refreshes, { updated: 1, unchanged: 0, failed: 0, rejected: 0 });
     svc.onApplicationShutdown();
   });
 
@@ -142,6 +142,11 @@ describe('currency: CurrencyService with a file', () => {
     }
   });
 
+  it('refuses to start on an implausible file, naming the rate', async () => {
+    fs.writeFileSync(file, ratesText(1e9));
+    await assert.rejects(started(settings({ file })), /CURRENCY_RATES_FILE .*EUR: 1000000000 per USD/);
+  });
+
   it('reports degraded rates older than CURRENCY_MAX_AGE_S', async () => {
     fs.writeFileSync(file, ratesText(0.86, '2026-01-10'));
     const svc = await started(settings({ file, maxAgeSeconds: 2 * 86400 }));
@@ -192,7 +197,7 @@ describe('currency: CurrencyService with a URL', () => {
     const svc = await started(settings({ url: `${base}/rates.json`, fetchTimeoutMs: 300, maxBytes: 10_000 }));
     try {
       assert.equal(svc.current().unitsPerUsd('EUR'), 0.86);
-      assert.equal(svc.source, `${base}/rates.json`);
+      assert.equal(svc.source, `${base}/…`, 'the URL shown is its origin only (a path or query may hold an API key)');
 
       handler = (req, res) => {
         if (req.headers['if-none-match'] === '"v1"') {
@@ -241,7 +246,7 @@ describe('currency: CurrencyService with a URL', () => {
       handler = json(ratesText(0.92));
       assert.equal(await svc.refresh(), 'updated');
       assert.equal(svc.current().unitsPerUsd('EUR'), 0.92);
-      assert.deepEqual(svc.stats().refreshes, { updated: 2, unchanged: 1, failed });
+      assert.deepEqual(svc.stats().refreshes, { updated: 2, unchanged: 1, failed, rejected: 0 });
     } finally {
       svc.onApplicationShutdown();
     }
@@ -252,7 +257,7 @@ describe('currency: CurrencyService with a URL', () => {
     const svc = await started(settings({ url: `${base}/rates.json`, refreshSeconds: 0.2, maxAgeSeconds: 86400 }));
     try {
       assert.equal(svc.current(), STATIC_RATES);
-      assert.match(svc.health() ?? '', /currency rates from http:\/\/127\.0\.0\.1:\d+\/rates\.json not loaded \(HTTP 503\): using the static table of 2025-01-02/);
+      assert.match(svc.health() ?? '', /currency rates from http:\/\/127\.0\.0\.1:\d+\/… not loaded \(HTTP 503\): using the static table of 2025-01-02/);
       handler = json(ratesText(0.88));
       await waitFor('loaded after retry', () => svc.current().unitsPerUsd('EUR') === 0.88, 3000);
       assert.equal(svc.health(), null);
@@ -267,6 +272,69 @@ describe('currency: CurrencyService with a URL', () => {
     try {
       handler = json(ratesText(0.71));
       await waitFor('refreshed', () => svc.current().unitsPerUsd('EUR') === 0.71, 2000);
+    } finally {
+      svc.onApplicationShutdown();
+    }
+  });
+
+  it('never shows the credentials or API key of the URL: not in health, stats, source or log lines', async () => {
+    const lines: string[] = [];
+    Logger.overrideLogger({ log: (m: unknown) => lines.push(String(m)), warn: (m: unknown) => lines.push(String(m)), error: (m: unknown) => lines.push(String(m)) });
+    const secretUrl = base.replace('http://', 'http://rateuser:hunter2pass@') + '/v6/key-abc123secret/latest?app_id=appid-secret-42';
+    handler = json('', 503);
+    const svc = await started(settings({ url: secretUrl }));
+    try {
+      handler = json(ratesText(0.9));
+      assert.equal(await svc.refresh(), 'updated');
+      handler = json(JSON.stringify({ dataAsOf: today(), conversions: { USD: { EUR: 1e9 } } }));
+      assert.equal(await svc.refresh(), 'rejected');
+      handler = (_req, res) => res.destroy();
+      assert.equal(await svc.refresh(), 'failed');
+      const shown = [svc.source, svc.health() ?? '', JSON.stringify(svc.stats()), ...lines].join('\n');
+      assert.ok(lines.length >= 3, lines.join('\n'));
+      for (const secret of ['rateuser', 'hunter2pass', 'key-abc123secret', 'appid-secret-42']) assert.ok(!shown.includes(secret), `${secret} shown:\n${shown}`);
+      assert.match(shown, /http:\/\/127\.0\.0\.1:\d+\/…/);
+    } finally {
+      svc.onApplicationShutdown();
+      Logger.overrideLogger(false);
+    }
+  });
+
+  it('rejects an implausible table or a jump past CURRENCY_MAX_CHANGE_PCT, keeps the rates in use, counts it and says so in health', async () => {
+    handler = json(ratesText(0.86));
+    const svc = await started(settings({ url: `${base}/r`, maxChangePct: 100 }));
+    try {
+      const bad: Array<[string, number, RegExp]> = [
+        ['USD→EUR 1e9', 1e9, /EUR: 1000000000 per USD/],
+        ['USD→EUR 1e-9', 1e-9, /EUR: 1e-9 per USD/],
+        ['a 1000× jump', 860, /EUR: 860 per USD is not plausible/],
+        ['a 3× jump', 2.58, /EUR: 0\.86 → 2\.58 per USD, ×3 .*CURRENCY_MAX_CHANGE_PCT=100/],
+      ];
+      let n = 0;
+      for (const [why, eur, msg] of bad) {
+        handler = json(ratesText(eur));
+        assert.equal(await svc.refresh(), 'rejected', why);
+        n++;
+        assert.equal(svc.current().unitsPerUsd('EUR'), 0.86, `${why}: the rates in use are kept`);
+        assert.match(svc.health() ?? '', msg, why);
+        assert.match(svc.health() ?? '', /rejected.*keeping those of/, why);
+        assert.equal(svc.stats().refreshes.rejected, n);
+      }
+      handler = json(ratesText(1.5));
+      assert.equal(await svc.refresh(), 'updated', 'within twice: accepted');
+      assert.equal(svc.current().unitsPerUsd('EUR'), 1.5);
+      assert.equal(svc.health(), null, 'an accepted table clears the warning');
+    } finally {
+      svc.onApplicationShutdown();
+    }
+  });
+
+  it('starts on the static table when the first table is implausible, and says so', async () => {
+    handler = json(ratesText(1e9));
+    const svc = await started(settings({ url: `${base}/r` }));
+    try {
+      assert.equal(svc.current(), STATIC_RATES);
+      assert.match(svc.health() ?? '', /rejected/);
     } finally {
       svc.onApplicationShutdown();
     }
