@@ -85,7 +85,11 @@ const port = int('PORT', 8080);
 const runDir = path.resolve(env.BIDDER_RUN_DIR || path.join(__dirname, '.run'));
 const logDir = path.resolve(env.BIDDER_LOG_DIR || path.join(runDir, 'logs'));
 
-/** The documented variables with their defaults (README, Configuration); every other variable passes through. */
+/**
+ * The documented variables with their defaults (README, Configuration); every other variable passes
+ * through. TRACKING_BASE_URL has no default here: in production the bidder refuses to start without
+ * it (a loopback address reaches no exchange); `npm start` sets one for a trial on this machine.
+ */
 const appEnv = {
   NODE_ENV: env.NODE_ENV || 'production',
   PORT: String(port),
@@ -93,7 +97,6 @@ const appEnv = {
   REDIS_URL: env.REDIS_URL || 'redis://127.0.0.1:6379',
   LOG_REDIS_KEY: env.LOG_REDIS_KEY || 'bidlog',
   LOG_FLUSH_INTERVAL_MS: env.LOG_FLUSH_INTERVAL_MS || '10000',
-  TRACKING_BASE_URL: env.TRACKING_BASE_URL || `http://127.0.0.1:${port}`,
   SHUTDOWN_TIMEOUT_MS: String(shutdownTimeoutMs),
   LOG_SPILL_DIR: env.LOG_SPILL_DIR || path.join(runDir, 'spill'),
 };
@@ -143,9 +146,13 @@ module.exports = {
       // LOG_MAX_MEMORY_BYTES, 256 MiB by default, within it).
       max_memory_restart: env.MAX_MEMORY_RESTART || '1G',
       autorestart: true,
+      // A configuration error (src/main.ts, exit code 2, the reason in the error log) is not
+      // restarted: every restart would fail the same way. No restart delay: with one PM2 lists a
+      // process it will not restart as "waiting restart" forever; min_uptime and max_restarts bound
+      // a crash loop.
+      stop_exit_codes: [2],
       min_uptime: 5000,
       max_restarts: 15,
-      exp_backoff_restart_delay: 200,
       // Application logs are JSON lines (pino); PM2 must not prefix them. One file for all workers
       // (each line carries `worker` and `pid`). Rotate with logrotate (copytruncate) or `pm2 flush`.
       merge_logs: true,
@@ -166,9 +173,9 @@ module.exports = {
       kill_timeout: shipStopMs + 10000,
       max_memory_restart: env.SHIP_MAX_MEMORY_RESTART || '2G',
       autorestart: true,
+      stop_exit_codes: [2],
       min_uptime: 5000,
       max_restarts: 15,
-      exp_backoff_restart_delay: 200,
       merge_logs: true,
       time: false,
       out_file: env.SHIPPER_OUT_FILE || path.join(logDir, 'shipper.out.log'),

@@ -231,6 +231,9 @@ async function waitReady(url, workers, timeoutMs) {
     const online = procs.filter((p) => p.status === 'online').length;
     const errored = procs.filter((p) => p.status === 'errored').length;
     if (errored > 0) return `${errored} worker(s) errored`;
+    // A configuration error stops a worker for good (exit code 2, ecosystem.config.js stop_exit_codes).
+    const stopped = procs.filter((p) => p.status === 'stopped').length;
+    if (stopped > 0) return `${stopped} worker(s) stopped (a configuration error, named above)`;
     if (online >= workers) {
       const r = await get(`${url}/health/ready`);
       if (r.status === 200) return null;
@@ -359,6 +362,11 @@ async function start() {
   const url = localUrl(port);
   // On a cluster the workers take REDIS_MODE / REDIS_CLUSTER_NODES (and REDIS_URL's credentials) from this environment.
   const env = { PORT: String(port), ...(redis.cluster ? {} : { REDIS_URL: redis.url }), ...localSecrets() };
+  // Production refuses to start without TRACKING_BASE_URL; a trial on this machine gets this one, said aloud.
+  if (!process.env.TRACKING_BASE_URL || process.env.TRACKING_BASE_URL.trim() === '') {
+    env.TRACKING_BASE_URL = url;
+    say(`bidder: TRACKING_BASE_URL not set: notice URLs point at ${url}, which only this machine reaches; set it to the public address of this bidder for real exchanges`);
+  }
   if (workers > 0) env.WORKERS = String(workers);
   say(`bidder: starting ${workers || 'one per core'} worker(s) under PM2 (PM2_HOME ${pm2Home()})`);
   const r = pm2(['start', ECOSYSTEM, '--only', `${APP},${SHIPPER}`], { env, timeout: READY_TIMEOUT_MS + 30_000 });

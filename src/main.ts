@@ -3,7 +3,7 @@ assertNodeVersion();
 
 import { Logger } from '@nestjs/common';
 import { adminUrl, createApp, listen } from './app';
-import { ConfigError, loadConfig, type Config } from './config/config';
+import { ConfigError, configWarnings, EXIT_CONFIG_ERROR, loadConfig, type Config } from './config/config';
 import { DRAIN_MAX_MS } from './health/lifecycle';
 import { LogService } from './log/log.service';
 
@@ -24,15 +24,27 @@ function shutdownWatchdog(config: Config, logger: Logger): void {
   process.once('SIGTERM', arm);
 }
 
+/**
+ * Exits with EXIT_CONFIG_ERROR once the message is written: under PM2 process.stderr.write goes to
+ * PM2's error log file asynchronously, and an immediate exit lost it (bidder.err.log stayed empty).
+ * ecosystem.config.js lists the code in stop_exit_codes: PM2 does not restart a configuration error.
+ */
+function exitOnConfigError(message: string): void {
+  const exit = (): never => process.exit(EXIT_CONFIG_ERROR);
+  const write = () => process.stderr.write(message, exit);
+  setTimeout(exit, 2_000);
+  // PM2 (wait_ready) marks a worker "online" when its listen_timeout passes, even one that exited
+  // long before: `ready` first, so that the exit is what it shows (stopped).
+  if (typeof process.send === 'function') process.send('ready', undefined, undefined, write);
+  else write();
+}
+
 async function main(): Promise<void> {
   let config;
   try {
     config = loadConfig(process.env);
   } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`bidder: ${e.message}\n`);
-      process.exit(2);
-    }
+    if (e instanceof ConfigError) return exitOnConfigError(`bidder: ${e.message}\n`);
     throw e;
   }
   const app = await createApp(config);
@@ -55,6 +67,7 @@ async function main(): Promise<void> {
   process.on('uncaughtException', (e) => fatal('uncaught exception', e));
   process.on('unhandledRejection', (e) => fatal('unhandled rejection', e));
   shutdownWatchdog(config, logger);
+  for (const w of configWarnings(config)) logger.warn(w);
   const url = await listen(app, config);
   logger.log({ msg: 'listening', url, admin: adminUrl(app), node: process.version, accessLog: config.accessLog });
   // PM2 wait_ready: take traffic only once listening.

@@ -9,8 +9,12 @@ import { type ExchangeSpec, readExchangesFile } from '../exchanges/exchanges';
  * A bad value stops the process with one error that names every bad variable (README, Configuration).
  */
 export interface Config {
-  /** NODE_ENV; `production` turns on the checks of unsafe settings (secrets). */
-  readonly nodeEnv: string;
+  /**
+   * NODE_ENV: `production` turns on the checks of unsafe settings (secrets, TRACKING_BASE_URL).
+   * Exactly `production`, `development` or `test`; anything else (`Production`, `prod`) is refused.
+   * Unset: `production` under PM2 (pm_id set), else `development`.
+   */
+  readonly nodeEnv: 'production' | 'development' | 'test';
   readonly port: number;
   readonly host: string;
   /** The admin port: metrics, the machine view, debug routes (never the exchange-facing port). */
@@ -127,8 +131,13 @@ export interface Config {
 /** The development secrets used when TRACKING_SECRET / PII_HASH_SECRET are unset outside production. */
 export const DEV_TRACKING_SECRET = 'dev-only-tracking-secret-change-me';
 export const DEV_PII_HASH_SECRET = 'dev-only-pii-hash-secret-change-me';
+/** Where notice URLs point outside production when TRACKING_BASE_URL is unset; production must set it. */
+export const DEV_TRACKING_BASE_URL = 'http://127.0.0.1:8080';
 /** Shortest secret accepted in production (bytes of UTF-8). */
 export const MIN_SECRET_BYTES = 32;
+
+/** The exit code of a configuration error (ecosystem.config.js: PM2 stops, rather than restarts, a process that exits with it). */
+export const EXIT_CONFIG_ERROR = 2;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -189,13 +198,15 @@ export class Reader {
     return def;
   }
 
-  url(name: string, def: string, protocols: string[]): string {
+  /** A URL; in a message only its scheme and host are shown (`hidePath`: a rates service's API key may be in the path or query) and never its password. */
+  url(name: string, def: string, protocols: string[], hidePath = false): string {
     const v = this.str(name, def);
     try {
       const u = new URL(v);
       if (!protocols.includes(u.protocol)) throw new Error('protocol');
     } catch {
-      this.problems.push(`${name}=${JSON.stringify(v)}: expected a ${protocols.join(' or ')} URL`);
+      const shown = hidePath ? hideUserinfo(v).replace(/^([^/]*\/\/[^/?#]*).+$/, '$1/…') : hideUserinfo(v);
+      this.problems.push(`${name}=${JSON.stringify(shown)}: expected a ${protocols.join(' or ')} URL`);
     }
     return v;
   }
@@ -238,6 +249,14 @@ export class Reader {
     }
     return v as T;
   }
+}
+
+/**
+ * A URL-like text with whatever stands between `//` and `@` (a user and password) replaced by
+ * `***`: for messages, which must never carry a password (REDIS_URL's, a rates service's).
+ */
+export function hideUserinfo(text: string): string {
+  return text.replace(/^([^/@]*\/\/)?[^/@]*@/, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);
 }
 
 /** A Redis node's address. */
@@ -331,10 +350,46 @@ export function readHostId(r: Reader, hostname?: string): string {
 /** Reads typed values from the environment, collecting every problem (the shipper reuses it: src/shipper/shipper.config.ts). */
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+const NODE_ENVS = ['production', 'development', 'test'] as const;
+
+/**
+ * NODE_ENV, exactly as Node tools spell it. A misspelling (`Production`, `prod`) would otherwise run
+ * production traffic as development, on the development secrets anyone can read here: refused.
+ * Unset under PM2 (it sets pm_id in every process it starts) means production, as the process file
+ * sets it; unset elsewhere (`node dist/main.js`, tests) means development, said at start.
+ */
+function readNodeEnv(r: Reader, env: Env): Config['nodeEnv'] {
+  if ((env.NODE_ENV ?? '').trim() === '') return env.pm_id !== undefined ? 'production' : 'development';
+  const v = env.NODE_ENV!.trim();
+  if (!(NODE_ENVS as readonly string[]).includes(v)) {
+    r.problem(`NODE_ENV=${JSON.stringify(v)}: expected production, development or test, exactly (lower case); production checks the secrets and refuses unsafe settings`);
+    return 'production';
+  }
+  return v as Config['nodeEnv'];
+}
+
+/**
+ * TRACKING_BASE_URL: scheme, host and port only. Notice URLs are this plus `/t/<kind>?p=…&s=…`, and
+ * the notice routes are served at the root: a path, a query or a fragment would break every one of
+ * them, and credentials would be sent to every browser that loads an ad.
+ */
+function checkTrackingBaseUrl(r: Reader, url: string): void {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return; // reported by Reader.url
+  }
+  const extra = [u.username !== '' || u.password !== '' ? 'credentials' : '', u.pathname !== '/' ? 'a path' : '', u.search !== '' ? 'a query' : '', u.hash !== '' ? 'a fragment' : ''].filter((x) => x !== '');
+  if (extra.length > 0) {
+    r.problem(`TRACKING_BASE_URL=${JSON.stringify(hideUserinfo(url))}: has ${extra.join(', ')}; give the scheme, host and port only (no path, query or fragment), e.g. https://bidder.example.com, the address exchanges and browsers reach the notice routes at`);
+  }
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const r = new Reader(env);
   const MiB = 1024 * 1024;
-  const nodeEnv = r.str('NODE_ENV', 'development');
+  const nodeEnv = readNodeEnv(r, env);
   const production = nodeEnv === 'production';
   const redis = readRedisTarget(r, env);
   const cfg: Config = {
@@ -364,7 +419,7 @@ export function loadConfig(env: Env = process.env): Config {
     logBacklogWarnBytes: r.int('LOG_BACKLOG_WARN_BYTES', 512 * MiB, 0, Number.MAX_SAFE_INTEGER),
     shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),
     campaignsFile: path.resolve(r.str('CAMPAIGNS_FILE', DEFAULT_CAMPAIGNS_FILE)),
-    trackingBaseUrl: r.url('TRACKING_BASE_URL', 'http://127.0.0.1:8080', ['http:', 'https:']).replace(/\/+$/, ''),
+    trackingBaseUrl: r.url('TRACKING_BASE_URL', DEV_TRACKING_BASE_URL, ['http:', 'https:']).replace(/\/+$/, ''),
     trackingSecret: r.str('TRACKING_SECRET', DEV_TRACKING_SECRET),
     trackingKeyId: r.int('TRACKING_KEY_ID', 1, 0, 255),
     trackingOldKeys: Object.freeze(r.keys('TRACKING_OLD_KEYS')),
@@ -388,7 +443,7 @@ export function loadConfig(env: Env = process.env): Config {
     tcfVendorId: r.optionalInt('TCF_VENDOR_ID', 1, 65535),
     logRawPii: r.bool('LOG_RAW_PII', false),
     currencyRatesFile: env.CURRENCY_RATES_FILE?.trim() ? path.resolve(env.CURRENCY_RATES_FILE.trim()) : null,
-    currencyRatesUrl: env.CURRENCY_RATES_URL?.trim() ? r.url('CURRENCY_RATES_URL', '', ['http:', 'https:']) : null,
+    currencyRatesUrl: env.CURRENCY_RATES_URL?.trim() ? r.url('CURRENCY_RATES_URL', '', ['http:', 'https:'], true) : null,
     currencyRefreshSeconds: r.int('CURRENCY_REFRESH_S', 3600, 10, 7 * 24 * 3600),
     currencyMaxAgeSeconds: r.int('CURRENCY_MAX_AGE_S', 2 * 24 * 3600, 0, 365 * 24 * 3600),
     currencyMaxChangePct: r.int('CURRENCY_MAX_CHANGE_PCT', DEFAULT_MAX_CHANGE_PCT, 0, 1_000_000),
@@ -406,6 +461,7 @@ export function loadConfig(env: Env = process.env): Config {
       // TRACKING_BASE_URL is reported above
     }
   }
+  checkTrackingBaseUrl(r, cfg.trackingBaseUrl);
   if (cfg.currencyRatesFile !== null && cfg.currencyRatesUrl !== null) r.problem('CURRENCY_RATES_FILE, CURRENCY_RATES_URL: set one of them, not both');
   if (Buffer.byteLength(cfg.piiHashSecret) < 16) r.problem(`PII_HASH_SECRET: at least 16 bytes (${MIN_SECRET_BYTES} in production)`);
   if (cfg.httpHeadersTimeoutMs > cfg.httpRequestTimeoutMs) {
@@ -440,7 +496,9 @@ function checkProductionSecrets(env: Env, cfg: Config, r: Reader): void {
     r.problem(`TRACKING_SECRET: ${Buffer.byteLength(cfg.trackingSecret)} bytes is too short for production: ${how}`);
   }
   for (const k of cfg.trackingOldKeys) {
-    if (Buffer.byteLength(k.secret) < MIN_SECRET_BYTES) r.problem(`TRACKING_OLD_KEYS: key ${k.id} is shorter than ${MIN_SECRET_BYTES} bytes`);
+    if (k.secret === DEV_TRACKING_SECRET || k.secret === DEV_PII_HASH_SECRET) {
+      r.problem(`TRACKING_OLD_KEYS: key ${k.id} is the development secret, public in this repository: anyone could sign notices with it; remove it`);
+    } else if (Buffer.byteLength(k.secret) < MIN_SECRET_BYTES) r.problem(`TRACKING_OLD_KEYS: key ${k.id} is shorter than ${MIN_SECRET_BYTES} bytes`);
   }
   // The same for the key of the hash that stands in for user ids: guessable, it unmasks them.
   const pii = `set a random secret of at least ${MIN_SECRET_BYTES} bytes, the same on every worker and host (it keys the hash that stands in for user ids)`;
@@ -448,7 +506,29 @@ function checkProductionSecrets(env: Env, cfg: Config, r: Reader): void {
     r.problem(`PII_HASH_SECRET: not set, and NODE_ENV=production needs it: ${pii}`);
   } else if (Buffer.byteLength(cfg.piiHashSecret) < MIN_SECRET_BYTES) {
     r.problem(`PII_HASH_SECRET: ${Buffer.byteLength(cfg.piiHashSecret)} bytes is too short for production: ${pii}`);
+  } else if (cfg.piiHashSecret === cfg.trackingSecret) {
+    // The hashed user keys travel in tracking URLs signed with the tracking key: one leak would give both.
+    r.problem(`PII_HASH_SECRET: the same as TRACKING_SECRET; ${pii}, and different from the tracking keys`);
+  } else {
+    const same = cfg.trackingOldKeys.find((k) => k.secret === cfg.piiHashSecret);
+    if (same !== undefined) r.problem(`PII_HASH_SECRET: the same as key ${same.id} of TRACKING_OLD_KEYS; ${pii}, and different from the tracking keys`);
   }
+  if ((env.TRACKING_BASE_URL ?? '').trim() === '') {
+    r.problem(`TRACKING_BASE_URL: not set, and NODE_ENV=production needs it: the public address of the notice routes (e.g. https://bidder.example.com), which every bid's win, bill and impression URLs point at (the default ${DEV_TRACKING_BASE_URL} reaches no exchange)`);
+  }
+}
+
+/**
+ * What start-up should say about a configuration that loads but is unsafe for real traffic:
+ * outside production, the development secrets and the loopback tracking address.
+ */
+export function configWarnings(cfg: Config): string[] {
+  if (cfg.nodeEnv === 'production') return [];
+  const dev = [cfg.trackingSecret === DEV_TRACKING_SECRET ? 'TRACKING_SECRET' : '', cfg.piiHashSecret === DEV_PII_HASH_SECRET ? 'PII_HASH_SECRET' : ''].filter((x) => x !== '');
+  if (dev.length === 0) return [];
+  return [
+    `NODE_ENV=${cfg.nodeEnv}: ${dev.join(' and ')} ${dev.length > 1 ? 'are' : 'is'} the development secret, public in this repository (anyone can forge tracking notices); never take real traffic like this: set NODE_ENV=production and the secrets`,
+  ];
 }
 
 /** Nest injection token for the frozen config. */

@@ -4,7 +4,7 @@ assertNodeVersion();
 import 'reflect-metadata';
 import { ConsoleLogger, Logger, type LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { ConfigError } from '../config/config';
+import { ConfigError, EXIT_CONFIG_ERROR } from '../config/config';
 import { AdminServer } from './admin-server';
 import { lowerPriority } from './priority';
 import { loadShipperConfig, type ShipperConfig } from './shipper.config';
@@ -33,8 +33,14 @@ async function main(): Promise<void> {
     config = loadShipperConfig(process.env);
   } catch (e) {
     if (e instanceof ConfigError) {
-      process.stderr.write(`shipper: ${e.message}\n`);
-      process.exit(2);
+      // Exit once the message is written (under PM2 it goes to the error log asynchronously).
+      const exit = (): never => process.exit(EXIT_CONFIG_ERROR);
+      const write = () => process.stderr.write(`shipper: ${e.message}\n`, exit);
+      setTimeout(exit, 2_000);
+      // As src/main.ts: `ready` first, or PM2 shows the exited process "online" after listen_timeout.
+      if (typeof process.send === 'function') process.send('ready', undefined, undefined, write);
+      else write();
+      return;
     }
     throw e;
   }

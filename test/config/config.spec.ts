@@ -3,14 +3,14 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { DEV_TRACKING_SECRET, loadConfig } from '../../src/config/config';
+import { configWarnings, DEV_PII_HASH_SECRET, DEV_TRACKING_SECRET, loadConfig } from '../../src/config/config';
 import { configProblems as problems } from '../support/config';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const GOOD = 'g'.repeat(32);
 
 describe('production secrets', () => {
-  const prod = { NODE_ENV: 'production', PII_HASH_SECRET: GOOD };
+  const prod = { NODE_ENV: 'production', PII_HASH_SECRET: 'p'.repeat(32), TRACKING_BASE_URL: 'https://bidder.example.com' };
   it('refuses to start without TRACKING_SECRET, saying what to set', () => {
     const p = problems(prod);
     assert.equal(p.length, 1);
@@ -66,5 +66,86 @@ describe('HTTP limits', () => {
   });
   it('refuses a headers deadline above the request deadline', () => {
     assert.match(problems({ HTTP_HEADERS_TIMEOUT_MS: '5000', HTTP_REQUEST_TIMEOUT_MS: '1000' }).join(), /HTTP_HEADERS_TIMEOUT_MS/);
+  });
+});
+
+/**
+ * Configuration mistakes that cannot work (issue 23, finding 8): in production each one refuses to
+ * start with a message naming the variable; the hostile-input suite of configuration.
+ */
+describe('configuration that cannot work is refused', () => {
+  const OTHER = 'o'.repeat(32);
+  const prod = { NODE_ENV: 'production', TRACKING_SECRET: GOOD, PII_HASH_SECRET: OTHER, TRACKING_BASE_URL: 'https://bidder.example.com' };
+  it('the production example itself starts', () => {
+    assert.deepEqual(problems(prod), []);
+  });
+  const mistakes: Array<[string, Record<string, string>, RegExp]> = [
+    ['TRACKING_BASE_URL with a query and a fragment', { TRACKING_BASE_URL: 'https://bidder.example.com/?y=1#frag' }, /^TRACKING_BASE_URL=.*query.*fragment|^TRACKING_BASE_URL=.*no path, query or fragment/],
+    ['TRACKING_BASE_URL with a query', { TRACKING_BASE_URL: 'https://bidder.example.com?y=1' }, /^TRACKING_BASE_URL=/],
+    ['TRACKING_BASE_URL with a fragment', { TRACKING_BASE_URL: 'https://bidder.example.com#x' }, /^TRACKING_BASE_URL=/],
+    ['TRACKING_BASE_URL with a path', { TRACKING_BASE_URL: 'https://bidder.example.com/rtb' }, /^TRACKING_BASE_URL=/],
+    ['TRACKING_BASE_URL with credentials', { TRACKING_BASE_URL: 'https://u:p@bidder.example.com' }, /^TRACKING_BASE_URL/],
+    ['TRACKING_BASE_URL unset (the loopback default)', { TRACKING_BASE_URL: '' }, /^TRACKING_BASE_URL: not set/],
+    ['TRACKING_OLD_KEYS holding the development secret', { TRACKING_OLD_KEYS: `7:${DEV_TRACKING_SECRET}` }, /^TRACKING_OLD_KEYS: key 7 is the development secret/],
+    ['TRACKING_OLD_KEYS holding the PII development secret', { TRACKING_OLD_KEYS: `7:${DEV_PII_HASH_SECRET}` }, /^TRACKING_OLD_KEYS: key 7 is the development secret/],
+    ['PII_HASH_SECRET equal to TRACKING_SECRET', { PII_HASH_SECRET: GOOD }, /^PII_HASH_SECRET: the same as TRACKING_SECRET/],
+    ['PII_HASH_SECRET equal to an old tracking key', { TRACKING_OLD_KEYS: `7:${OTHER}` }, /^PII_HASH_SECRET: the same as key 7 of TRACKING_OLD_KEYS/],
+  ];
+  for (const [why, env, msg] of mistakes) {
+    it(`refuses ${why} in production, naming the variable`, () => {
+      const p = problems({ ...prod, ...env });
+      assert.equal(p.length, 1, p.join('\n'));
+      assert.match(p[0], msg);
+    });
+  }
+  it('a TRACKING_BASE_URL with a path, query or fragment is refused outside production too (every notice URL would be broken)', () => {
+    assert.match(problems({ TRACKING_BASE_URL: 'http://127.0.0.1:8080/?y=1#frag' }).join(), /^TRACKING_BASE_URL=/);
+    assert.deepEqual(problems({ TRACKING_BASE_URL: 'http://127.0.0.1:8080/' }), [], 'a lone trailing slash is fine');
+  });
+
+  for (const v of ['Production', 'PRODUCTION', 'prod', 'staging', 'development production']) {
+    it(`NODE_ENV=${JSON.stringify(v)} is refused, naming NODE_ENV (not run as development on the public secrets)`, () => {
+      const p = problems({ ...prod, NODE_ENV: v });
+      assert.equal(p.length, 1, p.join('\n'));
+      assert.match(p[0], /^NODE_ENV=.*expected production, development or test/);
+    });
+  }
+  it('NODE_ENV unset under PM2 (pm_id set) is production: the development secrets are refused', () => {
+    assert.match(problems({ pm_id: '0' }).join('\n'), /TRACKING_SECRET: not set/);
+    assert.equal(loadConfig({ ...prod, NODE_ENV: '', pm_id: '3' }).nodeEnv, 'production');
+  });
+  it('NODE_ENV unset outside PM2 is development, and says it runs on the public development secrets', () => {
+    const c = loadConfig({});
+    assert.equal(c.nodeEnv, 'development');
+    assert.match(configWarnings(c).join('\n'), /NODE_ENV=development.*TRACKING_SECRET.*development secret/);
+    assert.deepEqual(configWarnings(loadConfig(prod)), []);
+  });
+
+  it('never shows a password of REDIS_URL or a secret in a message', () => {
+    const texts = [
+      ...problems({ REDIS_URL: 'http://user:s3cretpw@10.0.0.5:6379' }),
+      ...problems({ REDIS_URL: 'redis://user:s3cretpw@[bad:6379' }),
+      ...problems({ REDIS_URL: 'redis://:s3cretpw@10.0.0.5:6379 x' }),
+      ...problems({ CURRENCY_RATES_URL: 'ftp://u:s3cretpw@rates.example/k/s3cretpw' }),
+      ...problems({ ...prod, TRACKING_SECRET: 's3cretpw' }),
+      ...problems({ ...prod, PII_HASH_SECRET: 's3cretpw-s3cretpw' }),
+      ...problems({ ...prod, TRACKING_OLD_KEYS: '5:s3cretpw' }),
+      ...problems({ ...prod, TRACKING_BASE_URL: 'https://u:s3cretpw@bidder.example.com' }),
+    ];
+    assert.ok(texts.length >= 8, texts.join('\n'));
+    for (const t of texts) assert.ok(!t.includes('s3cretpw'), t);
+    assert.match(texts[0], /^REDIS_URL=.*\*\*\*/);
+  });
+
+  it('the process exits with code 2 and the message for each mistake (node dist/main.js)', () => {
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'main.js')], {
+      env: { PATH: process.env.PATH, NODE_ENV: 'Production', PORT: '0', REDIS_URL: 'http://u:s3cretpw@127.0.0.1:1' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /NODE_ENV="Production"/);
+    assert.match(r.stderr, /REDIS_URL=/);
+    assert.ok(!r.stderr.includes('s3cretpw'), r.stderr);
   });
 });

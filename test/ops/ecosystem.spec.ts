@@ -187,7 +187,6 @@ describe('ecosystem.config.js', () => {
         REDIS_URL: 'redis://127.0.0.1:6379',
         LOG_REDIS_KEY: 'bidlog',
         LOG_FLUSH_INTERVAL_MS: '10000',
-        TRACKING_BASE_URL: 'http://127.0.0.1:8080',
         SHUTDOWN_TIMEOUT_MS: '8000',
         LOG_SPILL_DIR: undefined,
         NODE_ENV: undefined,
@@ -200,7 +199,7 @@ describe('ecosystem.config.js', () => {
     const custom = load({ PORT: '9000', REDIS_URL: 'redis://10.0.0.5:6380', CAMPAIGNS_FILE: 'data/campaigns.demo.json' });
     assert.equal(custom.env.PORT, '9000');
     assert.equal(custom.env.REDIS_URL, 'redis://10.0.0.5:6380');
-    assert.equal(custom.env.TRACKING_BASE_URL, 'http://127.0.0.1:9000');
+    assert.equal(custom.env.TRACKING_BASE_URL, undefined, 'no loopback default: production refuses to start without it');
     assert.ok(path.isAbsolute(custom.env.CAMPAIGNS_FILE));
   });
 
