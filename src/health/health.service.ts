@@ -1,4 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { CONFIG, type Config } from '../config/config';
+import { SpendService } from '../delivery/spend.service';
+import { describeTarget, lastClientError } from '../redis/redis.options';
+import { RedisService } from '../redis/redis.service';
 
 /** What a module reports about itself: nothing when fine, else how bad and why. */
 export interface HealthProblem {
@@ -21,10 +28,36 @@ export interface HealthState {
   readonly warnings: string[];
 }
 
-/** The worker's health: every module registers its checks here; `/health/ready` and `bidder_ready` read them. */
+/** How often the spill directory is tried (a write and a delete of a small file, off the bid path). */
+export const SPILL_PROBE_EVERY_MS = 10_000;
+/** A probe of the spill directory that has not finished by then counts as failed (a hung mount). */
+export const SPILL_PROBE_TIMEOUT_MS = 2_000;
+/** Budgets not read from Redis for this long (or max(10 refresh periods, this)) make the worker not ready. */
+export const BUDGETS_STALE_MS = 5_000;
+
+/**
+ * The worker's health: every module registers its checks here; `/health/ready` and `bidder_ready`
+ * read them. Besides, in the bidder (where RedisService and SpendService exist), the checks of what
+ * every bid needs, each making the worker not ready (issue 23, finding 7):
+ * - Redis usable: else no bid is logged, no budget read (a REDIS_MODE=cluster pointing at a server
+ *   that is not a cluster never becomes usable, and says why);
+ * - budgets read from Redis within max(10 × BUDGET_REFRESH_MS, BUDGETS_STALE_MS): else every
+ *   budgeted campaign stops bidding once its lease is spent;
+ * - LOG_SPILL_DIR writable, tried every SPILL_PROBE_EVERY_MS with a deadline (a directory created
+ *   one level at a time: a recursive mkdir under /proc never returns): else records that cannot
+ *   reach Redis, and those queued at a stop, are dropped.
+ * The texts name the setting to look at and never carry a password (REDIS_URL is shown redacted).
+ */
 @Injectable()
-export class Health {
+export class Health implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly checks: HealthCheck[] = [];
+  private readonly logger = new Logger('Health');
+  private spillProblem: string | null = null;
+  private probeTimer: NodeJS.Timeout | null = null;
+  private probing = false;
+  private bootstrappedAt = 0;
+
+  constructor(private readonly moduleRef: ModuleRef) {}
 
   register(check: HealthCheck): void {
     this.checks.push(check);
@@ -40,4 +73,108 @@ export class Health {
     }
     return { status: problems.length > 0 ? 'not ready' : warnings.length > 0 ? 'degraded' : 'ready', problems, warnings };
   }
+
+  onApplicationBootstrap(): void {
+    const config = this.find<Config>(CONFIG);
+    const redis = this.find(RedisService);
+    if (config === null || redis === null) return;
+    this.bootstrappedAt = Date.now();
+    this.register({ name: 'redis', problem: () => redisProblem(config, redis) });
+    const spend = this.find(SpendService);
+    if (spend !== null) {
+      const staleMs = Math.max(10 * config.budgetRefreshMs, BUDGETS_STALE_MS);
+      this.register({
+        name: 'budgets',
+        problem: () => {
+          const now = Date.now();
+          const age = Math.min(spend.staleness(), now - this.bootstrappedAt);
+          return age > staleMs ? { level: 'not_ready', text: `budgets not read from Redis for ${Math.round(age / 1000)} s: budgeted campaigns stop bidding once their leases are spent` } : null;
+        },
+      });
+    }
+    this.register({ name: 'spill directory', problem: () => (this.spillProblem === null ? null : { level: 'not_ready', text: this.spillProblem }) });
+    void this.probeSpill(config.logSpillDir);
+    this.probeTimer = setInterval(() => void this.probeSpill(config.logSpillDir), SPILL_PROBE_EVERY_MS);
+    this.probeTimer.unref();
+  }
+
+  onApplicationShutdown(): void {
+    if (this.probeTimer !== null) clearInterval(this.probeTimer);
+    this.probeTimer = null;
+  }
+
+  private find<T>(token: symbol | (abstract new (...args: never[]) => T)): T | null {
+    try {
+      return this.moduleRef.get<T>(token, { strict: false });
+    } catch {
+      return null; // not in this application (the shipper, a test module)
+    }
+  }
+
+  /** Creates the spill directory if need be, writes and deletes a small file, within SPILL_PROBE_TIMEOUT_MS. */
+  private async probeSpill(dir: string): Promise<void> {
+    if (this.probing) {
+      // The last probe still hangs: that is the answer.
+      this.spillProblem = `LOG_SPILL_DIR ${dir}: not answering within ${SPILL_PROBE_TIMEOUT_MS} ms: records that cannot reach Redis, and those queued at a stop, would be lost`;
+      return;
+    }
+    this.probing = true;
+    const probe = (async () => {
+      await mkdirEachLevel(dir);
+      const file = path.join(dir, `.probe-${process.pid}`);
+      await fsp.writeFile(file, 'probe', { mode: 0o600 });
+      await fsp.unlink(file);
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_r, reject) => {
+      timer = setTimeout(() => reject(new Error(`not answering within ${SPILL_PROBE_TIMEOUT_MS} ms`)), SPILL_PROBE_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([probe, timeout]);
+      if (this.spillProblem !== null) this.logger.log(`LOG_SPILL_DIR ${dir} is writable again`);
+      this.spillProblem = null;
+    } catch (e) {
+      const was = this.spillProblem;
+      const code = (e as NodeJS.ErrnoException).code;
+      this.spillProblem = `LOG_SPILL_DIR ${dir} is not writable (${code ?? (e as Error).message}): records that cannot reach Redis, and those queued at a stop, would be lost`;
+      if (was === null) this.logger.error(this.spillProblem);
+    } finally {
+      clearTimeout(timer);
+      void probe.then(
+        () => (this.probing = false),
+        () => (this.probing = false),
+      );
+    }
+  }
+}
+
+/** mkdir -p, one level at a time (Node's recursive mkdir loops forever on some paths, e.g. under /proc). */
+async function mkdirEachLevel(dir: string): Promise<void> {
+  const missing: string[] = [];
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    try {
+      if ((await fsp.stat(d)).isDirectory()) break;
+      throw Object.assign(new Error(`${d} is not a directory`), { code: 'ENOTDIR' });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || path.dirname(d) === d) throw e;
+      missing.push(d);
+    }
+  }
+  for (const d of missing.reverse()) {
+    try {
+      await fsp.mkdir(d);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+  }
+}
+
+function redisProblem(config: Config, redis: RedisService): HealthProblem | null {
+  if (redis.isReady() && redis.isLogReady()) return null;
+  const where = describeTarget(config.redis);
+  const why = lastClientError(redis.client);
+  if (config.redis.mode === 'cluster' && why !== null && /cluster support disabled/i.test(why)) {
+    return { level: 'not_ready', text: `REDIS_MODE=cluster (or REDIS_CLUSTER_NODES), but ${where} is not a Redis Cluster (${why}): no bid can be logged, no budget read; set REDIS_MODE=single or point at the cluster` };
+  }
+  return { level: 'not_ready', text: `Redis at ${where} not usable${why !== null ? ` (${why})` : ''}: no bid can be logged to Redis, no budget read` };
 }

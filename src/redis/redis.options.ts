@@ -93,6 +93,28 @@ export function clusterClientOptions(target: RedisTarget, connectionName: string
  * connected: call `connect()`.
  */
 export function createRedisClient(target: RedisTarget, connectionName: string, b: ClientBehaviour = {}): RedisClient {
+  const client = makeClient(target, connectionName, b);
+  client.on('error', (e: Error) => noteError(client, e));
+  client.on('node error', (e: Error) => noteError(client, e));
+  client.on('ready', () => lastErrors.delete(client));
+  return client;
+}
+
+/** Each client's last connection error (for readiness: why Redis cannot be used), until it is ready again. */
+const lastErrors = new WeakMap<RedisClient, string>();
+
+function noteError(client: RedisClient, e: Error): void {
+  // A cluster client that reached no node says only "Failed to refresh slots cache."; the node's own error says why.
+  const node = (e as Error & { lastNodeError?: Error }).lastNodeError;
+  lastErrors.set(client, node !== undefined ? `${e.message} (${node.message})` : e.message);
+}
+
+/** Why `client` is not usable, as its last error said; null when it said nothing (or is ready). */
+export function lastClientError(client: RedisClient): string | null {
+  return lastErrors.get(client) ?? null;
+}
+
+function makeClient(target: RedisTarget, connectionName: string, b: ClientBehaviour): RedisClient {
   if (target.mode === 'cluster') {
     const cluster = new Cluster(
       target.nodes.map((n) => ({ host: n.host, port: n.port })),
