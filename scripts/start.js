@@ -24,6 +24,7 @@ const http = require('node:http');
 const net = require('node:net');
 const path = require('node:path');
 const redisLib = require('./lib/redis');
+const secretsLib = require('./lib/secrets');
 const { ROOT, ECOSYSTEM, APP, SHIPPER, runDir, pm2Home, assertNode, alive, daemonInfo, pm2, appProcesses, appNames } = require('./pm2');
 
 const READY_TIMEOUT_MS = 90_000;
@@ -63,10 +64,22 @@ function readState() {
 }
 
 function writeState(state) {
-  fs.mkdirSync(runDir(), { recursive: true });
+  fs.mkdirSync(runDir(), { recursive: true, mode: 0o700 });
   const tmp = `${stateFile()}.${process.pid}`;
-  fs.writeFileSync(tmp, `${JSON.stringify(state, null, 2)}\n`);
+  // It holds the private Redis's URL, password included: the owner's only.
+  fs.writeFileSync(tmp, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
   fs.renameSync(tmp, stateFile());
+}
+
+/** A Redis URL as it may be printed: the password replaced by ***. */
+function shown(url) {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    return String(url).replace(/\/\/[^/@]*@/, '//***@');
+  }
 }
 
 // ---------------------------------------------------------------------------------------- build
@@ -147,34 +160,16 @@ async function ensureRedis() {
   if (await redisLib.ping(url)) return { url, started: false, pid: null, dir: null };
   const u = new URL(url);
   if (explicit && !LOOPBACK.has(u.hostname)) {
-    fail(`REDIS_URL=${url} does not answer; start that Redis, or unset REDIS_URL to let npm start run a private one`);
+    fail(`REDIS_URL=${shown(url)} does not answer; start that Redis, or unset REDIS_URL to let npm start run a private one`);
   }
   const wanted = Number(u.port || 6379);
   const port = (await portFree(wanted)) ? wanted : await redisLib.freePort();
   const dir = path.join(runDir(), 'redis');
-  say(`bidder: no Redis answers at ${url}; starting a private redis-server on 127.0.0.1:${port} (files in ${dir.startsWith(ROOT + path.sep) ? path.relative(ROOT, dir) : dir})`);
-  const r = await redisLib.startRedis({ port, dir, daemonize: true, log: (m) => say(`bidder: ${m}`) });
+  say(`bidder: no Redis answers at ${shown(url)}; starting a private redis-server on 127.0.0.1:${port} (files in ${dir.startsWith(ROOT + path.sep) ? path.relative(ROOT, dir) : dir}), with a password kept in ${path.join(runDir(), 'secrets.json')}`);
+  // Any local user could otherwise reset spend or read the bid log on loopback: a generated password (requirepass).
+  const password = localSecretsOrFail(() => secretsLib.redisPassword(runDir(), say));
+  const r = await redisLib.startRedis({ port, dir, daemonize: true, log: (m) => say(`bidder: ${m}`), password });
   return { url: r.url, started: true, pid: r.pid, dir: r.dir };
-}
-
-/** Sends one inline command to Redis; resolves with the first reply line. */
-function redisCommand(url, command, timeoutMs = 30_000) {
-  const u = new URL(url);
-  return new Promise((resolve) => {
-    const sock = net.connect({ host: u.hostname, port: Number(u.port || 6379) });
-    let buf = '';
-    const done = (v) => {
-      sock.destroy();
-      resolve(v);
-    };
-    sock.setTimeout(timeoutMs, () => done(null));
-    sock.once('error', () => done(null));
-    sock.on('data', (d) => {
-      buf += d.toString('latin1');
-      if (buf.includes('\r\n')) done(buf.slice(0, buf.indexOf('\r\n')));
-    });
-    sock.once('connect', () => sock.write(`${command}\r\n`));
-  });
 }
 
 function isRedisServer(pid) {
@@ -189,8 +184,8 @@ async function stopOurRedis(redis) {
   if (!redis || !redis.started || !redis.pid) return false;
   if (!alive(redis.pid) || !isRedisServer(redis.pid)) return false;
   // The private Redis runs without periodic saves; keep the bid log for the next start.
-  const saved = await redisCommand(redis.url, 'SAVE');
-  if (saved !== '+OK') say(`bidder: SAVE on ${redis.url} answered ${saved}; stopping it anyway`);
+  const saved = await redisLib.command(redis.url, 'SAVE');
+  if (saved !== '+OK') say(`bidder: SAVE on ${shown(redis.url)} answered ${saved}; stopping it anyway`);
   process.kill(redis.pid, 'SIGTERM');
   const until = Date.now() + 10_000;
   while (alive(redis.pid) && Date.now() < until) await sleep(50);
@@ -276,34 +271,22 @@ function readyLine(info) {
 
 /**
  * The workers run with NODE_ENV=production, which refuses the development secrets. On one machine
- * `npm start` makes its own: random secrets kept in $BIDDER_RUN_DIR/secrets.json (mode 0600), the
- * same at every start, so tracking URLs and hashed user keys stay valid across restarts. Secrets set
- * in the environment win; several hosts must share theirs (set them, docs/operations.md).
+ * `npm start` makes its own: random secrets kept in $BIDDER_RUN_DIR/secrets.json (scripts/lib/secrets.js:
+ * mode 0600, made 0600 if it was not; a damaged file is refused, not replaced), the same at every
+ * start, so tracking URLs and hashed user keys stay valid across restarts. Secrets set in the
+ * environment win; several hosts must share theirs (set them, docs/operations.md).
  */
-function localSecrets() {
-  const file = path.join(runDir(), 'secrets.json');
-  let saved = {};
+function localSecretsOrFail(fn) {
   try {
-    saved = JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch {
-    // first start
+    return fn();
+  } catch (e) {
+    if (e instanceof secretsLib.DamagedSecretsError) fail(e.message, 2);
+    throw e;
   }
-  const out = {};
-  let changed = false;
-  for (const name of ['TRACKING_SECRET', 'PII_HASH_SECRET']) {
-    if (process.env[name] && process.env[name].trim() !== '') continue;
-    if (typeof saved[name] !== 'string' || saved[name].length < 32) {
-      saved[name] = require('node:crypto').randomBytes(48).toString('base64url');
-      changed = true;
-    }
-    out[name] = saved[name];
-  }
-  if (changed) {
-    fs.mkdirSync(runDir(), { recursive: true });
-    fs.writeFileSync(file, `${JSON.stringify(saved, null, 2)}\n`, { mode: 0o600 });
-    say(`bidder: generated local secrets in ${file} (set TRACKING_SECRET and PII_HASH_SECRET to share them across hosts)`);
-  }
-  return out;
+}
+
+function localSecrets() {
+  return localSecretsOrFail(() => secretsLib.localSecrets(runDir(), process.env, say));
 }
 
 // ---------------------------------------------------------------------------------------- commands
@@ -321,7 +304,7 @@ async function start() {
     say(
       readyLine({
         url,
-        redisUrl: (state && state.redis && state.redis.url) || process.env.REDIS_URL || 'redis://127.0.0.1:6379',
+        redisUrl: shown((state && state.redis && state.redis.url) || process.env.REDIS_URL || 'redis://127.0.0.1:6379'),
         startedRedis: false,
         startedPm2: false,
         workers: running.length,
@@ -383,9 +366,9 @@ async function start() {
     fail(`${err}; see ${logs}, \`npm run pm2 -- logs\`; \`npm stop\` cleans up`);
   }
   say(`bidder: ${expected} workers listening on ${url} (bid: POST ${url}/openrtb2/bid; metrics on the admin port: http://127.0.0.1:${process.env.ADMIN_PORT || 8081}/metrics)`);
-  say(`bidder: bid log in ${redis.cluster ? `the Redis Cluster at ${redis.cluster}` : redis.url}${redis.started ? ` (private redis-server, pid ${redis.pid})` : ''}, shipped to Parquet by the shipper (\`npm run report\`)`);
+  say(`bidder: bid log in ${redis.cluster ? `the Redis Cluster at ${redis.cluster}` : shown(redis.url)}${redis.started ? ` (private redis-server, pid ${redis.pid})` : ''}, shipped to Parquet by the shipper (\`npm run report\`)`);
   say('bidder: stop with `npm stop`; scale with `npm run pm2 -- scale bidder <n>`; reload with `npm run pm2 -- reload bidder`');
-  say(readyLine({ url, redisUrl: redis.url, ...(redis.cluster ? { redisClusterNodes: redis.cluster } : {}), startedRedis: redis.started, startedPm2: true, workers: expected }));
+  say(readyLine({ url, redisUrl: shown(redis.url), ...(redis.cluster ? { redisClusterNodes: redis.cluster } : {}), startedRedis: redis.started, startedPm2: true, workers: expected }));
 }
 
 async function stop() {
@@ -449,7 +432,7 @@ async function status() {
   } else if (state && state.redis) {
     const r = state.redis;
     const up = await redisLib.ping(r.url);
-    say(`Redis ${r.url}: ${up ? 'answering' : 'not answering'}${r.started ? ` (private, pid ${r.pid})` : ''}`);
+    say(`Redis ${shown(r.url)}: ${up ? 'answering' : 'not answering'}${r.started ? ` (private, pid ${r.pid})` : ''}`);
   }
   if (online.length > 0) {
     const url = (state && state.url) || localUrl(intEnv('PORT', 8080));

@@ -117,7 +117,7 @@ async function waitFor(fn, timeoutMs, what) {
  * `daemonize` detaches it (npm start); otherwise it is a child of this process (tests).
  * Returns { url, port, pid, stop() }.
  */
-async function startRedis({ port, dir, daemonize = false, log = console.error } = {}) {
+async function startRedis({ port, dir, daemonize = false, log = console.error, password = null } = {}) {
   const bin = ensureRedisBinary({ log });
   port = port || (await freePort());
   // A directory made here is removed again by stop() (and when the start fails).
@@ -126,9 +126,15 @@ async function startRedis({ port, dir, daemonize = false, log = console.error } 
   const removeDir = () => {
     if (ownDir) fs.rmSync(dir, { recursive: true, force: true });
   };
-  fs.mkdirSync(dir, { recursive: true });
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // Its dump holds the bid log and spend counters: the owner's only.
+  fs.chmodSync(dir, 0o700);
   const pidfile = path.join(dir, `redis-${port}.pid`);
+  // A password goes in a config file only the owner reads: on the command line `ps` shows it to every user.
+  const conf = path.join(dir, `redis-${port}.conf`);
+  if (password) fs.writeFileSync(conf, `requirepass "${password}"\n`, { mode: 0o600 });
   const args = [
+    ...(password ? [conf] : []),
     '--bind', '127.0.0.1', '--port', String(port), '--dir', dir,
     '--save', '', '--appendonly', 'no', '--protected-mode', 'yes',
     '--pidfile', pidfile, '--logfile', path.join(dir, `redis-${port}.log`),
@@ -155,7 +161,7 @@ async function startRedis({ port, dir, daemonize = false, log = console.error } 
     child.once('exit', (code, signal) => (exited = signal || `exit code ${code}`));
     child.once('error', (e) => (exited = e.message));
   }
-  const url = `redis://127.0.0.1:${port}`;
+  const url = password ? `redis://:${encodeURIComponent(password)}@127.0.0.1:${port}` : `redis://127.0.0.1:${port}`;
   try {
     // Fails fast when the server exits (port taken, bad directory) instead of waiting it out.
     await waitFor(
@@ -203,4 +209,42 @@ async function startRedis({ port, dir, daemonize = false, log = console.error } 
   };
 }
 
-module.exports = { ping, ensureRedisBinary, startRedis, freePort, waitFor };
+/**
+ * Sends one inline command (after AUTH when the URL has a password); resolves with the reply's
+ * first line (`+OK`, `:0`, `-NOAUTH …`), or null when Redis does not answer in time.
+ */
+function command(url, cmd, timeoutMs = 30_000) {
+  const u = new URL(url);
+  const password = u.password ? decodeURIComponent(u.password) : '';
+  const user = u.username ? decodeURIComponent(u.username) : '';
+  return new Promise((resolve) => {
+    const sock = net.connect({ host: u.hostname || '127.0.0.1', port: Number(u.port || 6379) });
+    let buf = '';
+    let skip = password ? 1 : 0;
+    const done = (v) => {
+      sock.destroy();
+      resolve(v);
+    };
+    sock.setTimeout(timeoutMs, () => done(null));
+    sock.once('error', () => done(null));
+    sock.once('close', () => done(null));
+    sock.on('data', (d) => {
+      buf += d.toString('latin1');
+      for (let i = buf.indexOf('\r\n'); i >= 0; i = buf.indexOf('\r\n')) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        if (skip > 0) {
+          skip--;
+          if (line.startsWith('-')) return done(line);
+          continue;
+        }
+        return done(line);
+      }
+    });
+    // AUTH as a RESP array: the password may hold any character.
+    const resp = (parts) => `*${parts.length}\r\n${parts.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join('')}`;
+    sock.once('connect', () => sock.write(`${password ? resp(user ? ['AUTH', user, password] : ['AUTH', password]) : ''}${cmd}\r\n`));
+  });
+}
+
+module.exports = { ping, ensureRedisBinary, startRedis, freePort, waitFor, command };

@@ -1,8 +1,7 @@
-import { promises as fsp } from 'node:fs';
-import * as path from 'node:path';
 import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { CONFIG, type Config } from '../config/config';
+import { probeWritableDir } from '../config/dirs';
 import { SpendService } from '../delivery/spend.service';
 import { describeTarget, lastClientError } from '../redis/redis.options';
 import { RedisService } from '../redis/redis.service';
@@ -115,56 +114,19 @@ export class Health implements OnApplicationBootstrap, OnApplicationShutdown {
   private async probeSpill(dir: string): Promise<void> {
     if (this.probing) {
       // The last probe still hangs: that is the answer.
-      this.spillProblem = `LOG_SPILL_DIR ${dir}: not answering within ${SPILL_PROBE_TIMEOUT_MS} ms: records that cannot reach Redis, and those queued at a stop, would be lost`;
+      this.spillProblem = `LOG_SPILL_DIR ${dir} is not writable (not answering within ${SPILL_PROBE_TIMEOUT_MS} ms): records that cannot reach Redis, and those queued at a stop, would be lost`;
       return;
     }
     this.probing = true;
-    const probe = (async () => {
-      await mkdirEachLevel(dir);
-      const file = path.join(dir, `.probe-${process.pid}`);
-      await fsp.writeFile(file, 'probe', { mode: 0o600 });
-      await fsp.unlink(file);
-    })();
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_r, reject) => {
-      timer = setTimeout(() => reject(new Error(`not answering within ${SPILL_PROBE_TIMEOUT_MS} ms`)), SPILL_PROBE_TIMEOUT_MS);
-    });
     try {
-      await Promise.race([probe, timeout]);
+      // One probe at a time: a hung one keeps its libuv thread, and a new one every period would take them all.
+      await probeWritableDir(dir, SPILL_PROBE_TIMEOUT_MS, () => (this.probing = false));
       if (this.spillProblem !== null) this.logger.log(`LOG_SPILL_DIR ${dir} is writable again`);
       this.spillProblem = null;
     } catch (e) {
       const was = this.spillProblem;
-      const code = (e as NodeJS.ErrnoException).code;
-      this.spillProblem = `LOG_SPILL_DIR ${dir} is not writable (${code ?? (e as Error).message}): records that cannot reach Redis, and those queued at a stop, would be lost`;
+      this.spillProblem = `LOG_SPILL_DIR ${dir} is not writable (${(e as Error).message}): records that cannot reach Redis, and those queued at a stop, would be lost`;
       if (was === null) this.logger.error(this.spillProblem);
-    } finally {
-      clearTimeout(timer);
-      void probe.then(
-        () => (this.probing = false),
-        () => (this.probing = false),
-      );
-    }
-  }
-}
-
-/** mkdir -p, one level at a time (Node's recursive mkdir loops forever on some paths, e.g. under /proc). */
-async function mkdirEachLevel(dir: string): Promise<void> {
-  const missing: string[] = [];
-  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
-    try {
-      if ((await fsp.stat(d)).isDirectory()) break;
-      throw Object.assign(new Error(`${d} is not a directory`), { code: 'ENOTDIR' });
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || path.dirname(d) === d) throw e;
-      missing.push(d);
-    }
-  }
-  for (const d of missing.reverse()) {
-    try {
-      await fsp.mkdir(d);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
   }
 }

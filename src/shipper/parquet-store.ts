@@ -3,6 +3,8 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { ConfigError } from '../config/config';
+import { mkdirEachLevel, probeWritableDir } from '../config/dirs';
 import type { Batch, Frame } from './batch';
 import { BATCH_HOURS_SQL, copyHourSql, INVALID_LINE_KEY, loadBatchSql } from './schema';
 
@@ -48,6 +50,11 @@ const TMP = /\.tmp-[0-9a-f]{12}$/;
 const STALE_TMP_MS = 3_600_000;
 const DATE_DIR = /^date=(\d{4}-\d{2}-\d{2})$/;
 const DAY_MS = 86_400_000;
+/** How long SHIP_DIR gets to be created and written once at start (a hung mount never answers). */
+export const SHIP_DIR_PROBE_TIMEOUT_MS = 5_000;
+/** Files the shipper writes are its owner's only (they hold the bid log); directories it makes too. */
+const FILE_MODE = 0o600;
+const DIR_MODE = 0o700;
 
 /**
  * The Parquet partitions under SHIP_DIR, written through an embedded DuckDB (in memory, its own
@@ -70,7 +77,16 @@ export class ParquetStore {
     return this.opts.dir;
   }
 
+  /**
+   * Checks SHIP_DIR (made if need be, a file written and deleted, within SHIP_DIR_PROBE_TIMEOUT_MS:
+   * a ConfigError naming it otherwise), then opens DuckDB.
+   */
   async open(): Promise<void> {
+    try {
+      await probeWritableDir(this.opts.dir, SHIP_DIR_PROBE_TIMEOUT_MS);
+    } catch (e) {
+      throw new ConfigError([`SHIP_DIR ${this.opts.dir}: cannot be created and written (${(e as Error).message}): the bid log could not be shipped`]);
+    }
     this.db = await DuckDBInstance.create(':memory:', {
       threads: String(this.opts.threads),
       memory_limit: `${this.opts.memoryMb}MB`,
@@ -102,7 +118,7 @@ export class ParquetStore {
     let files: string[];
     try {
       await fsp.rm(this.staging, { recursive: true, force: true });
-      await fsp.mkdir(this.staging, { recursive: true });
+      await mkdirEachLevel(this.staging, DIR_MODE);
       files = await this.stageFast(batch.frames);
     } catch (e) {
       throw new StorageError('stage', e);
@@ -155,7 +171,7 @@ export class ParquetStore {
     const files: string[] = [];
     for (const f of frames) {
       const file = path.join(this.staging, `${f.hash}.ndjson.zst`);
-      await fsp.writeFile(file, f.bytes);
+      await fsp.writeFile(file, f.bytes, { mode: FILE_MODE });
       files.push(file);
     }
     return files;
@@ -195,7 +211,7 @@ export class ParquetStore {
       }
       if (out.length === 0) continue;
       const file = path.join(this.staging, `${f.hash}.ndjson`);
-      await fsp.writeFile(file, `${out.join('\n')}\n`);
+      await fsp.writeFile(file, `${out.join('\n')}\n`, { mode: FILE_MODE });
       files.push(file);
     }
     return { files, longest };
@@ -206,11 +222,11 @@ export class ParquetStore {
     await mkdirSynced(dir);
     const file = path.join(dir, `${f.hash}.zst`);
     if (await exists(file)) return;
-    await this.writeAtomically(file, (tmp) => fsp.writeFile(tmp, f.bytes));
+    await this.writeAtomically(file, (tmp) => fsp.writeFile(tmp, f.bytes, { mode: FILE_MODE }));
   }
 
   private async partitionDir(date: string, hour: string): Promise<string> {
-    await fsp.mkdir(this.opts.dir, { recursive: true });
+    await mkdirEachLevel(this.opts.dir, DIR_MODE);
     const d = path.join(this.opts.dir, `date=${date}`);
     await mkdirSynced(d);
     const h = path.join(d, `hour=${hour}`);
@@ -226,6 +242,8 @@ export class ParquetStore {
       const h = await fsp.open(tmp, 'r+');
       let size: number;
       try {
+        // DuckDB creates its files by the umask (0644 as a rule): readable by every local user.
+        await h.chmod(FILE_MODE);
         await h.sync();
         size = (await h.stat()).size;
       } finally {
@@ -306,7 +324,7 @@ async function exists(p: string): Promise<boolean> {
 /** mkdir that also fsyncs the parent when it created the directory (so the new entry survives a crash). */
 async function mkdirSynced(dir: string): Promise<void> {
   try {
-    await fsp.mkdir(dir);
+    await fsp.mkdir(dir, { mode: DIR_MODE });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     const st = await fsp.stat(dir);

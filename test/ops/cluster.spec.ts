@@ -311,6 +311,10 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
   });
 });
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const redisCommand = (require(path.join(ROOT, 'scripts', 'lib', 'redis.js')) as { command(url: string, cmd: string): Promise<string | null> }).command;
+const secretsOf = (runDir: string) => JSON.parse(fs.readFileSync(path.join(runDir, 'secrets.json'), 'utf8')) as Record<string, string>;
+
 describe('npm start on a machine without a Redis, then npm stop', { timeout: 120_000 }, () => {
   it('starts a private redis-server with the cluster, and stops both (the Redis by its PID, its data saved)', async () => {
     const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-ops-fresh-'));
@@ -334,7 +338,12 @@ describe('npm start on a machine without a Redis, then npm stop', { timeout: 120
       const info = readyInfo(r);
       assert.equal(info.startedRedis, true);
       assert.equal(info.startedPm2, true);
-      assert.equal(info.redisUrl, `redis://127.0.0.1:${redisPort}`);
+      // Its generated password (issue 23, finding 12) is never printed; without it Redis refuses commands.
+      assert.equal(info.redisUrl, `redis://:***@127.0.0.1:${redisPort}`);
+      assert.ok(!r.stdout.includes(secretsOf(runDir).REDIS_PASSWORD), 'the password printed');
+      assert.equal(fs.statSync(path.join(runDir, 'secrets.json')).mode & 0o777, 0o600);
+      assert.equal(fs.statSync(path.join(runDir, 'state.json')).mode & 0o777, 0o600);
+      assert.match((await redisCommand(`redis://127.0.0.1:${redisPort}`, 'FLUSHALL')) ?? '', /^-NOAUTH/, 'any local user could reset spend');
       const state = JSON.parse(fs.readFileSync(path.join(runDir, 'state.json'), 'utf8')) as { redis: { pid: number } };
       redisPid = state.redis.pid;
       assert.match(fs.readFileSync(`/proc/${redisPid}/cmdline`, 'utf8'), /redis-server/);
