@@ -28,7 +28,7 @@ export async function mkdirEachLevel(dir: string, mode = 0o700): Promise<void> {
 
 /**
  * Makes `dir` if need be and writes and deletes a small file in it, within `timeoutMs` (a hung
- * mount never answers); rejects with the reason (`ENOTDIR`, `EACCES`, `not answering within … ms`).
+ * mount never answers; 0: no deadline); rejects with the reason (`ENOTDIR`, `EACCES`, `not answering within … ms`).
  * `onSettled` is called once the file system calls have returned (never, for a hung mount).
  */
 export async function probeWritableDir(dir: string, timeoutMs: number, onSettled: () => void = () => undefined): Promise<void> {
@@ -40,7 +40,7 @@ export async function probeWritableDir(dir: string, timeoutMs: number, onSettled
   })();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_r, reject) => {
-    timer = setTimeout(() => reject(new Error(`not answering within ${timeoutMs} ms`)), timeoutMs);
+    if (timeoutMs > 0) timer = setTimeout(() => reject(new Error(`not answering within ${timeoutMs} ms`)), timeoutMs);
   });
   try {
     await Promise.race([probe, timeout]);

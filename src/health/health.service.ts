@@ -29,8 +29,7 @@ export interface HealthState {
 
 /** How often the spill directory is tried (a write and a delete of a small file, off the bid path). */
 export const SPILL_PROBE_EVERY_MS = 10_000;
-/** A probe of the spill directory that has not finished by then counts as failed (a hung mount). */
-export const SPILL_PROBE_TIMEOUT_MS = 2_000;
+
 /** Budgets not read from Redis for this long (or max(10 refresh periods, this)) make the worker not ready. */
 export const BUDGETS_STALE_MS = 5_000;
 
@@ -42,9 +41,10 @@ export const BUDGETS_STALE_MS = 5_000;
  *   that is not a cluster never becomes usable, and says why);
  * - budgets read from Redis within max(10 × BUDGET_REFRESH_MS, BUDGETS_STALE_MS): else every
  *   budgeted campaign stops bidding once its lease is spent;
- * - LOG_SPILL_DIR writable, tried every SPILL_PROBE_EVERY_MS with a deadline (a directory created
- *   one level at a time: a recursive mkdir under /proc never returns): else records that cannot
- *   reach Redis, and those queued at a stop, are dropped.
+ * - LOG_SPILL_DIR writable, tried every SPILL_PROBE_EVERY_MS (a directory created one level at a
+ *   time: a recursive mkdir under /proc never returns); a probe still running when the next is due
+ *   is a hung mount. Not a timer race: a busy event loop would make a healthy disk look hung.
+ *   Else records that cannot reach Redis, and those queued at a stop, are dropped.
  * The texts name the setting to look at and never carry a password (REDIS_URL is shown redacted).
  */
 @Injectable()
@@ -110,17 +110,17 @@ export class Health implements OnApplicationBootstrap, OnApplicationShutdown {
     }
   }
 
-  /** Creates the spill directory if need be, writes and deletes a small file, within SPILL_PROBE_TIMEOUT_MS. */
+  /** Creates the spill directory if need be, writes and deletes a small file. */
   private async probeSpill(dir: string): Promise<void> {
     if (this.probing) {
-      // The last probe still hangs: that is the answer.
-      this.spillProblem = `LOG_SPILL_DIR ${dir} is not writable (not answering within ${SPILL_PROBE_TIMEOUT_MS} ms): records that cannot reach Redis, and those queued at a stop, would be lost`;
+      // The last probe, SPILL_PROBE_EVERY_MS ago, has not returned: that is the answer.
+      this.spillProblem = `LOG_SPILL_DIR ${dir} is not writable (not answering for ${SPILL_PROBE_EVERY_MS / 1000} s): records that cannot reach Redis, and those queued at a stop, would be lost`;
       return;
     }
     this.probing = true;
     try {
       // One probe at a time: a hung one keeps its libuv thread, and a new one every period would take them all.
-      await probeWritableDir(dir, SPILL_PROBE_TIMEOUT_MS, () => (this.probing = false));
+      await probeWritableDir(dir, 0, () => (this.probing = false));
       if (this.spillProblem !== null) this.logger.log(`LOG_SPILL_DIR ${dir} is writable again`);
       this.spillProblem = null;
     } catch (e) {
