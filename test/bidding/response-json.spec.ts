@@ -139,8 +139,9 @@ describe('bid responses with strings that need JSON escaping', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-json-'));
     const file = path.join(dir, 'campaigns.json');
     fs.writeFileSync(file, JSON.stringify(campaigns));
-    // A base URL with quotes: every tracking URL then takes the escaping paths (JSON and HTML) too.
-    t = await startTestApp({ CAMPAIGNS_FILE: file, TRACKING_BASE_URL: "http://127.0.0.1:9/t\"k'q" });
+    // TRACKING_BASE_URL is scheme, host and port only (a path is refused, issue 23): it holds no
+    // character that needs escaping; the campaigns' strings do.
+    t = await startTestApp({ CAMPAIGNS_FILE: file, TRACKING_BASE_URL: 'http://127.0.0.1:9' });
   });
   after(async () => {
     await t.close();
@@ -163,10 +164,9 @@ describe('bid responses with strings that need JSON escaping', () => {
     assert.equal(b.cid, 'cmp-"q"');
     // Campaign URLs are stored normalized (the quote percent-encoded); a backslash in a query stays.
     assert.ok(b.adm.includes('a%22c.png?k=b\\c'), b.adm);
-    assert.ok(b.nurl.startsWith(`http://127.0.0.1:9/t"k'q/t/win?p=`));
-    // In the markup the base URL is HTML-escaped like the rest of the attribute value.
-    assert.ok(b.adm.includes("href='http://127.0.0.1:9/t&quot;k&#39;q/t/click?p="), b.adm);
-    assert.ok(b.adm.includes("src='http://127.0.0.1:9/t&quot;k&#39;q/t/imp?p="), b.adm);
+    assert.ok(b.nurl.startsWith('http://127.0.0.1:9/t/win?p='));
+    assert.ok(b.adm.includes("href='http://127.0.0.1:9/t/click?p="), b.adm);
+    assert.ok(b.adm.includes("src='http://127.0.0.1:9/t/imp?p="), b.adm);
   });
   it('video', async () => {
     const b = await bid({ video: { mimes: ['video/mp4'], protocols: [2, 3], w: 640, h: 360, minduration: 5, maxduration: 30 } });
