@@ -96,13 +96,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  // A setting found unusable at start (SHIP_DIR): a configuration error, not restarted by PM2.
-  if (e instanceof ConfigError) {
-    const exit = (): never => process.exit(EXIT_CONFIG_ERROR);
-    process.stderr.write(`shipper: ${e.message}\n`, exit);
-    setTimeout(exit, 2_000);
-    return;
-  }
   process.stderr.write(`shipper: failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
   process.exit(1);
 });

@@ -3,8 +3,7 @@ import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { ConfigError } from '../config/config';
-import { mkdirEachLevel, probeWritableDir } from '../config/dirs';
+import { mkdirEachLevel } from '../config/dirs';
 import type { Batch, Frame } from './batch';
 import { BATCH_HOURS_SQL, copyHourSql, INVALID_LINE_KEY, loadBatchSql } from './schema';
 
@@ -50,8 +49,6 @@ const TMP = /\.tmp-[0-9a-f]{12}$/;
 const STALE_TMP_MS = 3_600_000;
 const DATE_DIR = /^date=(\d{4}-\d{2}-\d{2})$/;
 const DAY_MS = 86_400_000;
-/** How long SHIP_DIR gets to be created and written once at start (a hung mount never answers). */
-export const SHIP_DIR_PROBE_TIMEOUT_MS = 5_000;
 /** Files the shipper writes are its owner's only (they hold the bid log); directories it makes too. */
 const FILE_MODE = 0o600;
 const DIR_MODE = 0o700;
@@ -77,16 +74,7 @@ export class ParquetStore {
     return this.opts.dir;
   }
 
-  /**
-   * Checks SHIP_DIR (made if need be, a file written and deleted, within SHIP_DIR_PROBE_TIMEOUT_MS:
-   * a ConfigError naming it otherwise), then opens DuckDB.
-   */
   async open(): Promise<void> {
-    try {
-      await probeWritableDir(this.opts.dir, SHIP_DIR_PROBE_TIMEOUT_MS);
-    } catch (e) {
-      throw new ConfigError([`SHIP_DIR ${this.opts.dir}: cannot be created and written (${(e as Error).message}): the bid log could not be shipped`]);
-    }
     this.db = await DuckDBInstance.create(':memory:', {
       threads: String(this.opts.threads),
       memory_limit: `${this.opts.memoryMb}MB`,

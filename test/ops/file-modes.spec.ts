@@ -41,18 +41,23 @@ describe('the shipper’s files', () => {
     }
   });
 
-  it('a SHIP_DIR where mkdir -p never returns (under /proc) fails at open, naming SHIP_DIR, within seconds', async () => {
+  it('a SHIP_DIR where mkdir -p never returns (under /proc) fails the batch at once, with the reason (the shipper then says not ready and retries)', async () => {
     const store = new ParquetStore({ dir: '/proc/1/no-such/bidlog', shipperId: 'm', threads: 1, memoryMb: 256 });
+    await store.open();
     const t0 = Date.now();
-    const outcome = await Promise.race([
-      store.open().then(
-        () => 'opened',
-        (e: Error) => e.message,
-      ),
-      new Promise<string>((r) => setTimeout(() => r('still waiting after 10 s'), 10_000).unref()),
-    ]);
-    store.close();
-    assert.match(outcome, /SHIP_DIR \/proc\/1\/no-such\/bidlog: cannot be created and written \(ENOENT\)/);
-    assert.ok(Date.now() - t0 < 10_000);
+    try {
+      const frame = frameOf([JSON.stringify({ ts: Date.UTC(2026, 4, 1, 10), type: 'request', id: 'r1', req: { id: 'r1' } })]);
+      const outcome = await Promise.race([
+        store.store(toBatch([frame])).then(
+          () => 'stored',
+          (e: Error) => e.message,
+        ),
+        new Promise<string>((r) => setTimeout(() => r('still waiting after 10 s'), 10_000).unref()),
+      ]);
+      assert.match(outcome, /^stage: ENOENT/);
+      assert.ok(Date.now() - t0 < 10_000);
+    } finally {
+      store.close();
+    }
   });
 });
