@@ -53,6 +53,10 @@ export interface Config {
   readonly logSpillDir: string;
   /** Upper bound of the spill directory; past it records are dropped (and counted). */
   readonly logSpillMaxBytes: number;
+  /** Journal every record to `<logSpillDir>/journal` before its answer is sent (a crash of the process loses none). */
+  readonly logJournal: boolean;
+  /** fdatasync the journal this often (ms), so that a power loss loses at most that much; 0: never. */
+  readonly logJournalFsyncMs: number;
   /** Past this many bytes of log frames waiting in Redis for the shipper, the worker says it is degraded. */
   readonly logBacklogWarnBytes: number;
   /** Deadline for the final flush on a graceful stop; shorter than PM2's kill_timeout. */
@@ -416,6 +420,8 @@ export function loadConfig(env: Env = process.env): Config {
     logZstdLevel: r.int('LOG_ZSTD_LEVEL', 2, 1, 19),
     logSpillDir: path.resolve(r.str('LOG_SPILL_DIR', path.join(process.cwd(), '.run', 'spill'))),
     logSpillMaxBytes: r.int('LOG_SPILL_MAX_BYTES', 2048 * MiB, 0, Number.MAX_SAFE_INTEGER),
+    logJournal: r.bool('LOG_JOURNAL', true),
+    logJournalFsyncMs: r.int('LOG_JOURNAL_FSYNC_MS', 0, 0, 3_600_000),
     logBacklogWarnBytes: r.int('LOG_BACKLOG_WARN_BYTES', 512 * MiB, 0, Number.MAX_SAFE_INTEGER),
     shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),
     campaignsFile: path.resolve(r.str('CAMPAIGNS_FILE', DEFAULT_CAMPAIGNS_FILE)),

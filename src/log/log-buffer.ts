@@ -29,6 +29,9 @@ export class LogBuffer {
   bytes = 0;
   /** Chunks given back after compression, reused before allocating (no external-memory churn, fewer GCs). */
   private readonly free: Buffer[] = [];
+  /** What `unjournaled` has not handed out yet: the current chunk from `journaled`, and sealed chunks' tails. */
+  private journaled = 0;
+  private sealedTails: Buffer[] = [];
 
   constructor(
     private readonly chunkSize: number,
@@ -84,11 +87,26 @@ export class LogBuffer {
   }
 
   /**
+   * Hands the bytes appended since its last call to `write` (the crash journal), oldest first: in
+   * one call when they are all in the current chunk.
+   */
+  unjournaled(write: (data: Buffer, offset: number, length: number) => void): void {
+    if (this.sealedTails.length > 0) {
+      for (const t of this.sealedTails) write(t, 0, t.length);
+      this.sealedTails = [];
+    }
+    if (this.pos > this.journaled) write(this.chunk, this.journaled, this.pos - this.journaled);
+    this.journaled = this.pos;
+  }
+
+  /**
    * Takes everything queued, split into batches of whole chunks of about `maxBytes` each
    * (a batch exceeds it by less than one chunk), oldest first, and empties the queue.
    */
   take(maxBytes: number): Batch[] {
     this.seal();
+    // Journaled by the caller beforehand, or not journaled at all.
+    this.sealedTails = [];
     const chunks = this.sealed;
     this.sealed = [];
     this.records = 0;
@@ -115,6 +133,8 @@ export class LogBuffer {
   private seal(): void {
     if (this.pos === 0) return;
     this.sealed.push({ data: this.chunk.subarray(0, this.pos), records: this.chunkRecords });
+    if (this.pos > this.journaled) this.sealedTails.push(this.chunk.subarray(this.journaled, this.pos));
+    this.journaled = 0;
     // The next append allocates a fresh chunk: the sealed one belongs to the compressor now.
     this.chunk = EMPTY;
     this.pos = 0;

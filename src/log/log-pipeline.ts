@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { compressFrame, compressFrameSync, verifyFrame } from './frame';
 import { LogBuffer, type Batch } from './log-buffer';
+import { type Journal, recoverJournals, type Segment } from './journal';
 import type { FrameSink } from './log-sink';
 import type { LogStats } from './log.types';
 import { newFrameId, type SpillEntry, SpillStore } from './spill';
@@ -29,6 +30,8 @@ interface Frame {
   readonly rawBytes: number;
   readonly createdAt: number;
   readonly compressMs: number;
+  /** The journal segment holding its records (deleted once all its frames are safe). */
+  readonly seg: Segment | null;
   inFlight: boolean;
   spilling: boolean;
 }
@@ -51,6 +54,8 @@ const WARN_EVERY_MS = 10_000;
 const DROP_UNHEALTHY_MS = 10_000;
 /** Largest decompressed frame a drain verifies (a frame holds at most 4 MiB of NDJSON, FRAME_MAX_BYTES). */
 const VERIFY_MAX_BYTES = 64 << 20;
+/** How often a worker looks for journals of dead workers to recover (besides at start). */
+const RECOVER_EVERY_MS = 30_000;
 
 type State = 'new' | 'running' | 'closing' | 'closed';
 
@@ -77,8 +82,10 @@ export class LogPipeline {
   private pendingBytes = 0;
   private pendingRecords = 0;
   private compressingBytes = 0;
-  /** Batches handed to the compressor and not yet back: raw records still only in memory. */
-  private readonly compressing = new Set<Batch>();
+  /** Batches handed to the compressor and not yet back (raw records still only in memory), with their frame ids. */
+  private readonly compressing = new Map<Batch, { id: string; seg: Segment | null }>();
+  private recoverRun: Promise<void> | null = null;
+  private lastRecoverAt = 0;
   private compressRun: Promise<void> | null = null;
   private compressAgain = false;
   private deliverRun: Promise<void> | null = null;
@@ -133,7 +140,9 @@ export class LogPipeline {
     this.kickQueued = false;
     this.kickCompress();
   };
+  private readonly journalWrite = (data: Buffer, offset: number, length: number): void => this.journal?.write(data, offset, length);
   private readonly onTick = (): void => {
+    if (Date.now() - this.lastRecoverAt >= RECOVER_EVERY_MS) this.recover();
     this.due = true;
     this.kickCompress();
     this.kickDeliver();
@@ -150,6 +159,8 @@ export class LogPipeline {
     private readonly logger: PipelineLogger,
     /** Sees every synchronous step the flusher takes on the event loop (the log benchmark's probe). */
     private readonly stepHook: ((ms: number, what: string) => void) | null = null,
+    /** The crash journal (journal.ts): null keeps records in memory only until they are in Redis. */
+    private readonly journal: Journal | null = null,
   ) {
     this.maxMemory = opts.maxMemoryBytes;
     // A flush threshold above the memory bound would never flush early enough to respect it.
@@ -161,8 +172,12 @@ export class LogPipeline {
     this.buffer = new LogBuffer(chunk, Math.max(4, Math.ceil((2 * this.threshold) / chunk)));
   }
 
-  /** Appends one encoded line (`head + tail + "}\n"`, see LogBuffer.append). O(1) in the queue length, no I/O. */
-  append(head: string, tail: string | Uint8Array | null, lineBreaks = false): void {
+  /**
+   * Appends one encoded line (`head + tail + "}\n"`, see LogBuffer.append). O(1) in the queue length.
+   * `commit`: an answer follows, so everything appended so far goes to the journal now (one
+   * write(2), to the page cache); otherwise no I/O.
+   */
+  append(head: string, tail: string | Uint8Array | null, lineBreaks = false, commit = false): void {
     if (this.state === 'closed') {
       this.drop(1, 'logged after the final flush');
       return;
@@ -174,6 +189,7 @@ export class LogPipeline {
     }
     this.buffer.append(head, tail, lineBreaks);
     this.recordsLogged++;
+    if (commit && this.journal !== null) this.buffer.unjournaled(this.journalWrite);
     if (this.buffer.bytes >= this.threshold && this.compressRun === null && !this.kickQueued) {
       // Never compress inside the caller (a request): start on the next loop turn.
       this.kickQueued = true;
@@ -185,13 +201,37 @@ export class LogPipeline {
   start(): void {
     if (this.state !== 'new') return;
     this.state = 'running';
+    this.journal?.open();
     this.spillReady = this.spill.init().then((ok) => {
       if (!ok) this.logger.warn(`spill directory ${this.spill.dir} is not usable: batches that cannot reach Redis will be dropped once memory is full`);
       return ok;
     });
+    this.recover();
     this.interval = setInterval(this.onTick, this.opts.flushIntervalMs);
     this.interval.unref();
     this.kickDeliver();
+  }
+
+  /**
+   * Turns the journals of dead workers of this host into spill files, which the drain pushes
+   * (single-flight; at start and every 30 s).
+   */
+  private recover(): void {
+    if (this.journal === null || this.recoverRun !== null || this.state !== 'running') return;
+    this.lastRecoverAt = Date.now();
+    const journal = this.journal;
+    this.recoverRun = (async () => {
+      if (!(await this.spillReady)) return;
+      const r = await recoverJournals(journal.dir, this.spill, this.logger, this.opts.zstdLevel);
+      if (r.segments > 0 || r.frames > 0) {
+        this.logger.log(`recovered ${r.records} records from ${r.segments} journal segments of stopped workers (${r.frames} frames to the spill directory)`);
+        this.kickDeliver();
+      }
+    })()
+      .catch((e: unknown) => this.logger.warn(`journal recovery failed: ${errorText(e)}`))
+      .finally(() => {
+        this.recoverRun = null;
+      });
   }
 
   /** Redis is (back) up: retry at once. */
@@ -289,10 +329,13 @@ export class LogPipeline {
         await within(this.spillFrame(f), left());
       }
     }
+    if (this.recoverRun !== null) await within(this.recoverRun, left());
     this.state = 'closed';
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
-    const stranded = this.pendingRecords + this.buffer.records + [...this.compressing].reduce((n, b) => n + b.records, 0);
+    // A segment whose frames did not all get to Redis or disk stays: the next worker recovers it.
+    this.journal?.close();
+    const stranded = this.pendingRecords + this.buffer.records + [...this.compressing.keys()].reduce((n, b) => n + b.records, 0);
     if (stranded > 0) {
       this.drop(stranded, `the final flush ran out of its ${timeoutMs} ms (SHUTDOWN_TIMEOUT_MS) with Redis and the spill directory unable to take them`);
       this.pending = [];
@@ -315,9 +358,16 @@ export class LogPipeline {
       if (ok) written += records;
       else lost += records;
     };
-    for (const f of this.pending) keep(this.spill.writeSync(f.data, f.id, f.records, f.createdAt), f.records);
-    const raw = [...this.compressing, ...this.buffer.take(this.frameMax)];
-    for (const b of raw) {
+    for (const f of this.pending) {
+      const ok = this.spill.writeSync(f.data, f.id, f.records, f.createdAt);
+      keep(ok, f.records);
+      if (ok) this.journal?.done(f.seg, true);
+    }
+    // The spill files take the frame ids the journal gives: a journal that outlives this (say the
+    // process is killed before it deletes them) recovers into no-op pushes.
+    const raw = [...this.compressing].map(([b, named]) => ({ b, ...named }));
+    for (const q of this.takeQueue()) raw.push(q);
+    for (const { b, id, seg } of raw) {
       let frame: Buffer;
       try {
         frame = compressFrameSync(b.chunks, b.bytes, this.opts.zstdLevel);
@@ -325,8 +375,11 @@ export class LogPipeline {
         keep(false, b.records);
         continue;
       }
-      keep(this.spill.writeSync(frame, newFrameId(), b.records, Date.now()), b.records);
+      const ok = this.spill.writeSync(frame, id, b.records, Date.now());
+      keep(ok, b.records);
+      if (ok) this.journal?.done(seg, true);
     }
+    this.journal?.close();
     this.pending = [];
     this.compressing.clear();
     this.state = 'closed';
@@ -372,11 +425,12 @@ export class LogPipeline {
         this.due = false;
         const takenAt = Date.now();
         const t0 = performance.now();
-        const batches = b.take(this.frameMax);
+        const named = this.takeQueue();
+        const batches = named.map((n) => n.b);
         this.onStep(performance.now() - t0, 'take queue');
-        for (const batch of batches) {
+        for (const { b: batch, id, seg } of named) {
           this.compressingBytes += batch.bytes;
-          this.compressing.add(batch);
+          this.compressing.set(batch, { id, seg });
         }
         // Small batches a few at a time (each costs a few loop turns whatever its size), large
         // ones one at a time: a compression thread per core would take CPU from the event loop
@@ -395,6 +449,18 @@ export class LogPipeline {
       }
       return;
     }
+  }
+
+  /**
+   * Takes the queue as batches with their frame ids: the journal gets what it has not yet written,
+   * then its segment is sealed with these batches (the ids come from it), and a new one begun.
+   */
+  private takeQueue(): Array<{ b: Batch; id: string; seg: Segment | null }> {
+    if (this.journal !== null) this.buffer.unjournaled(this.journalWrite);
+    const batches = this.buffer.take(this.frameMax);
+    if (batches.length === 0) return [];
+    const seg = this.journal?.seal(batches) ?? null;
+    return batches.map((b, i) => ({ b, id: seg !== null ? seg.frameIds[i] : newFrameId(), seg }));
   }
 
   /** Over the memory bound: move the oldest pending frames to disk (its own loop: disk never delays compression). */
@@ -432,6 +498,7 @@ export class LogPipeline {
 
   private async compressBatch(batch: Batch, takenAt: number): Promise<Frame | null> {
     const t0 = performance.now();
+    const named = this.compressing.get(batch);
     let data: Buffer;
     try {
       data = await compressFrame(batch.chunks, batch.bytes, this.onStep, this.opts.zstdLevel);
@@ -439,22 +506,24 @@ export class LogPipeline {
       this.compressingBytes -= batch.bytes;
       this.compressing.delete(batch);
       this.drop(batch.records, `compression failed: ${errorText(e)}`);
+      this.journal?.done(named?.seg ?? null);
       return null;
     }
     // Closed meanwhile (the final flush counted it, or a fatal error spilled it): not ours any more.
-    if (!this.compressing.delete(batch)) return null;
+    if (named === undefined || !this.compressing.delete(batch)) return null;
     this.buffer.release(batch.chunks);
     const compressMs = performance.now() - t0;
     this.compressingBytes -= batch.bytes;
     this.compressedRaw += batch.bytes;
     this.compressedOut += data.length;
     return {
-      id: newFrameId(),
+      id: named.id,
       data,
       records: batch.records,
       rawBytes: batch.bytes,
       createdAt: takenAt,
       compressMs,
+      seg: named.seg,
       inFlight: false,
       spilling: false,
     };
@@ -473,6 +542,7 @@ export class LogPipeline {
     f.spilling = true;
     const ok = await this.spill.write(f.data, f.id, f.records, f.createdAt);
     this.removePending(f);
+    this.journal?.done(f.seg);
     if (ok) {
       this.batchesSpilled++;
       this.recordsSpilled += f.records;
@@ -528,6 +598,7 @@ export class LogPipeline {
     this.flushMsTotal += ms;
     this.flushed(f.records, f.rawBytes, f.data.length);
     // Still pending unless the final flush spilled it meanwhile (its drain is then a no-op).
+    if (this.pending.includes(f)) this.journal?.done(f.seg);
     this.removePending(f);
     this.succeed();
   }

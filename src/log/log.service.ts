@@ -7,10 +7,12 @@ import {
   type OnModuleInit,
   Optional,
 } from '@nestjs/common';
+import * as path from 'node:path';
 import { CONFIG, type Config } from '../config/config';
 import { RedisService } from '../redis/redis.service';
 import { logListKeys } from './log-keys';
 import { lineHead, rawText, type RawJson } from './log-line';
+import { Journal } from './journal';
 import { LogPipeline } from './log-pipeline';
 import { RedisFrameSink } from './log-sink';
 import type { LogRecord, LogStats } from './log.types';
@@ -53,6 +55,7 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
       new SpillStore(config.logSpillDir, config.logSpillMaxBytes, `${config.hostId}.${config.workerId}`),
       this.logger,
       stepHook,
+      config.logJournal ? new Journal(path.join(config.logSpillDir, 'journal'), this.logger, config.logJournalFsyncMs) : null,
     );
     this.finalFlush = new Promise<void>((resolve) => (this.finalFlushDone = resolve));
     redis.onLogReady(() => this.pipeline.redisReady());
@@ -85,7 +88,9 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
       head = lineHead(ts, this.workerJson, this.hostJson, { type: record.type, id: String(record.id), name: String(record.name), error: 'unserializable record' }, null);
       tail = null;
     }
-    this.pipeline.append(head, tail, lineBreaks);
+    // Any record but a bid request's is followed by an answer (a bid request's record is followed by
+    // its response record first): it and what came before go to the journal before that answer.
+    this.pipeline.append(head, tail, lineBreaks, record.type !== 'request');
   }
 
   /**
