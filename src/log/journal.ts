@@ -66,6 +66,7 @@ export class Journal {
   private uuid = '';
   private seq = 0;
   private broken = false;
+  private closed = false;
   private dirty = false;
   private fsyncTimer: NodeJS.Timeout | null = null;
   private readonly owner: string;
@@ -119,8 +120,8 @@ export class Journal {
    */
   seal(frames: ReadonlyArray<{ bytes: number; records: number }>): Segment | null {
     if (this.fd === -1) {
-      if (!this.broken && this.file === '') return null;
-      this.next();
+      // After a failed write: try a new segment for what comes next.
+      if (this.broken && !this.closed) this.next();
       return null;
     }
     const trailer = `#frames ${frames.map((f) => `${f.bytes}:${f.records}`).join(',')}\n`;
@@ -157,7 +158,7 @@ export class Journal {
     const empty = this.bytes === 0;
     const file = this.file;
     this.closeFd();
-    this.broken = true;
+    this.closed = true;
     if (empty && file !== '') {
       try {
         fs.unlinkSync(file);
@@ -168,6 +169,7 @@ export class Journal {
   }
 
   private next(): void {
+    if (this.closed) return;
     this.uuid = randomUUID();
     this.seq = (this.seq + 1) % 1_000_000;
     this.file = path.join(this.dir, `${this.owner}_${String(this.seq).padStart(6, '0')}_${this.uuid}.jnl`);

@@ -127,8 +127,10 @@ describe('a worker killed under load loses no answered request (SIGKILL, node di
         assert.fail(`round ${round} (killed ${killAfter} ms after its start, ${r.answered.length} answered): ${missing} answered requests lack a record in Redis`);
       }
     }
-    await victim.stop('SIGTERM');
+    assert.equal(await victim.stop('SIGTERM'), 0, victim.output());
     live.splice(live.indexOf(victim), 1);
+    // Recovered segments are gone, and a graceful stop leaves no journal behind.
+    assert.deepEqual(fs.readdirSync(path.join(dir, 'journal')), []);
 
     // Exactly once: no record of the whole run is in the log twice.
     const { records } = await readRedisLog(redis.url, key);

@@ -1,0 +1,148 @@
+// The crash journal (src/log/journal.ts) on a real directory: segments written by "dead" workers
+// (a pid whose process has exited) recovered into spill files, once; a living worker's left alone.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import * as zlib from 'node:zlib';
+import { Journal, processStart, recoverJournals, segmentFrameId } from '../../src/log/journal';
+import { SpillStore } from '../../src/log/spill';
+
+const quiet = { warn: (): void => undefined };
+/** The pid of a process that has exited (a dead worker). */
+function deadPid(): number {
+  const r = spawnSync(process.execPath, ['-e', '0']);
+  assert.ok(r.pid !== undefined && r.pid > 0);
+  return r.pid;
+}
+/** Recovers as a third process (neither the journal's owner nor this one). */
+const RECOVERER = { pid: 2 ** 22 + 17, start: '1' };
+
+function line(id: string): string {
+  return `{"ts":1,"type":"request","worker":"w","host":"h","name":"","id":${JSON.stringify(id)}}\n`;
+}
+
+describe('crash journal', () => {
+  let root: string;
+  let jdir: string;
+  let spill: SpillStore;
+
+  beforeEach(async () => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-spec-'));
+    jdir = path.join(root, 'journal');
+    spill = new SpillStore(root, 1 << 30, 'test');
+    assert.equal(await spill.init(), true);
+  });
+  afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  function write(j: Journal, ids: string[]): number {
+    const b = Buffer.from(ids.map(line).join(''));
+    j.write(b, 0, b.length);
+    return b.length;
+  }
+  function spilled(): Array<{ name: string; frameId: string; lines: string[] }> {
+    return fs
+      .readdirSync(root)
+      .filter((n) => n.endsWith('.zst'))
+      .sort()
+      .map((name) => ({
+        name,
+        frameId: name.slice(-40, -4),
+        lines: zlib.zstdDecompressSync(fs.readFileSync(path.join(root, name))).toString().split('\n').filter(Boolean),
+      }));
+  }
+  const recover = () => recoverJournals(jdir, spill, quiet, undefined, RECOVERER.pid, RECOVERER.start);
+  const journals = () => fs.readdirSync(jdir);
+
+  it('a torn last write is cut off; the whole lines before it are recovered', async () => {
+    const j = new Journal(jdir, quiet, 0, deadPid(), '7');
+    assert.equal(j.open(), true);
+    write(j, ['a', 'b', 'c']);
+    const torn = Buffer.from(line('d').slice(0, 20));
+    j.write(torn, 0, torn.length);
+    const r = await recover();
+    assert.deepEqual(r, { segments: 1, frames: 1, records: 3 });
+    const files = spilled();
+    assert.equal(files.length, 1);
+    assert.deepEqual(files[0].lines.map((l) => (JSON.parse(l) as { id: string }).id), ['a', 'b', 'c']);
+    assert.match(files[0].name, /_3_[0-9a-f-]{36}\.zst$/);
+    assert.deepEqual(journals(), []);
+  });
+
+  it('a sealed segment yields the frame ids its worker used (their push is then a no-op), and is recovered once', async () => {
+    const j = new Journal(jdir, quiet, 0, deadPid(), '7');
+    j.open();
+    const first = write(j, ['a', 'b']);
+    const second = write(j, ['c', 'd', 'e']);
+    const seg = j.seal([
+      { bytes: first, records: 2 },
+      { bytes: second, records: 3 },
+    ]);
+    assert.ok(seg !== null);
+    write(j, ['f']); // the next segment, never sealed
+    const r = await recover();
+    assert.deepEqual(r, { segments: 2, frames: 3, records: 6 });
+    const byId = new Map(spilled().map((f) => [f.frameId, f.lines.length]));
+    assert.equal(byId.get(seg.frameIds[0]), 2);
+    assert.equal(byId.get(seg.frameIds[1]), 3);
+    assert.equal(seg.frameIds[1], segmentFrameId(seg.frameIds[0], 1));
+    assert.equal(byId.size, 3);
+    assert.deepEqual(journals(), []);
+    // Nothing left for a second recoverer.
+    assert.deepEqual(await recover(), { segments: 0, frames: 0, records: 0 });
+    assert.equal(spilled().length, 3);
+  });
+
+  it('a segment whose frames are all safe is deleted by its worker; a claim left by a dead recoverer is taken over', async () => {
+    const j = new Journal(jdir, quiet, 0, deadPid(), '7');
+    j.open();
+    const n = write(j, ['a']);
+    const seg = j.seal([{ bytes: n, records: 1 }]);
+    j.done(seg, true);
+    assert.equal(journals().length, 1, 'only the new, empty segment');
+    write(j, ['b', 'c']);
+    const [name] = journals();
+    fs.renameSync(path.join(jdir, name), path.join(jdir, `${name}.claim-${deadPid()}-9`));
+    assert.deepEqual(await recover(), { segments: 1, frames: 1, records: 2 });
+    assert.deepEqual(journals(), []);
+  });
+
+  it("two dead workers' journals are both recovered", async () => {
+    const a = new Journal(jdir, quiet, 0, deadPid(), '7');
+    const b = new Journal(jdir, quiet, 0, deadPid(), '8');
+    a.open();
+    b.open();
+    write(a, ['a1', 'a2']);
+    write(b, ['b1']);
+    write(a, ['a3']);
+    const r = await recover();
+    assert.deepEqual(r, { segments: 2, frames: 2, records: 4 });
+    const ids = spilled()
+      .flatMap((f) => f.lines)
+      .map((l) => (JSON.parse(l) as { id: string }).id)
+      .sort();
+    assert.deepEqual(ids, ['a1', 'a2', 'a3', 'b1']);
+  });
+
+  it("a living worker's journal is not touched; the same pid with another start time is a dead one", async () => {
+    const alive = new Journal(jdir, quiet, 0, process.pid, processStart() ?? '0');
+    alive.open();
+    write(alive, ['live']);
+    const before = journals();
+    assert.deepEqual(await recover(), { segments: 0, frames: 0, records: 0 });
+    assert.deepEqual(journals(), before);
+    assert.equal(spilled().length, 0);
+    // Its own process does not recover it either.
+    assert.deepEqual(await recoverJournals(jdir, spill, quiet), { segments: 0, frames: 0, records: 0 });
+    // A pid reused by another process (a restarted container's pid 1): the journal's owner is gone.
+    const reused = new Journal(jdir, quiet, 0, process.pid, '12345');
+    reused.open();
+    write(reused, ['gone']);
+    assert.deepEqual(await recover(), { segments: 1, frames: 1, records: 1 });
+    assert.deepEqual(journals(), before);
+    alive.close();
+    assert.deepEqual(journals(), before, 'a non-empty segment stays at close');
+  });
+});
