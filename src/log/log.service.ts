@@ -7,7 +7,6 @@ import {
   type OnModuleInit,
   Optional,
 } from '@nestjs/common';
-import * as path from 'node:path';
 import { CONFIG, type Config } from '../config/config';
 import { RedisService } from '../redis/redis.service';
 import { logListKeys } from './log-keys';
@@ -55,7 +54,7 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
       new SpillStore(config.logSpillDir, config.logSpillMaxBytes, `${config.hostId}.${config.workerId}`),
       this.logger,
       stepHook,
-      config.logJournal ? new Journal(path.join(config.logSpillDir, 'journal'), this.logger, config.logJournalFsyncMs) : null,
+      config.logJournal ? new Journal(config.logJournalDir, this.logger, config.logJournalFsyncMs) : null,
     );
     this.finalFlush = new Promise<void>((resolve) => (this.finalFlushDone = resolve));
     redis.onLogReady(() => this.pipeline.redisReady());
