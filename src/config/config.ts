@@ -57,6 +57,8 @@ export interface Config {
   readonly logJournal: boolean;
   /** Where the journal's segments are (local to the host; default `<logSpillDir>/journal`; tmpfs makes a write cheaper). */
   readonly logJournalDir: string;
+  /** Past this many journal bytes on disk (per worker), frames waiting for Redis are spilled early, so that their segments go. */
+  readonly logJournalMaxBytes: number;
   /** fdatasync the journal this often (ms), so that a power loss loses at most that much; 0: never. */
   readonly logJournalFsyncMs: number;
   /** Past this many bytes of log frames waiting in Redis for the shipper, the worker says it is degraded. */
@@ -424,6 +426,7 @@ export function loadConfig(env: Env = process.env): Config {
     logSpillMaxBytes: r.int('LOG_SPILL_MAX_BYTES', 2048 * MiB, 0, Number.MAX_SAFE_INTEGER),
     logJournal: r.bool('LOG_JOURNAL', true),
     logJournalDir: path.resolve(r.str('LOG_JOURNAL_DIR', path.join(r.str('LOG_SPILL_DIR', path.join(process.cwd(), '.run', 'spill')), 'journal'))),
+    logJournalMaxBytes: r.int('LOG_JOURNAL_MAX_BYTES', 256 * MiB, MiB, Number.MAX_SAFE_INTEGER),
     logJournalFsyncMs: r.int('LOG_JOURNAL_FSYNC_MS', 0, 0, 3_600_000),
     logBacklogWarnBytes: r.int('LOG_BACKLOG_WARN_BYTES', 512 * MiB, 0, Number.MAX_SAFE_INTEGER),
     shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),

@@ -33,6 +33,7 @@ export interface Segment {
   readonly file: string;
   readonly frameIds: readonly string[];
   open: number;
+  readonly bytes: number;
 }
 
 /** This process's start time in clock ticks since boot (/proc/self/stat), '0' where there is no /proc. */
@@ -72,15 +73,23 @@ export class Journal {
   private readonly owner: string;
   /** Bytes written to the current segment. */
   private bytes = 0;
+  /** Bytes of this process's segments on disk (sealed ones not yet deleted, and the current one). */
+  private sealedBytes = 0;
 
   constructor(
     readonly dir: string,
     private readonly logger: JournalLogger,
     private readonly fsyncMs = 0,
+    /** Past this many bytes on disk the pipeline spills waiting frames early (their segments go). */
+    readonly maxBytes = Number.MAX_SAFE_INTEGER,
     pid = process.pid,
     start = processStart() ?? '0',
   ) {
     this.owner = `${pid}-${start}`;
+  }
+
+  get diskBytes(): number {
+    return this.sealedBytes + this.bytes;
   }
 
   /** Creates the directory and the first segment; false (and a warning) when it cannot. */
@@ -127,8 +136,9 @@ export class Journal {
     const trailer = `#frames ${frames.map((f) => `${f.bytes}:${f.records}`).join(',')}\n`;
     this.write(Buffer.from(trailer, 'latin1'), 0, trailer.length);
     const ok = this.fd !== -1;
-    const sealed: Segment = { file: this.file, frameIds: frames.map((_, i) => segmentFrameId(this.uuid, i)), open: frames.length };
+    const sealed: Segment = { file: this.file, frameIds: frames.map((_, i) => segmentFrameId(this.uuid, i)), open: frames.length, bytes: this.bytes };
     this.closeFd();
+    if (ok) this.sealedBytes += sealed.bytes;
     this.next();
     if (!ok) {
       fs.unlink(sealed.file, () => undefined);
@@ -140,6 +150,7 @@ export class Journal {
   /** One frame of `seg` is safe (in Redis, or in a spill file): the segment goes once all are. */
   done(seg: Segment | null, sync = false): void {
     if (seg === null || --seg.open > 0) return;
+    this.sealedBytes -= seg.bytes;
     if (sync) {
       try {
         fs.unlinkSync(seg.file);

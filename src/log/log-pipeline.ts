@@ -463,13 +463,18 @@ export class LogPipeline {
     return batches.map((b, i) => ({ b, id: seg !== null ? seg.frameIds[i] : newFrameId(), seg }));
   }
 
+  /** The journal holds more than its bound (frames waiting for Redis keep their segments). */
+  private journalOver(): boolean {
+    return this.journal !== null && this.journal.diskBytes > this.journal.maxBytes;
+  }
+
   /** Over the memory bound: move the oldest pending frames to disk (its own loop: disk never delays compression). */
   private kickSpill(): void {
     if (this.spillRun !== null) {
       this.spillAgain = true;
       return;
     }
-    if (this.memoryBytes() <= this.maxMemory) return;
+    if (this.memoryBytes() <= this.maxMemory && !this.journalOver()) return;
     this.spillAgain = false;
     this.spillRun = this.spillLoop()
       .catch((e: unknown) => this.logger.warn(`spill loop failed: ${errorText(e)}`))
@@ -480,11 +485,12 @@ export class LogPipeline {
   }
 
   private async spillLoop(): Promise<void> {
-    while (this.memoryBytes() > this.maxMemory) {
+    while (this.memoryBytes() > this.maxMemory || this.journalOver()) {
       this.spillAgain = false;
       // The oldest frames that bring memory back under the bound, a few files at a time.
       const group: Frame[] = [];
-      let excess = this.memoryBytes() - this.maxMemory;
+      // Over the journal's bound: the oldest frames (each spilled frame frees its part of the journal).
+      let excess = this.journalOver() ? Infinity : this.memoryBytes() - this.maxMemory;
       for (const f of this.pending) {
         if (group.length === SPILL_PARALLEL || excess <= 0) break;
         if (!spillable(f)) continue;

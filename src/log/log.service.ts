@@ -54,7 +54,7 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
       new SpillStore(config.logSpillDir, config.logSpillMaxBytes, `${config.hostId}.${config.workerId}`),
       this.logger,
       stepHook,
-      config.logJournal ? new Journal(config.logJournalDir, this.logger, config.logJournalFsyncMs) : null,
+      config.logJournal ? new Journal(config.logJournalDir, this.logger, config.logJournalFsyncMs, config.logJournalMaxBytes) : null,
     );
     this.finalFlush = new Promise<void>((resolve) => (this.finalFlushDone = resolve));
     redis.onLogReady(() => this.pipeline.redisReady());

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import * as zlib from 'node:zlib';
 import { Journal, processStart, recoverJournals, segmentFrameId } from '../../src/log/journal';
+import { LogPipeline } from '../../src/log/log-pipeline';
 import { SpillStore } from '../../src/log/spill';
 
 const quiet = { warn: (): void => undefined };
@@ -57,7 +58,7 @@ describe('crash journal', () => {
   const journals = () => fs.readdirSync(jdir);
 
   it('a torn last write is cut off; the whole lines before it are recovered', async () => {
-    const j = new Journal(jdir, quiet, 0, deadPid(), '7');
+    const j = new Journal(jdir, quiet, 0, Number.MAX_SAFE_INTEGER, deadPid(), '7');
     assert.equal(j.open(), true);
     write(j, ['a', 'b', 'c']);
     const torn = Buffer.from(line('d').slice(0, 20));
@@ -72,7 +73,7 @@ describe('crash journal', () => {
   });
 
   it('a sealed segment yields the frame ids its worker used (their push is then a no-op), and is recovered once', async () => {
-    const j = new Journal(jdir, quiet, 0, deadPid(), '7');
+    const j = new Journal(jdir, quiet, 0, Number.MAX_SAFE_INTEGER, deadPid(), '7');
     j.open();
     const first = write(j, ['a', 'b']);
     const second = write(j, ['c', 'd', 'e']);
@@ -96,7 +97,7 @@ describe('crash journal', () => {
   });
 
   it('a segment whose frames are all safe is deleted by its worker; a claim left by a dead recoverer is taken over', async () => {
-    const j = new Journal(jdir, quiet, 0, deadPid(), '7');
+    const j = new Journal(jdir, quiet, 0, Number.MAX_SAFE_INTEGER, deadPid(), '7');
     j.open();
     const n = write(j, ['a']);
     const seg = j.seal([{ bytes: n, records: 1 }]);
@@ -110,8 +111,8 @@ describe('crash journal', () => {
   });
 
   it("two dead workers' journals are both recovered", async () => {
-    const a = new Journal(jdir, quiet, 0, deadPid(), '7');
-    const b = new Journal(jdir, quiet, 0, deadPid(), '8');
+    const a = new Journal(jdir, quiet, 0, Number.MAX_SAFE_INTEGER, deadPid(), '7');
+    const b = new Journal(jdir, quiet, 0, Number.MAX_SAFE_INTEGER, deadPid(), '8');
     a.open();
     b.open();
     write(a, ['a1', 'a2']);
@@ -126,8 +127,31 @@ describe('crash journal', () => {
     assert.deepEqual(ids, ['a1', 'a2', 'a3', 'b1']);
   });
 
+  it('Redis away: past its bound the journal makes the waiting frames spill, and their segments go', async () => {
+    const j = new Journal(jdir, quiet, 0, 256 * 1024);
+    const down = { ready: () => false, push: () => Promise.reject(new Error('down')) };
+    const p = new LogPipeline({ flushIntervalMs: 20, flushBytes: 32 * 1024, maxMemoryBytes: 64 << 20 }, down, spill, { log: () => undefined, warn: () => undefined }, null, j);
+    p.start();
+    try {
+      const body = Buffer.from(JSON.stringify({ pad: 'x'.repeat(1000) }));
+      for (let i = 0; i < 2000; i++) {
+        p.append(`{"ts":1,"type":"response","id":"${i}","res":`, body, false, true);
+        if (i % 100 === 99) await new Promise((r) => setTimeout(r, 5));
+      }
+      const deadline = Date.now() + 10_000;
+      while (p.stats().recordsSpilled === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 200));
+      assert.ok(p.stats().recordsSpilled > 0, 'frames spilled though memory was far from its bound');
+      assert.ok(j.diskBytes <= 256 * 1024 + 64 * 1024, `journal ${j.diskBytes} bytes`);
+      const onDisk = fs.readdirSync(jdir).reduce((n, f) => n + fs.statSync(path.join(jdir, f)).size, 0);
+      assert.ok(onDisk < 2000 * 1000, `journal files hold ${onDisk} bytes`);
+    } finally {
+      await p.close(500);
+    }
+  });
+
   it("a living worker's journal is not touched; the same pid with another start time is a dead one", async () => {
-    const alive = new Journal(jdir, quiet, 0, process.pid, processStart() ?? '0');
+    const alive = new Journal(jdir, quiet, 0, Number.MAX_SAFE_INTEGER, process.pid, processStart() ?? '0');
     alive.open();
     write(alive, ['live']);
     const before = journals();
@@ -137,7 +161,7 @@ describe('crash journal', () => {
     // Its own process does not recover it either.
     assert.deepEqual(await recoverJournals(jdir, spill, quiet), { segments: 0, frames: 0, records: 0 });
     // A pid reused by another process (a restarted container's pid 1): the journal's owner is gone.
-    const reused = new Journal(jdir, quiet, 0, process.pid, '12345');
+    const reused = new Journal(jdir, quiet, 0, Number.MAX_SAFE_INTEGER, process.pid, '12345');
     reused.open();
     write(reused, ['gone']);
     assert.deepEqual(await recover(), { segments: 1, frames: 1, records: 1 });
