@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, randomInt } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { Hmac } from '../../src/crypto/hmac';
 
@@ -33,6 +33,15 @@ describe('Hmac', () => {
     const first = Buffer.from(s.mac('short'));
     s.mac('x'.repeat(5000));
     assert.deepEqual(s.mac('short'), first);
+  });
+  it('equals createHmac on random keys and random messages', () => {
+    for (let i = 0; i < 300; i++) {
+      const key = randomBytes(randomInt(0, 200));
+      // Random UTF-16 code units, lone surrogates included: both sides encode them as U+FFFD.
+      const text = String.fromCharCode(...Array.from({ length: randomInt(0, 400) }, () => randomInt(0, 0x10000)));
+      const s = new Hmac(key);
+      assert.deepEqual(s.mac(text), createHmac('sha256', key).update(text).digest(), `key ${key.toString('hex')}, text ${JSON.stringify(text)}`);
+    }
   });
   it('matches the RFC 4231 test case 2 vector', () => {
     const mac = new Hmac(Buffer.from('Jefe')).mac('what do ya want for nothing?');
