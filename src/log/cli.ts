@@ -3,6 +3,7 @@
 import { once } from 'node:events';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
+import { readArgs, UsageError } from '../cli-args';
 import { ConfigError, loadConfig, MAX_LOG_SHARDS, type RedisTarget } from '../config/config';
 import { assertNodeVersion } from '../node-version';
 import { createRedisClient, describeTarget, untilUsable, type RedisClient } from '../redis/redis.options';
@@ -65,7 +66,19 @@ interface ReadBatch {
   lines: string[];
 }
 
-class UsageError extends Error {}
+const ARGS = {
+  type: { type: 'string' },
+  id: { type: 'string' },
+  source: { type: 'string' },
+  start: { type: 'string' },
+  end: { type: 'string' },
+  json: { type: 'boolean' },
+  redis: { type: 'string' },
+  key: { type: 'string' },
+  shards: { type: 'string' },
+  'spill-dir': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
 
 function parseArgs(argv: string[]): Options {
   let cfg;
@@ -88,69 +101,56 @@ function parseArgs(argv: string[]): Options {
     shards: cfg.logRedisShards,
     spillDir: cfg.logSpillDir,
   };
-  const args = [...argv];
-  const value = (flag: string): string => {
-    const v = args.shift();
-    if (v === undefined) throw new UsageError(`${flag} needs a value`);
-    return v;
-  };
-  const int = (flag: string): number => {
-    const v = value(flag);
+  const int = (flag: string, v: string): number => {
     if (!/^-?\d+$/.test(v)) throw new UsageError(`${flag} ${v}: expected a whole number`);
     return Number(v);
   };
+  const { options, positionals } = readArgs(argv, ARGS);
   let command: string | null = null;
-  while (args.length > 0) {
-    const a = args.shift() as string;
-    switch (a) {
-      case '--type':
-        o.types = new Set(value(a).split(',').filter(Boolean));
+  for (const { name, value: v } of options) {
+    switch (name) {
+      case 'type':
+        o.types = new Set(v.split(',').filter(Boolean));
         break;
-      case '--id':
-        o.id = value(a);
+      case 'id':
+        o.id = v;
         break;
-      case '--source': {
-        const s = value(a);
-        if (s !== 'redis' && s !== 'spill' && s !== 'all') throw new UsageError(`--source ${s}: expected redis, spill or all`);
-        o.source = s;
+      case 'source':
+        if (v !== 'redis' && v !== 'spill' && v !== 'all') throw new UsageError(`--source ${v}: expected redis, spill or all`);
+        o.source = v;
         break;
-      }
-      case '--start':
-        o.start = int(a);
+      case 'start':
+        o.start = int('--start', v);
         break;
-      case '--end':
-        o.end = int(a);
+      case 'end':
+        o.end = int('--end', v);
         break;
-      case '--json':
+      case 'json':
         o.json = true;
         break;
-      case '--redis': {
-        const url = value(a);
-        if (!/^rediss?:\/\//.test(url)) throw new UsageError(`--redis ${url}: expected a redis:// or rediss:// URL`);
-        o.redis = { ...o.redis, url };
+      case 'redis':
+        if (!/^rediss?:\/\//.test(v)) throw new UsageError(`--redis ${v}: expected a redis:// or rediss:// URL`);
+        o.redis = { ...o.redis, url: v };
         break;
-      }
-      case '--key':
-        o.key = value(a);
+      case 'key':
+        o.key = v;
         break;
-      case '--shards': {
-        const n = int(a);
+      case 'shards': {
+        const n = int('--shards', v);
         if (n < 1 || n > MAX_LOG_SHARDS) throw new UsageError(`--shards ${n}: expected 1 to ${MAX_LOG_SHARDS}`);
         o.shards = n;
         break;
       }
-      case '--spill-dir':
-        o.spillDir = path.resolve(value(a));
+      case 'spill-dir':
+        o.spillDir = path.resolve(v);
         break;
-      case '-h':
-      case '--help':
+      case 'help':
         command = 'help';
         break;
-      default:
-        if (a.startsWith('-') || command !== null) throw new UsageError(`unexpected argument ${a}`);
-        command = a;
     }
   }
+  if (positionals.length > 1) throw new UsageError(`unexpected argument ${positionals[1]}`);
+  if (command === null && positionals.length === 1) command = positionals[0];
   o.command = command ?? 'help';
   return o;
 }

@@ -5,6 +5,7 @@ assertNodeVersion();
 
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
+import { readArgs, UsageError } from '../cli-args';
 import { ConfigError } from '../config/config';
 import { buildReport, type Figures, type Report } from './report-data';
 import { CAMPAIGN_HEAD, campaignCells, fmtInt, moneyText, ms, pct, renderHtml } from './report-html';
@@ -32,7 +33,15 @@ examples:
   npm run report -- --from -6h --html /tmp/bidder.html
 `;
 
-class UsageError extends Error {}
+const ARGS = {
+  dir: { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  day: { type: 'string' },
+  html: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
 
 export interface ReportArgs {
   dir: string;
@@ -75,43 +84,36 @@ export function parseArgs(argv: string[], env: NodeJS.ProcessEnv = process.env, 
     throw e;
   }
   const a: ReportArgs = { dir, from: null, to: null, html: null, json: false, help: false };
-  const args = [...argv];
-  const value = (flag: string): string => {
-    const v = args.shift();
-    if (v === undefined) throw new UsageError(`${flag} needs a value`);
-    return v;
-  };
-  while (args.length > 0) {
-    const f = args.shift() as string;
-    switch (f) {
-      case '--dir':
-        a.dir = path.resolve(value(f));
+  const { options, positionals } = readArgs(argv, ARGS);
+  // `npm run report -- help` reads as --help; any other word is a mistake.
+  for (const p of positionals) {
+    if (p !== 'help') throw new UsageError(`unknown option ${p}`);
+    a.help = true;
+  }
+  for (const { name, value: v } of options) {
+    switch (name) {
+      case 'dir':
+        a.dir = path.resolve(v);
         break;
-      case '--from':
-        a.from = parseTime(value(f), false, now);
+      case 'from':
+        a.from = parseTime(v, false, now);
         break;
-      case '--to':
-        a.to = parseTime(value(f), true, now);
+      case 'to':
+        a.to = parseTime(v, true, now);
         break;
-      case '--day': {
-        const d = value(f);
-        a.from = parseTime(d, false, now);
-        a.to = parseTime(d, true, now);
+      case 'day':
+        a.from = parseTime(v, false, now);
+        a.to = parseTime(v, true, now);
         break;
-      }
-      case '--html':
-        a.html = path.resolve(value(f));
+      case 'html':
+        a.html = path.resolve(v);
         break;
-      case '--json':
+      case 'json':
         a.json = true;
         break;
-      case '--help':
-      case '-h':
       case 'help':
         a.help = true;
         break;
-      default:
-        throw new UsageError(`unknown option ${f}`);
     }
   }
   if (a.from && a.to && a.from.getTime() >= a.to.getTime()) throw new UsageError('--from must be before --to');

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { defaultHostId, loadConfig } from '../../src/config/config';
-import { capKeys, spendKeys, WORKERS_KEY } from '../../src/delivery/keys';
+import { capKeys, spendKeys } from '../../src/delivery/keys';
 import { ackKey, listKeyFor, logListKeys, shardOf } from '../../src/log/log-keys';
 import { bySlot, slotOf } from '../../src/redis/redis.options';
 import { heartbeatKey, procKey, shippersKey } from '../../src/shipper/keys';
@@ -25,11 +25,6 @@ describe('every script\'s keys share one slot', () => {
   });
   it('IMPRESSION: a user\'s day counts and impression markers', () => {
     for (const user of ['u1', 'Zm9vYmFy', 'x'.repeat(64)]) sameSlot([capKeys.impMarker(user, randomUUID()), capKeys.counts(user, '20260101')]);
-  });
-  it('HEARTBEAT, the anonymous impression marker and the day\'s capped set: one key each', () => {
-    assert.equal(typeof slotOf(WORKERS_KEY), 'number');
-    assert.equal(typeof slotOf(capKeys.anonImpMarker(randomUUID())), 'number');
-    assert.equal(typeof slotOf(capKeys.capped('20260101')), 'number');
   });
   it('PUSH_ONCE and the shipper\'s scripts: a list, its ack markers, processing lists, leases and shippers set', () => {
     for (const list of logListKeys({ logRedisKey: 'bidlog', logRedisShards: 16, redis: { mode: 'cluster' } })) {
