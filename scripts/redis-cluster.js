@@ -9,6 +9,7 @@
 //   stop                                 stop its nodes, by their PIDs, and remove its files
 //   status                               print REDIS_CLUSTER_NODES when it runs (exit 0), else exit 3
 const fs = require('node:fs');
+const { parseArgs } = require('node:util');
 const path = require('node:path');
 const { startRedisCluster } = require('./lib/redis-cluster');
 const { runDir, assertNode, alive } = require('./pm2');
@@ -39,27 +40,38 @@ function running(node) {
   }
 }
 
+const USAGE = 'usage: npm run redis-cluster -- start [--masters N] [--replicas N] | stop | status';
+
 function fail(msg, code = 1) {
   process.stderr.write(`redis-cluster: ${msg}\n`);
   process.exit(code);
 }
 
-function parseCount(args, flag, def, min) {
-  const i = args.indexOf(flag);
-  if (i === -1) return def;
-  const v = args[i + 1];
-  if (!/^\d+$/.test(v || '') || Number(v) < min) fail(`${flag} ${v ?? ''}: expected a whole number >= ${min}`, 2);
+function count(flag, v, def, min) {
+  if (v === undefined) return def;
+  if (!/^\d+$/.test(v) || Number(v) < min) fail(`${flag} ${v}: expected a whole number >= ${min}`, 2);
   return Number(v);
 }
 
-async function start(args) {
+/** The command and its options, or exit 2 with the reason and the usage. */
+function commandLine(argv) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: { masters: { type: 'string' }, replicas: { type: 'string' } }, allowPositionals: true });
+  } catch (e) {
+    fail(`${e.message}\n${USAGE}`, 2);
+  }
+  const { values, positionals } = parsed;
+  if (positionals.length !== 1) fail(USAGE, 2);
+  return { command: positionals[0], masters: count('--masters', values.masters, 3, 3), replicas: count('--replicas', values.replicas, 1, 0) };
+}
+
+async function start({ masters, replicas }) {
   const state = readState();
   if (state && state.nodes.some(running)) {
     process.stdout.write(`redis-cluster: already running (${dir()}); stop it with: npm run redis-cluster -- stop\nREDIS_CLUSTER_NODES=${state.nodesEnv}\n`);
     return;
   }
-  const masters = parseCount(args, '--masters', 3, 3);
-  const replicas = parseCount(args, '--replicas', 1, 0);
   fs.rmSync(dir(), { recursive: true, force: true });
   const c = await startRedisCluster({ masters, replicas, dir: dir(), daemonize: true, log: (m) => process.stderr.write(`redis-cluster: ${m}\n`) });
   fs.writeFileSync(stateFile(), `${JSON.stringify({ startedAt: new Date().toISOString(), nodesEnv: c.nodesEnv, nodes: c.nodes }, null, 2)}\n`);
@@ -95,7 +107,7 @@ function status() {
 }
 
 assertNode();
-const [command, ...args] = process.argv.slice(2);
-const run = { start: () => start(args), stop, status }[command];
-if (!run) fail('usage: npm run redis-cluster -- start [--masters N] [--replicas N] | stop | status', 2);
+const line = commandLine(process.argv.slice(2));
+const run = { start: () => start(line), stop, status }[line.command];
+if (!run) fail(USAGE, 2);
 Promise.resolve(run()).catch((e) => fail(e instanceof Error ? e.message : String(e)));

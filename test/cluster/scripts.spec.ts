@@ -32,6 +32,20 @@ after(async () => {
 });
 
 describe('npm run redis-cluster', () => {
+  it('refuses an unknown flag, a bad count or a missing value with status 2, and starts nothing', async () => {
+    const env = { BIDDER_RUN_DIR: dir };
+    for (const [args, reason] of [
+      [['start', '--masterz', '4'], /Unknown option '--masterz'/],
+      [['start', '--masters', '2'], /--masters 2: expected a whole number >= 3/],
+      [['start', '--replicas'], /'--replicas <value>' argument missing/],
+      [['start', 'stop'], /usage: npm run redis-cluster/],
+    ] as Array<[string[], RegExp]>) {
+      const r = await run('redis-cluster.js', args, env);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, reason, args.join(' '));
+    }
+    assert.equal(fs.existsSync(path.join(dir, 'redis-cluster')), false, 'nothing started');
+  });
   it('starts a local cluster that outlives it, says so again, and stops it by PID', async () => {
     const env = { BIDDER_RUN_DIR: dir };
     const started = await run('redis-cluster.js', ['start'], env);
