@@ -9,7 +9,7 @@
  * The same id always gives the same key under one secret, so caps and logs can still join on it;
  * rotating the secret unlinks everything before it.
  *
- * Computed with src/crypto/hmac.ts (node:crypto, a few µs per id). The last id and its hash are kept: the bid path
+ * Computed with src/crypto/hmac.ts (~1 µs per id). The last id and its hash are kept: the bid path
  * hashes the user's id for the user key and again when it redacts the request for the log.
  */
 import { Hmac } from '../crypto/hmac';
