@@ -25,7 +25,9 @@ describe('drainHttpServer', () => {
     const { server: s, url } = await server();
     const load = new SteadyLoad(url, { connections: 8, pauseMs: 2, prefix: 'drain' });
     load.start();
+    // At least 300 ms and 50 requests of load before the drain (a loaded machine needs longer for them).
     await sleep(300);
+    for (const end = Date.now() + 5_000; load.count <= 50 && Date.now() < end; ) await sleep(20);
     const before = load.count;
     const t0 = Date.now();
     await drainHttpServer(s, 500, 1_000);
