@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { readArgs, UsageError } from '../cli-args';
 import { ConfigError, loadConfig, MAX_LOG_SHARDS, type RedisTarget } from '../config/config';
 import { assertNodeVersion } from '../node-version';
-import { createRedisClient, describeTarget, untilUsable, type RedisClient } from '../redis/redis.options';
+import { createRedisClient, describeTarget, redactUrl, untilUsable, type RedisClient } from '../redis/redis.options';
 import { decompressFrame, splitLines } from './frame';
 import { ackKey, listKeyFor, logListKeys } from './log-keys';
 import { parseSpillName } from './spill';
@@ -129,7 +129,7 @@ function parseArgs(argv: string[]): Options {
         o.json = true;
         break;
       case 'redis':
-        if (!/^rediss?:\/\//.test(v)) throw new UsageError(`--redis ${v}: expected a redis:// or rediss:// URL`);
+        if (!/^rediss?:\/\//.test(v)) throw new UsageError(`--redis ${v.includes('@') ? redactUrl(v) : v}: expected a redis:// or rediss:// URL`);
         o.redis = { ...o.redis, url: v };
         break;
       case 'key':

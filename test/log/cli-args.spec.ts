@@ -16,6 +16,8 @@ describe('command lines of npm run logs and npm run report', () => {
       [['count', '--source', 'disk'], /--source disk: expected redis, spill or all/],
       [['count', '--shards', '0'], /--shards 0: expected 1 to \d+/],
       [['count', '--redis', 'http://x'], /--redis http:\/\/x: expected a redis:\/\/ or rediss:\/\/ URL/],
+      // A password in a wrong URL is not echoed (issue 23, finding 7).
+      [['count', '--redis', 'http://u:s3cret-pw@x'], /--redis http:\/\/u:\*\*\*@x\/: expected a redis:\/\/ or rediss:\/\/ URL/],
       [['count', '--json=1'], /--json takes no value/],
       [['count', 'list'], /unexpected argument list/],
       [['frobnicate'], /unknown command frobnicate/],
