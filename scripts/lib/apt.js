@@ -20,6 +20,11 @@ function onPath(name) {
   return null;
 }
 
+/** The Go toolchain: `go` on PATH, else the official tarball's place. */
+function findGo() {
+  return onPath('go') || (fs.existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : null);
+}
+
 function isRoot() {
   return typeof process.getuid === 'function' && process.getuid() === 0;
 }
@@ -47,4 +52,4 @@ function aptInstall(packages, log = console.error) {
   }
 }
 
-module.exports = { onPath, isRoot, canInstall, aptInstall };
+module.exports = { onPath, findGo, isRoot, canInstall, aptInstall };

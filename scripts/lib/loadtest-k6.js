@@ -4,6 +4,7 @@
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
+const { onPath, findGo } = require('./apt');
 
 const K6_VERSION = 'v1.8.1';
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -16,23 +17,6 @@ function version(bin) {
   return m ? m[1] : r.stdout.trim().split('\n')[0];
 }
 
-function onPath(name) {
-  for (const dir of (process.env.PATH || '').split(path.delimiter)) {
-    if (!dir) continue;
-    const p = path.join(dir, name);
-    try {
-      fs.accessSync(p, fs.constants.X_OK);
-      if (fs.statSync(p).isFile()) return p;
-    } catch {
-      /* not here */
-    }
-  }
-  return null;
-}
-
-function findGo() {
-  return onPath('go') || (fs.existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : null);
-}
 
 function major(v) {
   const m = /^v(\d+)/.exec(v || '');

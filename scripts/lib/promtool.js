@@ -5,6 +5,7 @@
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
+const { onPath, findGo } = require('./apt');
 
 // Prometheus 3.x is tagged v0.3xx.y as a Go module; v0.316.0 is the first recent one whose go.mod has
 // no replace directive, which `go install pkg@version` refuses (v0.315.1 and v0.301-v0.314 have one).
@@ -13,23 +14,6 @@ const PROMTOOL_VERSION = 'v0.316.0';
 const ROOT = path.resolve(__dirname, '..', '..');
 const TOOLS_BIN = path.join(ROOT, '.tools', 'bin');
 
-function onPath(name) {
-  for (const dir of (process.env.PATH || '').split(path.delimiter)) {
-    if (!dir) continue;
-    const p = path.join(dir, name);
-    try {
-      fs.accessSync(p, fs.constants.X_OK);
-      if (fs.statSync(p).isFile()) return p;
-    } catch {
-      /* not here */
-    }
-  }
-  return null;
-}
-
-function findGo() {
-  return onPath('go') || (fs.existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : null);
-}
 
 function runs(bin) {
   const r = spawnSync(bin, ['--version'], { encoding: 'utf8', timeout: 20_000 });
