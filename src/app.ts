@@ -8,6 +8,7 @@ import type { Config } from './config/config';
 import { Lifecycle } from './health/lifecycle';
 import { ClusterMetrics } from './metrics/cluster-metrics';
 import { HttpServers } from './http/http.module';
+import { LogService } from './log/log.service';
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
@@ -122,6 +123,10 @@ export async function createApp(config: Config): Promise<NestFastifyApplication>
     bodyParser: false,
     logger: new NestPinoLogger(logger),
   });
+  // An answer leaves once the records logged for it are in the crash journal.
+  const journal = app.get(LogService).journal;
+  servers.public.setBarrier(journal);
+  servers.admin.setBarrier(journal);
   // useProcessExit: exit 0 after the hooks (log flush) instead of re-raising the signal.
   app.enableShutdownHooks(['SIGINT', 'SIGTERM'], { useProcessExit: true });
   return app;

@@ -86,6 +86,11 @@ export class LogBuffer {
     this.bytes += p - start;
   }
 
+  /** Whether bytes were appended since `unjournaled` last handed them out. */
+  hasUnjournaled(): boolean {
+    return this.pos > this.journaled || this.sealedTails.length > 0;
+  }
+
   /**
    * Hands the bytes appended since its last call to `write` (the crash journal), oldest first: in
    * one call when they are all in the current chunk.

@@ -173,11 +173,10 @@ export class LogPipeline {
   }
 
   /**
-   * Appends one encoded line (`head + tail + "}\n"`, see LogBuffer.append). O(1) in the queue length.
-   * `commit`: an answer follows, so everything appended so far goes to the journal now (one
-   * write(2), to the page cache); otherwise no I/O.
+   * Appends one encoded line (`head + tail + "}\n"`, see LogBuffer.append). O(1) in the queue length,
+   * no I/O: the line reaches the crash journal at the next `commitJournal`.
    */
-  append(head: string, tail: string | Uint8Array | null, lineBreaks = false, commit = false): void {
+  append(head: string, tail: string | Uint8Array | null, lineBreaks = false): void {
     if (this.state === 'closed') {
       this.drop(1, 'logged after the final flush');
       return;
@@ -189,12 +188,25 @@ export class LogPipeline {
     }
     this.buffer.append(head, tail, lineBreaks);
     this.recordsLogged++;
-    if (commit && this.journal !== null) this.buffer.unjournaled(this.journalWrite);
     if (this.buffer.bytes >= this.threshold && this.compressRun === null && !this.kickQueued) {
       // Never compress inside the caller (a request): start on the next loop turn.
       this.kickQueued = true;
       setImmediate(this.kickFromImmediate);
     }
+  }
+
+  /** Whether lines were appended that the crash journal does not hold yet (an answer must wait for `commitJournal`). */
+  journalPending(): boolean {
+    return this.journal !== null && this.buffer.hasUnjournaled();
+  }
+
+  /**
+   * Writes what was appended since the last call to the crash journal: one write(2) to the page
+   * cache, usually for every answer of an event-loop turn (src/http/server.ts holds the answers
+   * until then).
+   */
+  commitJournal(): void {
+    if (this.journal !== null) this.buffer.unjournaled(this.journalWrite);
   }
 
   /** Starts the interval and the drain of what earlier processes spilled. */

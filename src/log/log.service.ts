@@ -87,10 +87,18 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
       head = lineHead(ts, this.workerJson, this.hostJson, { type: record.type, id: String(record.id), name: String(record.name), error: 'unserializable record' }, null);
       tail = null;
     }
-    // Any record but a bid request's is followed by an answer (a bid request's record is followed by
-    // its response record first): it and what came before go to the journal before that answer.
-    this.pipeline.append(head, tail, lineBreaks, record.type !== 'request');
+    this.pipeline.append(head, tail, lineBreaks);
   }
+
+  /**
+   * The crash journal as the HTTP servers see it: an answer is sent only once the records logged
+   * before it are in the journal. `pending` says whether any are not yet; `commit` writes them
+   * (once per event-loop turn for all the answers of that turn, see src/http/server.ts).
+   */
+  readonly journal: { pending(): boolean; commit(): void } = {
+    pending: () => this.pipeline.journalPending(),
+    commit: () => this.pipeline.commitJournal(),
+  };
 
   /**
    * The fatal-error path (main.ts): writes every record still only in memory to the spill directory,

@@ -135,7 +135,8 @@ describe('crash journal', () => {
     try {
       const body = Buffer.from(JSON.stringify({ pad: 'x'.repeat(1000) }));
       for (let i = 0; i < 2000; i++) {
-        p.append(`{"ts":1,"type":"response","id":"${i}","res":`, body, false, true);
+        p.append(`{"ts":1,"type":"response","id":"${i}","res":`, body, false);
+        p.commitJournal();
         if (i % 100 === 99) await new Promise((r) => setTimeout(r, 5));
       }
       const deadline = Date.now() + 10_000;
