@@ -6,12 +6,17 @@ import { compressFrame } from './frame';
 import { newFrameId, pidAlive, type SpillStore } from './spill';
 
 /**
- * The crash journal of one worker: every record, as the NDJSON line queued for Redis, appended to
- * a file before the answer it belongs to is written to the client (one write(2) per answer, no
- * fsync: the page cache outlives the process, not the machine). The file is a *segment*: each take
+ * The crash journal of one worker: every record, as the NDJSON line queued for Redis, written to
+ * a file before the answer it belongs to is written to the client (one write(2) per event-loop turn
+ * for all the answers of that turn, no fsync: the page cache outlives the process, not the machine).
+ * Each write is framed, `#b <token> <length>\n` + the lines + `#e <token>\n` (the token names the
+ * segment): a write the process died in has no footer and is cut off, with whatever followed it.
+ * The file is a *segment*: each take
  * of the queue (each flush) seals the current segment with a trailer line naming its frames
  * (`#frames <bytes>:<records>,…`) and opens the next one; a sealed segment is deleted once each of
- * its frames is in Redis or in a spill file. Frame ids are derived from the segment's id and the
+ * its frames is in Redis or in a spill file: up to two such files are kept (`….jnl.free`) and written
+ * over by the next segments instead, because writing into pages a file already has costs a fraction
+ * of growing one (bench/RESULTS-log.md, "The crash journal"). Frame ids are derived from the segment's id and the
  * frame's index, so a segment recovered after a crash yields the very frame ids the dead worker
  * pushed, and PUSH_ONCE makes a frame it had already pushed a no-op: each record once.
  *
@@ -21,6 +26,11 @@ import { newFrameId, pidAlive, type SpillStore } from './spill';
  */
 
 const SEGMENT = /^(\d+)-(\d+)_(\d{6})_([0-9a-f-]{36})\.jnl(?:\.claim-(\d+)-(\d+))?$/;
+/** A finished segment kept to be written over: `<pid>-<start>_<seq>_<uuid>.jnl.free`. */
+const FREE = /^(\d+)-(\d+)_\d{6}_[0-9a-f-]{36}\.jnl\.free$/;
+/** Finished segments kept for reuse, per process; a larger one is deleted instead. */
+const KEEP_FREE = 2;
+const KEEP_FREE_MAX_BYTES = 128 << 20;
 /** Frames cut from a segment that was never sealed (nothing of it reached Redis): at most this much NDJSON each. */
 const RECOVER_FRAME_BYTES = 4 << 20;
 
@@ -34,6 +44,13 @@ export interface Segment {
   readonly frameIds: readonly string[];
   open: number;
   readonly bytes: number;
+  /** The file's size: `bytes`, or more when it was a reused file that had held a larger segment. */
+  readonly size: number;
+}
+
+/** The token of segment `uuid` in its frames' header and footer. */
+function frameToken(uuid: string): string {
+  return uuid.slice(0, 8) + uuid.slice(9, 13) + uuid.slice(14, 18);
 }
 
 /** This process's start time in clock ticks since boot (/proc/self/stat), '0' where there is no /proc. */
@@ -71,10 +88,18 @@ export class Journal {
   private dirty = false;
   private fsyncTimer: NodeJS.Timeout | null = null;
   private readonly owner: string;
-  /** Bytes written to the current segment. */
+  /** Bytes written to the current segment (the offset of the next write). */
   private bytes = 0;
-  /** Bytes of this process's segments on disk (sealed ones not yet deleted, and the current one). */
+  /** The current file's size (a reused file may be larger than what this segment wrote). */
+  private size = 0;
+  /** Bytes of this process's files on disk besides the current one (sealed segments not yet safe, kept files). */
   private sealedBytes = 0;
+  /** Finished segments kept to be written over (`….jnl.free`), with their sizes. */
+  private readonly free: Array<{ file: string; size: number }> = [];
+  /** The current segment's frame header (`#b <token> `, the length follows) and footer. */
+  private head = '';
+  private foot: Buffer = Buffer.alloc(0);
+  private readonly iov: Buffer[] = [Buffer.alloc(0), Buffer.alloc(0), Buffer.alloc(0)];
 
   constructor(
     readonly dir: string,
@@ -89,7 +114,7 @@ export class Journal {
   }
 
   get diskBytes(): number {
-    return this.sealedBytes + this.bytes;
+    return this.sealedBytes + this.size;
   }
 
   /** Creates the directory and the first segment; false (and a warning) when it cannot. */
@@ -109,13 +134,23 @@ export class Journal {
     return this.fd !== -1;
   }
 
-  /** Appends bytes to the current segment (synchronously: the caller answers a client right after). */
+  /**
+   * Appends bytes to the current segment as one framed write (synchronously: the caller answers
+   * clients right after). One pwritev(2): header, the bytes, footer.
+   */
   write(data: Buffer, offset: number, length: number): void {
     if (this.fd === -1 || length === 0) return;
     try {
-      let done = 0;
-      while (done < length) done += fs.writeSync(this.fd, data, offset + done, length - done);
-      this.bytes += length;
+      const iov = this.iov;
+      iov[0] = Buffer.from(`${this.head}${length}\n`, 'latin1');
+      iov[1] = data.subarray(offset, offset + length);
+      iov[2] = this.foot;
+      const total = iov[0].length + length + this.foot.length;
+      let done = fs.writevSync(this.fd, iov, this.bytes);
+      // A short write (rare: a signal, a full disk): the rest, piece by piece.
+      while (done < total) done += fs.writeSync(this.fd, Buffer.concat(iov).subarray(done), 0, total - done, this.bytes + done);
+      this.bytes += total;
+      if (this.bytes > this.size) this.size = this.bytes;
       this.dirty = true;
     } catch (e) {
       this.fail(e);
@@ -136,9 +171,9 @@ export class Journal {
     const trailer = `#frames ${frames.map((f) => `${f.bytes}:${f.records}`).join(',')}\n`;
     this.write(Buffer.from(trailer, 'latin1'), 0, trailer.length);
     const ok = this.fd !== -1;
-    const sealed: Segment = { file: this.file, frameIds: frames.map((_, i) => segmentFrameId(this.uuid, i)), open: frames.length, bytes: this.bytes };
+    const sealed: Segment = { file: this.file, frameIds: frames.map((_, i) => segmentFrameId(this.uuid, i)), open: frames.length, bytes: this.bytes, size: this.size };
     this.closeFd();
-    if (ok) this.sealedBytes += sealed.bytes;
+    if (ok) this.sealedBytes += sealed.size;
     this.next();
     if (!ok) {
       fs.unlink(sealed.file, () => undefined);
@@ -147,10 +182,22 @@ export class Journal {
     return sealed;
   }
 
-  /** One frame of `seg` is safe (in Redis, or in a spill file): the segment goes once all are. */
+  /**
+   * One frame of `seg` is safe (in Redis, or in a spill file): the segment goes once all are, kept
+   * to be written over by a later segment when fewer than two are kept, deleted otherwise.
+   */
   done(seg: Segment | null, sync = false): void {
     if (seg === null || --seg.open > 0) return;
-    this.sealedBytes -= seg.bytes;
+    if (!sync && !this.closed && this.free.length < KEEP_FREE && seg.size <= KEEP_FREE_MAX_BYTES && this.diskBytes <= this.maxBytes) {
+      try {
+        fs.renameSync(seg.file, `${seg.file}.free`);
+        this.free.push({ file: `${seg.file}.free`, size: seg.size });
+        return;
+      } catch {
+        // gone or not renameable: deleted below
+      }
+    }
+    this.sealedBytes -= seg.size;
     if (sync) {
       try {
         fs.unlinkSync(seg.file);
@@ -170,9 +217,11 @@ export class Journal {
     const file = this.file;
     this.closeFd();
     this.closed = true;
-    if (empty && file !== '') {
+    const gone = this.free.splice(0).map((f) => f.file);
+    if (empty && file !== '') gone.push(file);
+    for (const f of gone) {
       try {
-        fs.unlinkSync(file);
+        fs.unlinkSync(f);
       } catch {
         // already gone
       }
@@ -185,8 +234,25 @@ export class Journal {
     this.seq = (this.seq + 1) % 1_000_000;
     this.file = path.join(this.dir, `${this.owner}_${String(this.seq).padStart(6, '0')}_${this.uuid}.jnl`);
     this.bytes = 0;
+    this.size = 0;
+    const token = frameToken(this.uuid);
+    this.head = `#b ${token} `;
+    this.foot = Buffer.from(`#e ${token}\n`, 'latin1');
     try {
-      this.fd = fs.openSync(this.file, 'wx', 0o600);
+      const reuse = this.free.shift();
+      if (reuse !== undefined) {
+        // Written over from the start; what lies past the last write is an older segment's, whose
+        // frames carry another token.
+        this.sealedBytes -= reuse.size;
+        try {
+          fs.renameSync(reuse.file, this.file);
+          this.fd = fs.openSync(this.file, 'r+');
+          this.size = reuse.size;
+        } catch {
+          fs.rm(reuse.file, { force: true }, () => undefined);
+        }
+      }
+      if (this.fd === -1) this.fd = fs.openSync(this.file, 'wx', 0o600);
       if (this.broken) {
         this.broken = false;
         this.logger.warn(`bid log journal ${this.dir} writable again`);
@@ -246,6 +312,12 @@ export async function recoverJournals(dir: string, spill: SpillStore, logger: Jo
     return out;
   }
   for (const name of names.sort()) {
+    const free = FREE.exec(name);
+    if (free !== null) {
+      // A dead process's file kept for reuse: nothing in it to recover.
+      if (!(Number(free[1]) === pid && free[2] === start) && !ownerAlive(Number(free[1]), free[2])) await fsp.unlink(path.join(dir, name)).catch(() => undefined);
+      continue;
+    }
     const m = SEGMENT.exec(name);
     if (!m) continue;
     const [ownerPid, ownerStart] = m[5] === undefined ? [m[1], m[2]] : [m[5], m[6]];
@@ -266,7 +338,7 @@ export async function recoverJournals(dir: string, spill: SpillStore, logger: Jo
     } catch {
       continue;
     }
-    const frames = cutFrames(data, m[4]);
+    const frames = cutFrames(unframe(data, m[4]), m[4]);
     let ok = true;
     for (const f of frames) {
       const frame = await compressFrame([{ data: f.data, records: f.records }], f.data.length, undefined, zstdLevel);
@@ -285,6 +357,31 @@ export async function recoverJournals(dir: string, spill: SpillStore, logger: Jo
     out.segments++;
   }
   return out;
+}
+
+/**
+ * The lines a segment's writes hold, in order: each write is `#b <token> <length>\n`, the lines,
+ * `#e <token>\n`. Reading stops at the first write that is not whole (the process died in it) or
+ * not this segment's (a reused file: what lies past the last write is an older segment's). A
+ * segment written before writes were framed is its bytes as they are.
+ */
+export function unframe(data: Buffer, uuid: string): Buffer {
+  if (data.length < 3 || data[0] !== 0x23 || data[1] !== 0x62 || data[2] !== 0x20) return data;
+  const token = frameToken(uuid);
+  const head = Buffer.from(`#b ${token} `, 'latin1');
+  const foot = Buffer.from(`#e ${token}\n`, 'latin1');
+  const parts: Buffer[] = [];
+  let at = 0;
+  while (at + head.length < data.length && data.compare(head, 0, head.length, at, at + head.length) === 0) {
+    const nl = data.indexOf(0x0a, at + head.length);
+    if (nl === -1 || nl - at - head.length > 12) break;
+    const len = Number(data.toString('latin1', at + head.length, nl));
+    const end = nl + 1 + len;
+    if (!Number.isSafeInteger(len) || len <= 0 || end + foot.length > data.length || data.compare(foot, 0, foot.length, end, end + foot.length) !== 0) break;
+    parts.push(data.subarray(nl + 1, end));
+    at = end + foot.length;
+  }
+  return Buffer.concat(parts);
 }
 
 interface CutFrame {

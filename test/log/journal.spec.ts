@@ -57,12 +57,15 @@ describe('crash journal', () => {
   const recover = () => recoverJournals(jdir, spill, quiet, undefined, RECOVERER.pid, RECOVERER.start);
   const journals = () => fs.readdirSync(jdir);
 
-  it('a torn last write is cut off; the whole lines before it are recovered', async () => {
+  it('a torn last write is cut off; the whole writes before it are recovered', async () => {
     const j = new Journal(jdir, quiet, 0, Number.MAX_SAFE_INTEGER, deadPid(), '7');
     assert.equal(j.open(), true);
     write(j, ['a', 'b', 'c']);
-    const torn = Buffer.from(line('d').slice(0, 20));
-    j.write(torn, 0, torn.length);
+    const [name] = journals();
+    const whole = fs.statSync(path.join(jdir, name)).size;
+    write(j, ['d', 'e']);
+    // The process died inside the second write: it stopped after the first line of it (its footer never written).
+    fs.truncateSync(path.join(jdir, name), whole + 30 + line('d').length);
     const r = await recover();
     assert.deepEqual(r, { segments: 1, frames: 1, records: 3 });
     const files = spilled();
@@ -108,6 +111,44 @@ describe('crash journal', () => {
     fs.renameSync(path.join(jdir, name), path.join(jdir, `${name}.claim-${deadPid()}-9`));
     assert.deepEqual(await recover(), { segments: 1, frames: 1, records: 2 });
     assert.deepEqual(journals(), []);
+  });
+
+  it('a finished segment is kept and written over by a later one; what is left of the older one is never recovered', async () => {
+    const pid = deadPid();
+    const j = new Journal(jdir, quiet, 0, Number.MAX_SAFE_INTEGER, pid, '7');
+    j.open();
+    const old = Array.from({ length: 200 }, (_, i) => `old-${i}`);
+    const n = write(j, old);
+    const seg = j.seal([{ bytes: n, records: old.length }]);
+    j.done(seg);
+    assert.equal(journals().filter((f) => f.endsWith('.jnl.free')).length, 1, 'kept for reuse');
+    // The next segment was opened at the seal, before the old one was safe; the one after reuses the kept file.
+    const m = write(j, ['x']);
+    const seg2 = j.seal([{ bytes: m, records: 1 }]);
+    assert.ok(seg2 !== null);
+    assert.equal(journals().filter((f) => f.endsWith('.jnl.free')).length, 0, 'the kept file is the current segment now');
+    write(j, ['new-1', 'new-2']);
+    const torn = journals().find((f) => !f.endsWith('.free') && fs.statSync(path.join(jdir, f)).size > 10_000);
+    assert.ok(torn !== undefined, 'the current segment is the reused, larger file');
+    // The worker dies: its unsealed segment holds two new records, then the old segment's bytes.
+    const r = await recover();
+    assert.deepEqual(r, { segments: 2, frames: 2, records: 3 });
+    const ids = spilled()
+      .flatMap((f) => f.lines)
+      .map((l) => (JSON.parse(l) as { id: string }).id)
+      .sort();
+    assert.deepEqual(ids, ['new-1', 'new-2', 'x']);
+    assert.deepEqual(journals(), []);
+  });
+
+  it("a dead worker's kept files are deleted by a recoverer", async () => {
+    const j = new Journal(jdir, quiet, 0, Number.MAX_SAFE_INTEGER, deadPid(), '7');
+    j.open();
+    const n = write(j, ['a']);
+    j.done(j.seal([{ bytes: n, records: 1 }]));
+    assert.equal(journals().length, 2);
+    assert.deepEqual(await recover(), { segments: 1, frames: 0, records: 0 }, 'the empty current segment only');
+    assert.deepEqual(journals(), [], 'the empty current segment and the kept file are gone');
   });
 
   it("two dead workers' journals are both recovered", async () => {
