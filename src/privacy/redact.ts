@@ -136,10 +136,14 @@ const enum Keep {
 
 /** A field: how to keep it, or the allowlist of an object (Fields) or of each object of an array ([Fields]). */
 type Rule = Keep | Fields | readonly [Fields];
-type Fields = ReadonlyMap<string, Rule>;
+/** An object's allowlist: a class instance, so that `rule instanceof FieldRules` tells it from the rest. */
+class FieldRules {
+  constructor(readonly byName: Readonly<Record<string, Rule | undefined>>) {}
+}
+type Fields = FieldRules;
 
 function fields(spec: Record<string, Rule>): Fields {
-  return new Map(Object.entries(spec));
+  return new FieldRules(Object.assign(Object.create(null) as Record<string, Rule>, spec));
 }
 
 const V = Keep.Value;
@@ -213,7 +217,7 @@ function projectField(v: unknown, rule: Rule, hasher: PiiHasher): unknown {
       return Number.isFinite(n) ? Math.round(n * 100) / 100 : undefined;
     }
   }
-  if (rule instanceof Map) return projectObject(v, rule, hasher);
+  if (rule instanceof FieldRules) return projectObject(v, rule, hasher);
   if (!Array.isArray(v)) return undefined;
   const each = (rule as readonly [Fields])[0];
   let out: unknown[] | null = null;
@@ -232,9 +236,10 @@ function projectField(v: unknown, rule: Rule, hasher: PiiHasher): unknown {
 function projectObject(v: unknown, allow: Fields, hasher: PiiHasher): Obj | undefined {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
   const o = v as Obj;
+  const byName = allow.byName;
   let out: Obj | null = null;
   for (const k in o) {
-    const rule = allow.get(k);
+    const rule = byName[k];
     const p = rule === undefined ? undefined : projectField(o[k], rule, hasher);
     if (out === null) {
       if (p === o[k]) continue;
