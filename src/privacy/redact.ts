@@ -219,7 +219,7 @@ function projectField(v: unknown, rule: Rule, hasher: PiiHasher): unknown {
   }
   if (rule instanceof FieldRules) return projectObject(v, rule, hasher);
   if (!Array.isArray(v)) return undefined;
-  const each = (rule as readonly [Fields])[0];
+  const each = rule[0];
   let out: unknown[] | null = null;
   for (let i = 0; i < v.length; i++) {
     const e = projectObject(v[i], each, hasher);
