@@ -36,7 +36,7 @@ const { startRedis, freePort, waitFor } = require('./lib/redis');
 
 const ROOT = path.resolve(__dirname, '..');
 const USAGE = `usage: npm run profile -- [--seconds 20] [--warmup 10] [--rate 650] [--targets bidder,baseline]
-       [--mix samples|loadtest] [--notices 0.1] [--freq 999] [--node-args "<flags>"] [--out <dir>]
+       [--mix samples|loadtest] [--notices 0.1] [--freq 999] [--node-args="<flags>"] [--out <dir>]
        [--json <file>] [--top 0] [--no-pin]`;
 
 const SAMPLES = [
@@ -435,6 +435,32 @@ function sampleBucket(s, pid) {
   return 'other';
 }
 
+/**
+ * The GCs that --trace-gc printed into a target's output: per kind (Scavenge, Mark-Compact, ...)
+ * the count, pauses, heap before and after (MB) and the reasons V8 gave.
+ */
+function gcSummary(text, seconds) {
+  const kinds = {};
+  const re = /: (Scavenge|Mark-Compact|Minor Mark-Sweep|Mark-Compact \(reduce\))\s+([\d.]+) \(([\d.]+)\) -> ([\d.]+) \(([\d.]+)\) MB, (?:pooled: [\d.]+ MB, )?([\d.]+) \/ [\d.]+ ms (.*)$/;
+  for (const line of text.split('\n')) {
+    const m = re.exec(line);
+    if (!m) continue;
+    const k = (kinds[m[1]] ??= { count: 0, pauseMs: 0, maxPauseMs: 0, heapBeforeMb: [Infinity, 0], heapAfterMb: [Infinity, 0], reasons: {} });
+    const pause = Number(m[6]);
+    k.count++;
+    k.pauseMs = +(k.pauseMs + pause).toFixed(2);
+    k.maxPauseMs = Math.max(k.maxPauseMs, pause);
+    k.heapBeforeMb = [Math.min(k.heapBeforeMb[0], Number(m[2])), Math.max(k.heapBeforeMb[1], Number(m[2]))];
+    k.heapAfterMb = [Math.min(k.heapAfterMb[0], Number(m[4])), Math.max(k.heapAfterMb[1], Number(m[4]))];
+    // The reason follows V8's "(average mu = …, current mu = …)"; ", GC in old space requested" and the like after a ';'.
+    const rest = m[7];
+    const why = rest.slice(rest.indexOf(')', rest.lastIndexOf('current mu')) + 1).replace(/;\s*$/, '').trim() || '?';
+    k.reasons[why] = (k.reasons[why] || 0) + 1;
+  }
+  for (const k of Object.values(kinds)) k.everySeconds = +(seconds / k.count).toFixed(2);
+  return kinds;
+}
+
 /** Runs `perf script` on a recording and counts samples per bucket. */
 function bucketize(perf, data, pid, top) {
   const r = spawnSync(perf, ['script', '-F', 'comm,tid,ip,sym,dso', '-i', data], { encoding: 'utf8', maxBuffer: 2 ** 31 - 1, timeout: 600_000 });
@@ -467,6 +493,7 @@ async function profileTarget(name, o, ctx) {
     ctx.log(`profile: ${name} (pid ${t.pid}) at ${o.rate}/s, warm-up ${o.warmup} s`);
     await sleep(o.warmup * 1000);
     const data = path.join(dir, 'perf.data');
+    const out0 = fs.statSync(t.logFile).size;
     const c0 = load.snapshot();
     const cpu0 = cpuSeconds(t.pid);
     const r0 = ctx.redisPid ? cpuSeconds(ctx.redisPid) : 0;
@@ -480,10 +507,19 @@ async function profileTarget(name, o, ctx) {
     const cpu1 = cpuSeconds(t.pid);
     const r1 = ctx.redisPid ? cpuSeconds(ctx.redisPid) : 0;
     const c1 = load.snapshot();
+    const out1 = fs.statSync(t.logFile).size;
     if (rec.status !== 0) throw new Error(`perf record failed (exit ${rec.status}): ${rec.stderr.slice(0, 500)}`);
     await load.stop();
     await t.stop();
     ctx.running.delete(t);
+    let gc = null;
+    if (o.nodeArgs.includes('--trace-gc')) {
+      const buf = Buffer.alloc(out1 - out0);
+      const fd = fs.openSync(t.logFile, 'r');
+      fs.readSync(fd, buf, 0, buf.length, out0);
+      fs.closeSync(fd);
+      gc = gcSummary(buf.toString('utf8'), wall);
+    }
     const d = Object.fromEntries(Object.keys(c1).map((k) => [k, c1[k] - c0[k]]));
     ctx.log(`profile: ${name}: perf script`);
     const b = bucketize(ctx.perf, data, t.pid, o.top);
@@ -508,6 +544,7 @@ async function profileTarget(name, o, ctx) {
       sampleCoverage: +(b.total / o.freq / Math.max(cpu, 0.01)).toFixed(2),
       buckets,
       topOther: b.topOther,
+      gc,
       log: t.logFile,
     };
   } finally {
@@ -544,6 +581,14 @@ function table(o, results) {
   if (names.length === 2) {
     const [a, b] = names;
     lines.push(`ratio ${a}/${b}: ${(results[a].cpuPerBidRequestUs / results[b].cpuPerBidRequestUs).toFixed(2)}`);
+  }
+  for (const n of names) {
+    for (const [kind, g] of Object.entries(results[n].gc || {})) {
+      lines.push(
+        `${n}: ${g.count} ${kind} in the window (every ${g.everySeconds} s, ${((1e4 * g.count) / Math.max(1, results[n].bidRequests)).toFixed(2)} per 10,000 bid requests), ` +
+          `pauses ${g.pauseMs} ms in all, longest ${g.maxPauseMs} ms, heap ${g.heapBeforeMb.join('-')} -> ${g.heapAfterMb.join('-')} MB; ${Object.entries(g.reasons).map(([r, c]) => `${c}× ${r}`).join(', ')}`,
+      );
+    }
   }
   for (const n of names) {
     if (results[n].topOther.length === 0) continue;
@@ -631,4 +676,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { perfProblem, sampleBucket, frameBucket, samplesOf, BUCKETS };
+module.exports = { perfProblem, gcSummary, sampleBucket, frameBucket, samplesOf, BUCKETS };
