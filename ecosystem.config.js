@@ -135,8 +135,8 @@ module.exports = {
       pmx: false,
       // GC: V8's defaults, no node_args. Tried and not kept (bench/README.md): --single-threaded-gc
       // (no less CPU, longer scavenges) and --max-semi-space-size 2-64 (4-14 % more CPU, p99 no
-      // better). The mark-compact every ~3 s of issue 22 did not show with PM2's agent off or on: one
-      // worker at 650/s for 30 s ran 1-2 major GCs (perf_hooks 'gc' entries, bench/README.md).
+      // better). The mark-compacts of issue 22 are started by V8 once the old generation is ~6 MB
+      // above the live ~32 MB, so they follow the bytes promoted per second (bench/README.md, GC).
       // A worker takes traffic only after main.ts sent process.send('ready') (after listen);
       // `pm2 reload` stops an old worker only once its replacement is ready.
       wait_ready: true,
