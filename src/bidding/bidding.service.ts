@@ -69,8 +69,6 @@ export class BiddingService {
   private readonly writer: BidWriter;
   private readonly selector: Auction;
   private readonly logRawPii: boolean;
-  private readonly shedMaxWaitMs: number;
-  private readonly shedMarginMs: number;
   /** Source names by index (src/exchanges/exchanges.ts), for the log records. */
   private readonly sourceNames: readonly string[];
   private readonly answerMaxBytes: number;
@@ -90,12 +88,10 @@ export class BiddingService {
     private readonly shading: ShadingService,
     private readonly clock: Clock,
   ) {
-    this.requests = new RequestPreparer(policy, hasher);
+    this.requests = new RequestPreparer(policy, hasher, config);
     this.writer = new BidWriter(config.trackingBaseUrl, config.dsaDomain, codec);
     this.selector = new Auction(gate);
     this.logRawPii = config.logRawPii;
-    this.shedMaxWaitMs = config.shedMaxWaitMs;
-    this.shedMarginMs = config.shedMarginMs;
     this.sourceNames = [OPEN_SOURCE, ...(config.exchanges ?? []).map((e) => e.name)];
     this.answerMaxBytes = config.answerMaxBytes;
   }
@@ -107,33 +103,27 @@ export class BiddingService {
    */
   bid(raw: Buffer, startedAt: number, arrivedAt: number = startedAt, source = 0): BidAnswer {
     const exchange = this.sourceNames[source] ?? OPEN_SOURCE;
-    let parsed: unknown;
-    try {
-      parsed = this.requests.read(raw);
-    } catch (e) {
-      if (e instanceof InvalidRequestError) return this.refuse(400, e.reason, startedAt);
-      throw e;
-    }
     const waitedMs = startedAt - arrivedAt;
     this.metrics.bidWait(waitedMs / 1000);
-    if (this.shedMaxWaitMs > 0 && waitedMs > this.shedBudget(parsed)) return this.shed(parsed, startedAt, exchange);
     let prepared: Prepared;
     try {
-      prepared = this.requests.prepare(parsed, source);
+      prepared = this.requests.prepare(raw, source, waitedMs);
     } catch (e) {
+      if (e instanceof InvalidRequestError) return this.refuse(400, e.reason, startedAt);
       if (!(e instanceof PrepareError)) throw e;
       const privacy = e.privacy;
       this.privacyStats.count(privacy.reason);
-      const id = idOf(parsed);
+      const id = idOf(e.parsed);
       if (!e.invalid) this.logger.error({ msg: 'bid request reader failed', err: e.cause });
       if (id !== '') {
-        this.log.log({ type: 'request', id, name: '', exchange }, this.requestText(parsed, false));
+        this.log.log({ type: 'request', id, name: '', exchange }, this.requestText(e.parsed, false));
         this.log.log({ type: 'response', id, name: '', exchange, status: e.invalid ? 400 : 204, reason: e.reason, ms: elapsed(startedAt), privacy: privacy.reason });
       }
       if (e.invalid) return this.refuse(400, e.reason, startedAt);
       return this.failed(startedAt);
     }
-    const { req, privacy } = prepared;
+    if (prepared.req === null) return this.shed(prepared.parsed, startedAt, exchange);
+    const { parsed, req, privacy } = prepared;
     this.privacyStats.count(privacy.reason);
     // A test request (`test` = 1) is marked in both records; it bids but reserves and spends nothing.
     const test = req.test ? true : undefined;
@@ -181,17 +171,6 @@ export class BiddingService {
   }
 
   /**
-   * How long a request may have waited before it is shed: min(SHED_MAX_WAIT_MS, tmax −
-   * SHED_MARGIN_MS), at least 10 ms (a tmax shorter than the margin is the exchange's choice: what
-   * arrives in time is still answered).
-   */
-  private shedBudget(parsed: unknown): number {
-    const tmax = Number((parsed as { tmax?: unknown } | null)?.tmax);
-    if (!(tmax > 0)) return this.shedMaxWaitMs;
-    return Math.min(this.shedMaxWaitMs, Math.max(10, tmax - this.shedMarginMs));
-  }
-
-  /**
    * Overload: the request waited too long to be answered within the exchange's deadline, so it gets
    * a no-bid at once instead of a bid too late to count (which would only cost CPU and, to the
    * exchange, be a timeout). Its records are logged like any other's (reason `shed`), personal data
@@ -220,7 +199,8 @@ export class BiddingService {
    * for a reader bug, 204 internal_error).
    */
   explain(raw: Buffer): Explained {
-    const { req, privacy } = this.requests.prepare(this.requests.read(raw), 0);
+    const { req, privacy } = this.requests.prepare(raw, 0);
+    if (req === null) throw new Error('unreachable: a request that did not wait is never shed');
     const imps: ImpExplained[] = [];
     const answer = this.auction(req, privacy.userData, imps);
     return {
