@@ -1,7 +1,7 @@
 /**
  * The auction for one imp: filters the index's candidates against the request and picks the best.
- * Synchronous and free of I/O; one `Auction` object per user (the bid path, the debug route) holds
- * the rates, the gate and the scan's state, reused call after call: no allocation per candidate,
+ * Synchronous and free of I/O; one `Auction` object (the bid path's, which explain also runs) holds
+ * the gate and the scan's state, reused call after call: no allocation per candidate,
  * no closures per request. Only the winner allocates (its Match, and for native its NativeFill[]).
  *
  * Filters, in the order they run for each candidate (cheap first; this order is also the "stage"
@@ -219,9 +219,10 @@ function eqLower(s: string, lower: string): boolean {
 // ---- the auction ---------------------------------------------------------------------------------
 
 /**
- * Runs auctions (`select`) and explains them (`explain`). Holds the currency rates and the gate it
- * was built with, and the state of the call in progress: calls are synchronous, so one object
- * serves every call of its owner, one after the other.
+ * Runs auctions (`select`) and explains them (`explain`). Holds the gate it was built with and the
+ * scratch state of the call in progress (reset at the start of each call): calls are synchronous, so
+ * one object serves every call of its owner, one after the other. The currency rates come with each
+ * call, so that a request is priced with one table whoever else holds this object.
  */
 export class Auction {
   // ---- the call in progress
@@ -255,23 +256,19 @@ export class Auction {
   /** explain() only: each judged candidate's verdict. */
   private verdicts: Map<Entry, Verdict> | null = null;
 
-  constructor(
-    /** The rates of the next calls: the bidding service sets the live ones before each request. */
-    public rates: Rates,
-    private readonly gate: CandidateGate | null = null,
-  ) {}
+  constructor(private readonly gate: CandidateGate | null = null) {}
 
   /**
    * Picks the best eligible candidate for one imp, or says why there is none. `bidCur` is the
-   * response currency (see chooseBidCurrency); prices and floors are compared in it. `userData`:
-   * whether the request allows user-level data (else `personalized` campaigns do not bid).
+   * response currency (see chooseBidCurrency); prices and floors are compared in it, with `rates`.
+   * `userData`: whether the request allows user-level data (else `personalized` campaigns do not bid).
    */
-  select(index: CandidateIndex, imp: Imp, req: BidRequest, bidCur: string, userData: boolean): Match | NoBidReason {
-    const early = this.impLevel(index, imp, bidCur);
+  select(index: CandidateIndex, imp: Imp, req: BidRequest, bidCur: string, rates: Rates, userData: boolean): Match | NoBidReason {
+    const early = this.impLevel(index, imp, bidCur, rates);
     if (early !== null) return early;
-    this.prepare(imp, req, bidCur, userData);
-    if (this.hasDeals) this.scanImp(index, imp, req, Pass.Deals);
-    if (this.best === null && !this.priv) this.scanImp(index, imp, req, Pass.Open);
+    this.prepare(imp, req, bidCur, rates, userData);
+    if (this.hasDeals) this.scanImp(index, imp, req, rates, Pass.Deals);
+    if (this.best === null && !this.priv) this.scanImp(index, imp, req, rates, Pass.Open);
     const e = this.best;
     if (e === null) return REASONS[this.stage];
     this.best = null; // don't keep the entry (and its index) reachable between calls
@@ -291,8 +288,8 @@ export class Auction {
    * (the first one it fails, in FILTER_ORDER) or null when it is eligible, and the reason the
    * auction gives the imp. Operator debugging; allocates freely.
    */
-  explain(index: CandidateIndex, imp: Imp, req: BidRequest, bidCur: string, userData: boolean): ImpExplanation {
-    const early = this.impLevel(index, imp, bidCur);
+  explain(index: CandidateIndex, imp: Imp, req: BidRequest, bidCur: string, rates: Rates, userData: boolean): ImpExplanation {
+    const early = this.impLevel(index, imp, bidCur, rates);
     const candidates: Explanation[] = [];
     const wanted = (e: Entry): boolean =>
       (e.kind === Kind.Banner && imp.banner !== null) || (e.kind === Kind.Video && imp.video !== null) || (e.kind === Kind.Native && imp.native !== null);
@@ -300,11 +297,11 @@ export class Auction {
       for (const e of index.entries) if (wanted(e)) candidates.push({ crid: e.c.id, reason: early, deal: null });
       return { reason: early, candidates };
     }
-    this.prepare(imp, req, bidCur, userData);
+    this.prepare(imp, req, bidCur, rates, userData);
     const verdicts = new Map<Entry, Verdict>();
     this.verdicts = verdicts;
     try {
-      this.scanImp(index, imp, req, Pass.Explain);
+      this.scanImp(index, imp, req, rates, Pass.Explain);
     } finally {
       this.verdicts = null;
     }
@@ -320,23 +317,23 @@ export class Auction {
   }
 
   /** Imp-level checks: the reason, or null to go on. */
-  private impLevel(index: CandidateIndex, imp: Imp, bidCur: string): NoBidReason | null {
+  private impLevel(index: CandidateIndex, imp: Imp, bidCur: string, rates: Rates): NoBidReason | null {
     if (index.count === 0) return 'no_candidates';
     if (imp.banner === null && imp.video === null && imp.native === null) return 'media_type';
-    if (this.rates.unitsPerUsd(bidCur) === null) return 'currency';
-    if (imp.bidfloor > 0 && this.rates.unitsPerUsd(imp.bidfloorcur) === null) return 'currency';
+    if (rates.unitsPerUsd(bidCur) === null) return 'currency';
+    if (imp.bidfloor > 0 && rates.unitsPerUsd(imp.bidfloorcur) === null) return 'currency';
     if (imp.pmp !== null && imp.pmp.privateAuction && imp.pmp.deals.length === 0) return 'deal';
     return null;
   }
 
   /** Resets the call's state and turns the imp's lists into what the filters look up (after impLevel said go on). */
-  private prepare(imp: Imp, req: BidRequest, bidCur: string, userData: boolean): void {
+  private prepare(imp: Imp, req: BidRequest, bidCur: string, rates: Rates, userData: boolean): void {
     this.stage = Stage.None;
     this.best = null;
     this.bestPrice = 0;
     this.bestDeal = null;
-    this.rate = this.rates.unitsPerUsd(bidCur) ?? 1;
-    this.floor = imp.bidfloor > 0 ? (this.rates.convert(imp.bidfloor, imp.bidfloorcur, bidCur) ?? 0) : 0;
+    this.rate = rates.unitsPerUsd(bidCur) ?? 1;
+    this.floor = imp.bidfloor > 0 ? (rates.convert(imp.bidfloor, imp.bidfloorcur, bidCur) ?? 0) : 0;
     this.bidCur = bidCur;
     const pmp = imp.pmp;
     this.priv = pmp !== null && pmp.privateAuction;
@@ -418,7 +415,7 @@ export class Auction {
    * The first of the imp's deals this candidate may bid on at this price, or null; then `dealWhy`
    * says why not ("deal": no deal in common, "currency": its floor's currency is unknown, "floor").
    */
-  private matchDeal(e: Entry, imp: Imp, price: number): string | null {
+  private matchDeal(e: Entry, imp: Imp, price: number, rates: Rates): string | null {
     let why = Stage.Deal;
     const deals = imp.pmp !== null ? imp.pmp.deals : null;
     if (deals !== null && e.deals.length !== 0) {
@@ -426,7 +423,7 @@ export class Auction {
         const d = deals[i];
         if (!e.deals.includes(d.id)) continue;
         if (d.bidfloor > 0) {
-          const f = this.rates.convert(d.bidfloor, d.bidfloorcur, this.bidCur);
+          const f = rates.convert(d.bidfloor, d.bidfloorcur, this.bidCur);
           if (f === null) {
             if (why < Stage.Currency) why = Stage.Currency;
             continue;
@@ -460,13 +457,13 @@ export class Auction {
   // ---- the walk over the buckets the imp asks for
 
   /** Runs one pass over every bucket the imp asks for. */
-  private scanImp(index: CandidateIndex, imp: Imp, req: BidRequest, pass: Pass): void {
+  private scanImp(index: CandidateIndex, imp: Imp, req: BidRequest, rates: Rates, pass: Pass): void {
     const banner = imp.banner;
     if (banner !== null) {
       if (index.bannerAny.all.length === 0) {
         this.rec(Stage.MediaType);
       } else if (banner.sizes.length === 0) {
-        this.scanBucket(index.bannerAny, imp, req, pass);
+        this.scanBucket(index.bannerAny, imp, req, rates, pass);
       } else {
         const mark = this.nextMark(index);
         const sizes = banner.sizes;
@@ -479,7 +476,7 @@ export class Auction {
           } else if (this.marks[b.id] !== mark) {
             this.marks[b.id] = mark;
             scanned++;
-            this.scanBucket(b, imp, req, pass);
+            this.scanBucket(b, imp, req, rates, pass);
           }
         }
         // Banners of sizes the imp does not name are rejected by the index.
@@ -489,7 +486,7 @@ export class Auction {
     const video = imp.video;
     if (video !== null) {
       if (index.video.all.length === 0) this.rec(Stage.MediaType);
-      else this.scanBucket(index.video, imp, req, pass);
+      else this.scanBucket(index.video, imp, req, rates, pass);
     }
     const native = imp.native;
     if (native !== null) {
@@ -500,7 +497,7 @@ export class Auction {
         const b = index.native[nativeNeed(native.assets)];
         // Natives without the image or icon a required asset asks for are rejected by the index.
         if (b.all.length < all) this.rec(Stage.NativeShape);
-        if (b.all.length !== 0) this.scanBucket(b, imp, req, pass);
+        if (b.all.length !== 0) this.scanBucket(b, imp, req, rates, pass);
       }
     }
   }
@@ -518,22 +515,22 @@ export class Auction {
     return ++this.mark;
   }
 
-  private scanBucket(b: Bucket, imp: Imp, req: BidRequest, pass: Pass): void {
+  private scanBucket(b: Bucket, imp: Imp, req: BidRequest, rates: Rates, pass: Pass): void {
     switch (pass) {
       case Pass.Deals:
         // In a private auction a candidate without deals is rejected at "deal": the walk sees them all.
-        this.scanDeals(this.priv ? b.all : b.withDeals, imp, req);
+        this.scanDeals(this.priv ? b.all : b.withDeals, imp, req, rates);
         break;
       case Pass.Open:
         this.scanOpen(b.all, imp, req);
         break;
       case Pass.Explain:
-        this.judgeAll(b.all, imp, req);
+        this.judgeAll(b.all, imp, req, rates);
         break;
     }
   }
 
-  private scanDeals(list: readonly Entry[], imp: Imp, req: BidRequest): void {
+  private scanDeals(list: readonly Entry[], imp: Imp, req: BidRequest, rates: Rates): void {
     for (let i = 0; i < list.length; i++) {
       const e = list[i];
       const price = priceIn(e.price, this.rate);
@@ -546,7 +543,7 @@ export class Auction {
         this.rec(st);
         continue;
       }
-      const dealId = this.matchDeal(e, imp, price);
+      const dealId = this.matchDeal(e, imp, price, rates);
       if (dealId === null) {
         // Outside a private auction a candidate without a matching deal is no rejection yet: the open pass sees it.
         if (this.priv || this.dealWhy !== Stage.Deal) this.rec(this.dealWhy);
@@ -592,7 +589,7 @@ export class Auction {
    * explain(): each candidate's verdict over both passes, from the same stage functions: the deal
    * pass when the imp has deals, then (outside a private auction) the open market.
    */
-  private judgeAll(list: readonly Entry[], imp: Imp, req: BidRequest): void {
+  private judgeAll(list: readonly Entry[], imp: Imp, req: BidRequest, rates: Rates): void {
     const verdicts = this.verdicts!;
     for (let i = 0; i < list.length; i++) {
       const e = list[i];
@@ -601,7 +598,7 @@ export class Auction {
       let deal: string | null = null;
       if (st === Stage.None) {
         if (this.hasDeals) {
-          deal = this.matchDeal(e, imp, price);
+          deal = this.matchDeal(e, imp, price, rates);
           if (deal === null) st = this.dealWhy;
         }
         if (deal === null && !this.priv) {

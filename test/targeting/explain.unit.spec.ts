@@ -80,7 +80,7 @@ describe('Auction.explain agrees with Auction.select', () => {
     const seenCandidate = new Set<string | null>();
     let checked = 0;
     for (const gate of [null, new SomeGate()]) {
-      const auction = new Auction(STATIC_RATES, gate);
+      const auction = new Auction(gate);
       for (const { name, body } of requests()) {
         for (const [variant, raw, userData] of variants(body)) {
           let req: BidRequest;
@@ -93,8 +93,8 @@ describe('Auction.explain agrees with Auction.select', () => {
           const rate = STATIC_RATES.unitsPerUsd(bidCur) ?? 1;
           for (const imp of req.imps) {
             const where = `${name} (${variant}, gate ${gate === null ? 'off' : 'on'}) imp ${imp.id}`;
-            const r = auction.select(index, imp, req, bidCur, userData);
-            const ex = auction.explain(index, imp, req, bidCur, userData);
+            const r = auction.select(index, imp, req, bidCur, STATIC_RATES, userData);
+            const ex = auction.explain(index, imp, req, bidCur, STATIC_RATES, userData);
             const eligible = ex.candidates.filter((c) => c.reason === null);
             for (const c of ex.candidates) seenCandidate.add(c.reason);
             checked++;

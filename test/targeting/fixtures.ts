@@ -21,7 +21,7 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** One auction on a fresh Auction over the static rates; user-level data allowed unless said otherwise. */
 export function select(index: CandidateIndex, i: Imp, req: BidRequest, cur = 'USD', gate: CandidateGate | null = null, userData = true): Match | NoBidReason {
-  return new Auction(STATIC_RATES, gate).select(index, i, req, cur, userData);
+  return new Auction(gate).select(index, i, req, cur, STATIC_RATES, userData);
 }
 
 /** Block lists as the parser leaves them: bcat lower-cased, badv lower-cased without "www.", bapp as given. */

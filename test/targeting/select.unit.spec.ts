@@ -13,7 +13,7 @@ function run(cands: Candidate[], i: Imp, req: BidRequest = bidRequest(), cur = '
   return select(new CandidateIndex(cands), i, req, cur);
 }
 function explain(index: CandidateIndex, i: Imp, req: BidRequest, cur: string, gate: CandidateGate | null = null): Explanation[] {
-  return new Auction(STATIC_RATES, gate).explain(index, i, req, cur, true).candidates;
+  return new Auction(gate).explain(index, i, req, cur, STATIC_RATES, true).candidates;
 }
 function winner(r: Match | NoBidReason): string {
   return isMatch(r) ? r.candidate.id : `no bid: ${r}`;
@@ -185,13 +185,13 @@ describe('Auction.select: picking the winner', () => {
       },
     };
     const idx = new CandidateIndex([candidate({ id: 'c', price: 1, deals: ['D'] })]);
-    const a = new Auction(rates);
-    const m = a.select(idx, banner300, bidRequest(), 'EUR', true);
+    const a = new Auction();
+    const m = a.select(idx, banner300, bidRequest(), 'EUR', rates, true);
     assert.ok(isMatch(m));
     assert.equal(m.price, 2);
-    assert.equal(a.select(idx, imp({ bidfloor: 2.01, bidfloorcur: 'EUR', banner: bannerImp() }), bidRequest(), 'EUR', true), 'floor');
-    assert.equal(winner(a.select(idx, imp({ bidfloor: 9.9, bidfloorcur: 'XTS', banner: bannerImp() }), bidRequest(), 'USD', true)), 'c');
-    assert.equal(a.select(idx, imp({ banner: bannerImp(), pmp: pmp([deal('D', 10.1, 'XTS')], true) }), bidRequest(), 'USD', true), 'floor');
+    assert.equal(a.select(idx, imp({ bidfloor: 2.01, bidfloorcur: 'EUR', banner: bannerImp() }), bidRequest(), 'EUR', rates, true), 'floor');
+    assert.equal(winner(a.select(idx, imp({ bidfloor: 9.9, bidfloorcur: 'XTS', banner: bannerImp() }), bidRequest(), 'USD', rates, true)), 'c');
+    assert.equal(a.select(idx, imp({ banner: bannerImp(), pmp: pmp([deal('D', 10.1, 'XTS')], true) }), bidRequest(), 'USD', rates, true), 'floor');
     assert.equal(chooseBidCurrency(['XTS'], rates), 'XTS');
     assert.equal(STATIC_RATES.chooseBidCurrency(['XTS']), null);
   });
