@@ -25,7 +25,8 @@ import { Cluster } from 'ioredis';
 import { createApp } from '../src/app';
 import { loadConfig, type Config } from '../src/config/config';
 import { SpendService } from '../src/delivery/spend.service';
-import { ackKey } from '../src/log/log-keys';
+import { ackKey } from '../src/bidlog/keys';
+import { RedisFrameSink } from '../src/log/log-sink';
 import { RedisService } from '../src/redis/redis.service';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -107,7 +108,7 @@ async function refreshCost(env: Record<string, string>, file: string, dir: strin
     if (spend.stats.refreshErrors !== before) throw new Error(`${spend.stats.refreshErrors - before} refreshes failed`);
     // Commands of one refresh, counted on the connections that send them (a cluster's own
     // commands and those sent to a node directly both end on a node connection).
-    const c = redis.client;
+    const c = redis.connection();
     const conns = (c instanceof Cluster ? c.nodes('all') : [c]) as unknown as Array<{ sendCommand(...a: unknown[]): unknown }>;
     const originals = conns.map((conn) => conn.sendCommand.bind(conn));
     conns.forEach((conn, i) => {
@@ -136,12 +137,13 @@ async function pushCost(config: Config, frameBytes: number): Promise<{ wallMs: n
   try {
     const frame = randomBytes(frameBytes);
     const list = config.redis.mode === 'cluster' ? 'bench:push:{0}' : 'bench:push';
+    const sink = new RedisFrameSink(redis, [list], config.logWaitReplicas, config.logWaitTimeoutMs);
     let n = 0;
     const push = async (): Promise<void> => {
       const id = `f-${n++}`;
-      const r = await redis.pushOnce(list, ackKey(list, id), frame, 60);
+      const r = await sink.pushOnce(list, ackKey(list, id), frame, 60);
       if (r.replicas !== null && r.replicas < config.logWaitReplicas) throw new Error(`not confirmed: ${r.replicas}`);
-      await redis.client.ltrim(list, -1, -1);
+      await redis.connection().ltrim(list, -1, -1);
     };
     for (let i = 0; i < 10; i++) await push();
     const walls: number[] = [];
@@ -152,7 +154,7 @@ async function pushCost(config: Config, frameBytes: number): Promise<{ wallMs: n
       walls.push(performance.now() - t0);
     }
     const cpu = cpuMs() - c0;
-    await redis.client.del(list);
+    await redis.connection().del(list);
     const sorted = [...walls].sort((a, b) => a - b);
     return { wallMs: median(walls), p90Ms: sorted[Math.floor(sorted.length * 0.9)], cpuUs: (cpu / PUSHES) * 1000 };
   } finally {

@@ -30,7 +30,7 @@ import { createApp, listen } from '../src/app';
 import { type Config, loadConfig } from '../src/config/config';
 import { LogService } from '../src/log/log.service';
 import type { RawJson } from '../src/log/log-line';
-import type { LogRecord } from '../src/log/log.types';
+import type { LogRecord } from '../src/bidlog/records';
 import { RedisService } from '../src/redis/redis.service';
 import { sampleRequests as loadSamples } from '../test/support/samples';
 

@@ -2,7 +2,7 @@
 // Log completeness for the load test: counts the bid-log records of one run in Redis and, once the
 // bid log shipper runs beside the bidder, in the Parquet files it wrote (docs/log-pipeline.md).
 // The log pipeline RPUSHes zstd frames of NDJSON to its lists (docs/log-pipeline.md; one list on one
-// Redis, `<key>:{0}` … on a Redis Cluster: src/log/log-keys.ts); every request id of a run starts
+// Redis, `<key>:{0}` … on a Redis Cluster: src/bidlog/keys.ts); every request id of a run starts
 // with `<runId>-`, so the run's records are told apart from anything else in the lists.
 const fs = require('node:fs');
 const zlib = require('node:zlib');
@@ -20,7 +20,7 @@ function client({ redisUrl, nodes }) {
 
 /** The lists of the log with LOG_REDIS_KEY `key` (the bidder's own function, from dist/: the load test runs after a build). */
 function listKeys(key, nodes) {
-  const { logListKeys } = require(path.join(ROOT, 'dist', 'log', 'log-keys.js'));
+  const { logListKeys } = require(path.join(ROOT, 'dist', 'bidlog', 'keys.js'));
   const shards = Number(process.env.LOG_REDIS_SHARDS) || (nodes ? 16 : 1);
   return logListKeys({ logRedisKey: key, logRedisShards: shards, redis: { mode: nodes ? 'cluster' : 'single' } });
 }

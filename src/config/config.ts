@@ -33,7 +33,7 @@ export interface Config {
   readonly redis: RedisTarget;
   /** This host (machine, pod) in worker ids, heartbeats, metrics keys, log records and spill file names. */
   readonly hostId: string;
-  /** The base name of the bid log lists (logListKeys in src/log/log-keys.ts gives the lists). */
+  /** The base name of the bid log lists (logListKeys in src/bidlog/keys.ts gives the lists). */
   readonly logRedisKey: string;
   /** How many lists the bid log is spread over (each its own hash slot in a cluster). */
   readonly logRedisShards: number;
@@ -291,7 +291,7 @@ export const MAX_LOG_SHARDS = 256;
 /**
  * LOG_REDIS_SHARDS in cluster mode when unset: 16 lists put the pushes of every host on 16 hash
  * slots, which the even slot split of a 3-master cluster spreads over its masters 6/6/4 (8 would
- * land 2/4/2: src/log/log-keys.ts lists the slots), and a bigger cluster over up to 16 masters. The
+ * land 2/4/2: src/bidlog/keys.ts lists the slots), and a bigger cluster over up to 16 masters. The
  * cost is in the readers: the shipper's idle round asks 2 commands per list, `npm run logs` visits each.
  */
 export const DEFAULT_CLUSTER_LOG_SHARDS = 16;

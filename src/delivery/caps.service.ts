@@ -16,6 +16,7 @@
  */
 import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { RedisService } from '../redis/redis.service';
+import { DeliveryRedis } from './delivery-redis';
 import type { ChannelSubscriber } from '../redis/subscriber';
 import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate } from '../targeting/types';
@@ -47,6 +48,7 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
 
   constructor(
     private readonly redis: RedisService,
+    private readonly db: DeliveryRedis,
     private readonly store: CampaignStore,
     private readonly clock: Clock,
   ) {}
@@ -124,7 +126,7 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
     try {
       let cursor = '0';
       do {
-        const [next, members] = await this.redis.client.sscan(capKeys.capped(day), cursor, 'COUNT', 1000);
+        const [next, members] = await this.db.client.sscan(capKeys.capped(day), cursor, 'COUNT', 1000);
         for (const m of members) this.remember(day, m);
         cursor = next;
       } while (cursor !== '0');
@@ -180,10 +182,10 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
       counts = await Promise.all(
         batch.map((i) =>
           i.userKey === ''
-            ? this.redis.client
+            ? this.db.client
                 .set(capKeys.anonImpMarker(i.bidId), '1', 'EX', DAY_TTL_SECONDS, 'NX')
                 .then((ok) => (ok === null ? -1 : 0))
-            : this.redis.impression(capKeys.impMarker(i.userKey, i.bidId), capKeys.counts(i.userKey, i.day), i.campaignId, DAY_TTL_SECONDS, DAY_TTL_SECONDS),
+            : this.db.impression(capKeys.impMarker(i.userKey, i.bidId), capKeys.counts(i.userKey, i.day), i.campaignId, DAY_TTL_SECONDS, DAY_TTL_SECONDS),
         ),
       );
     } catch (e) {
@@ -210,7 +212,7 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
       // The set first, then the news: a worker that (re)subscribes and reloads the set meanwhile
       // misses neither. Separate commands, not a pipeline: on a cluster the set and the node a
       // PUBLISH goes to differ (the client sends them back to back all the same).
-      const c = this.redis.client;
+      const c = this.db.client;
       await Promise.all(news.map((n) => c.sadd(capKeys.capped(n.day), n.pair)));
       await Promise.all([
         ...[...new Set(news.map((n) => n.day))].map((day) => c.expire(capKeys.capped(day), DAY_TTL_SECONDS)),

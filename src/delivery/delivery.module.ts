@@ -1,6 +1,7 @@
 import { Injectable, Module, type OnModuleInit } from '@nestjs/common';
 import { ComputedCounter, ComputedGauge } from '../metrics/fast-metrics';
 import { MetricsService } from '../metrics/metrics.service';
+import { DeliveryRedis } from './delivery-redis';
 import { RedisModule } from '../redis/redis.module';
 import { TargetingModule } from '../targeting/targeting.module';
 import { CapsService } from './caps.service';
@@ -85,7 +86,7 @@ class DeliveryMetrics implements OnModuleInit {
  */
 @Module({
   imports: [RedisModule, TargetingModule],
-  providers: [Clock, Random, SpendService, CapsService, PacingGate, ShadingService, DeliveryMetrics],
+  providers: [Clock, Random, DeliveryRedis, SpendService, CapsService, PacingGate, ShadingService, DeliveryMetrics],
   exports: [Clock, Random, SpendService, CapsService, PacingGate, ShadingService],
 })
 export class DeliveryModule {}

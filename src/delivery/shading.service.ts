@@ -15,6 +15,7 @@ import { CONFIG, type Config } from '../config/config';
 import type { Rates } from '../currency/rates';
 import type { BidRequest, Imp } from '../openrtb/types';
 import { RedisService } from '../redis/redis.service';
+import { DeliveryRedis } from './delivery-redis';
 import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate, Match } from '../targeting/types';
 import type { TrackingPayload } from '../tracking/payload';
@@ -59,6 +60,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   constructor(
     @Inject(CONFIG) private readonly config: Config,
     private readonly redis: RedisService,
+    private readonly db: DeliveryRedis,
     private readonly store: CampaignStore,
     private readonly random: Random,
   ) {
@@ -169,7 +171,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     try {
       const mine: Record<string, number[]> = { [POOL]: this.pool.own.toSparse() };
       for (const [k, s] of this.segments) if (s.weight > 0 || s.pending > 0) mine[k] = s.own.toSparse();
-      const c = this.redis.client;
+      const c = this.db.client;
       await c.set(SHARE_KEY(this.member), JSON.stringify(mine), 'PX', 3 * this.config.shadingSyncMs + 60_000);
       const members = (await c.zrange(WORKERS_KEY, 0, -1)).filter((m) => m !== this.member);
       const others = new Map<string, Counts>();

@@ -37,6 +37,7 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplica
 import { CONFIG, type Config } from '../config/config';
 import { slotOf } from '../redis/redis.options';
 import { RedisService } from '../redis/redis.service';
+import { DeliveryRedis } from './delivery-redis';
 import { CurrencyService } from '../currency/currency.service';
 import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate } from '../targeting/types';
@@ -212,6 +213,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   constructor(
     @Inject(CONFIG) private readonly config: Config,
     private readonly redis: RedisService,
+    private readonly db: DeliveryRedis,
     private readonly store: CampaignStore,
     private readonly clock: Clock,
     private readonly currency: CurrencyService,
@@ -252,7 +254,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   async onApplicationShutdown(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    if (this.redis.isReady()) await this.redis.client.zrem(WORKERS_KEY, this.member).catch(() => undefined);
+    if (this.redis.isReady()) await this.db.client.zrem(WORKERS_KEY, this.member).catch(() => undefined);
   }
 
   /**
@@ -375,7 +377,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   private async readSpend(plan: RefreshPlan): Promise<{ totals: Array<string | null | undefined>; dailies: Array<string | null | undefined> }> {
     const n = plan.ids.length;
     if (n === 0) return { totals: [], dailies: [] };
-    const values = await this.redis.readMany(plan.keys, plan.slots);
+    const values = await this.db.readMany(plan.keys, plan.slots);
     const totals = values.slice(0, n);
     const dailies = values.slice(n);
     let unread = 0;
@@ -392,7 +394,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     try {
       const plan = this.refreshPlan(now);
       const ids = plan.ids;
-      const [live, { totals, dailies }] = await Promise.all([this.redis.heartbeat(WORKERS_KEY, this.member, this.heartbeatWindowMs, 60_000), this.readSpend(plan)]);
+      const [live, { totals, dailies }] = await Promise.all([this.db.heartbeat(WORKERS_KEY, this.member, this.heartbeatWindowMs, 60_000), this.readSpend(plan)]);
       this.stats.liveWorkers = live;
       const workers = Math.max(1, live);
       for (let i = 0; i < ids.length; i++) {
@@ -444,7 +446,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     const cpm = priceCpm ?? p.price;
     const usd = this.currency.current().convert(cpm, p.cur, 'USD') ?? cpm;
     const micros = Math.round((usd / 1000) * MICRO);
-    const counted = await this.redis.bill(
+    const counted = await this.db.bill(
       {
         marker: spendKeys.billMarker(p.cid, p.bidId),
         total: spendKeys.total(p.cid),
@@ -461,6 +463,6 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
 
   /** Total spend of a campaign in USD (for tests and operators). */
   async spent(campaignId: string): Promise<number> {
-    return Number((await this.redis.client.get(spendKeys.total(campaignId))) ?? 0) / MICRO;
+    return Number((await this.db.client.get(spendKeys.total(campaignId))) ?? 0) / MICRO;
   }
 }

@@ -3,7 +3,7 @@ import { ModuleRef } from '@nestjs/core';
 import { CONFIG, type Config } from '../config/config';
 import { probeWritableDir } from '../config/dirs';
 import { SpendService } from '../delivery/spend.service';
-import { describeTarget, lastClientError } from '../redis/redis.options';
+import { describeTarget } from '../redis/redis.options';
 import { RedisService } from '../redis/redis.service';
 
 /** What a module reports about itself: nothing when fine, else how bad and why. */
@@ -134,7 +134,7 @@ export class Health implements OnApplicationBootstrap, OnApplicationShutdown {
 function redisProblem(config: Config, redis: RedisService): HealthProblem | null {
   if (redis.isReady() && redis.isLogReady()) return null;
   const where = describeTarget(config.redis);
-  const why = lastClientError(redis.client);
+  const why = redis.lastError();
   if (config.redis.mode === 'cluster' && why !== null && /cluster support disabled/i.test(why)) {
     return { level: 'not_ready', text: `REDIS_MODE=cluster (or REDIS_CLUSTER_NODES), but ${where} is not a Redis Cluster (${why}): no bid can be logged, no budget read; set REDIS_MODE=single or point at the cluster` };
   }

@@ -7,8 +7,8 @@ import { readArgs, UsageError } from '../cli-args';
 import { ConfigError, loadConfig, MAX_LOG_SHARDS, type RedisTarget } from '../config/config';
 import { assertNodeVersion } from '../node-version';
 import { createRedisClient, describeTarget, redactUrl, untilUsable, type RedisClient } from '../redis/redis.options';
-import { decompressFrame, splitLines } from './frame';
-import { ackKey, listKeyFor, logListKeys } from './log-keys';
+import { ackKey, listKeyFor, logListKeys } from '../bidlog/keys';
+import { decompressFrame, listFrames, splitLines } from '../bidlog/reader';
 import { parseSpillName } from './spill';
 
 const USAGE = `Reads the bid log: zstd batches in its Redis lists (LOG_REDIS_KEY, or LOG_REDIS_KEY:{0} …
@@ -196,16 +196,9 @@ async function* batches(o: Options): AsyncGenerator<ReadBatch> {
 
 async function* redisBatches(o: Options, client: RedisClient): AsyncGenerator<ReadBatch> {
   for (const key of keysOf(o)) {
-    const len = await client.llen(key);
-    const from = o.start < 0 ? Math.max(0, len + o.start) : o.start;
-    const to = Math.min(len - 1, o.end < 0 ? len + o.end : o.end);
-    const PAGE = 50;
-    for (let i = from; i <= to; i += PAGE) {
-      const page = await client.lrangeBuffer(key, i, Math.min(to, i + PAGE - 1));
-      for (let j = 0; j < page.length; j++) {
-        const b = decode(`redis:${key}[${i + j}]`, page[j]);
-        if (b !== null) yield b;
-      }
+    for await (const { index, frame } of listFrames(client, key, o.start, o.end)) {
+      const b = decode(`redis:${key}[${index}]`, frame);
+      if (b !== null) yield b;
     }
   }
 }

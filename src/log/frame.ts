@@ -110,17 +110,3 @@ export function verifyFrame(frame: Buffer, maxBytes: number): Promise<number | n
     });
   });
 }
-
-/** Decompresses one list element (or spill file) into its NDJSON text. */
-export function decompressFrame(frame: Buffer): Buffer {
-  return zlib.zstdDecompressSync(frame);
-}
-
-/** Splits NDJSON text into its lines (no trailing empty line). */
-export function splitLines(text: Buffer | string): string[] {
-  const s = typeof text === 'string' ? text : text.toString('utf8');
-  if (s.length === 0) return [];
-  const lines = s.split('\n');
-  if (lines[lines.length - 1] === '') lines.pop();
-  return lines;
-}

@@ -1,4 +1,3 @@
-import type { LogRecord } from './log.types';
 
 /** The record types, quoted once. */
 const QUOTED_TYPE: Record<string, string> = {
@@ -53,7 +52,7 @@ export type RawJson =
  * leaves out (undefined, functions, symbols). Throws only if a value cannot be serialized
  * (BigInt, cycle); the service catches that.
  */
-export function lineHead(ts: number, workerJson: string, hostJson: string, record: LogRecord, rawKey: string | null): string {
+export function lineHead<R extends { readonly type: string; readonly name?: unknown }>(ts: number, workerJson: string, hostJson: string, record: R, rawKey: string | null): string {
   const type = record.type;
   let s =
     '{"ts":' +
@@ -68,7 +67,7 @@ export function lineHead(ts: number, workerJson: string, hostJson: string, recor
     (typeof record.name === 'string' ? JSON.stringify(record.name) : 'null');
   for (const k in record) {
     if (k === 'type' || k === 'name' || k === 'ts' || k === 'worker' || k === 'host') continue;
-    const v: unknown = record[k];
+    const v: unknown = (record as Readonly<Record<string, unknown>>)[k];
     const t = typeof v;
     if (t === 'number') s += prefix(k) + (Number.isFinite(v) ? String(v) : 'null');
     else if (t !== 'undefined' && t !== 'function' && t !== 'symbol') s += prefix(k) + JSON.stringify(v);

@@ -6,8 +6,8 @@ import { LogStatsMetrics } from '../metrics/log-stats';
 import { MetricsService } from '../metrics/metrics.service';
 import { RedisModule } from '../redis/redis.module';
 import { RedisService } from '../redis/redis.service';
-import { type Backlog, readBacklog } from '../shipper/backlog';
-import { logListKeys } from '../shipper/keys';
+import { type Backlog, readBacklog } from '../bidlog/reader';
+import { logListKeys } from '../bidlog/keys';
 import { LogService } from './log.service';
 
 /** How often each worker looks at what waits in Redis for the shipper: every flush, between 1 and 10 s. */
@@ -71,7 +71,7 @@ class LogBacklog implements OnModuleInit, OnApplicationShutdown {
   private async read(): Promise<void> {
     if (!this.redis.isReady()) return;
     try {
-      this.last = await readBacklog(this.redis.client, this.keys);
+      this.last = await readBacklog(this.redis.connection(), this.keys);
     } catch (e) {
       // Keeps the last reading; Redis trouble shows elsewhere (the log pipeline, readiness).
       this.logger.debug(`backlog not read: ${(e as Error).message}`);

@@ -9,18 +9,19 @@ import {
 } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import { RedisService } from '../redis/redis.service';
-import { logListKeys } from './log-keys';
+import { logListKeys } from '../bidlog/keys';
 import { lineHead, rawText, type RawJson } from './log-line';
 import { Journal } from './journal';
 import { LogPipeline } from './log-pipeline';
 import { RedisFrameSink } from './log-sink';
-import type { LogRecord, LogStats } from './log.types';
+import type { LogRecord } from '../bidlog/records';
+import type { LogStats } from './log.types';
 import { SpillStore } from './spill';
 
 /**
  * The bid log of this worker (docs/log-pipeline.md). `log()` appends one NDJSON line to an
  * in-memory queue and returns; the pipeline compresses batches with zstd on the thread pool and
- * RPUSHes them to the log's lists (src/log/log-keys.ts), keeping them in memory, then on disk, while
+ * RPUSHes them to the log's lists (src/bidlog/keys.ts), keeping them in memory, then on disk, while
  * Redis is away.
  * On shutdown (after the HTTP server has finished its last requests) everything is flushed.
  */

@@ -1,15 +1,4 @@
-/** Record types written to the bid log (docs/log-pipeline.md: every record has `ts` and `type`). */
-export type LogType = 'request' | 'response' | 'win' | 'bill' | 'loss' | 'imp' | 'click';
-
-/** A record to log; `ts`, `worker` and `host` are added by the log service. */
-export interface LogRecord {
-  readonly type: LogType;
-  /** The bid request id. */
-  readonly id: string;
-  /** The publisher: its name, else its id (site or app). */
-  readonly name: string;
-  readonly [field: string]: unknown;
-}
+// The records themselves are the bid log's contract: src/bidlog/records.ts.
 
 /**
  * The log pipeline's metrics for this worker, as plain numbers. "counter" values only grow (since

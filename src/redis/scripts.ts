@@ -1,88 +1,23 @@
-/**
- * Every Lua script the bidder runs, in one place (RedisService defines them on its clients). Each
- * script that writes touches keys of ONE hash tag only (`{…}` in the key names), so that it runs on
- * a Redis Cluster as on a single server; READ_MANY, which only reads, is sent to each node with the
- * keys that node serves.
- *
- * Redis does not roll a script back when a command in it fails half-way: a script that writes checks
- * first what could make a later write fail (a key of the wrong type, a value that is not a number),
- * and writes its idempotency marker last, so that a failure leaves nothing that would make a retry a
- * no-op.
- */
+import type Redis from 'ioredis';
+import type { RedisClient } from './redis.options';
 
 /**
- * Billing, once per bid: adds the cost to the campaign's total and daily spend, then sets the
- * bid's marker. KEYS: marker, total, daily (one campaign's tag). ARGV: micro-USD, marker TTL s,
- * daily TTL s. Returns 1 when counted, 0 when the marker says it was counted before.
+ * A Lua script as a command of the client. Each domain owns its scripts (src/delivery/scripts.ts,
+ * src/bidlog/scripts.ts) and defines them on the connection it is given; this module knows none.
  */
-export const BILL = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-for i = 2, 3 do
-  local t = redis.call('TYPE', KEYS[i])['ok']
-  if t ~= 'none' and (t ~= 'string' or tonumber(redis.call('GET', KEYS[i])) == nil) then
-    return redis.error_reply('spend key ' .. KEYS[i] .. ' holds no number')
-  end
-end
-redis.call('INCRBY', KEYS[2], ARGV[1])
-redis.call('INCRBY', KEYS[3], ARGV[1])
-redis.call('EXPIRE', KEYS[3], tonumber(ARGV[3]))
-redis.call('SET', KEYS[1], '1', 'EX', tonumber(ARGV[2]))
-return 1`;
+export interface ScriptDef {
+  readonly numberOfKeys: number;
+  readonly lua: string;
+}
+
+export type ScriptSet = Readonly<Record<string, ScriptDef>>;
 
 /**
- * A worker's heartbeat, on Redis's clock (hosts' clocks disagree; a worker whose clock is behind
- * must still count): scores this member now, forgets members older than the window, returns how
- * many are left. KEYS: the workers' sorted set. ARGV: member, window ms, key TTL ms.
+ * Defines each script of `set` as a command of `client` under its name (EVALSHA; the text is sent
+ * only when Redis lacks it). A name already defined is left as it is, so that calling it again (a
+ * cluster node met for the first time, a second holder on the same client) costs nothing.
  */
-export const HEARTBEAT = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now - tonumber(ARGV[2]))
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
-return redis.call('ZCARD', KEYS[1])`;
-
-/**
- * An impression, once per bid: counts it for the user's frequency cap unless this bid's impression
- * was counted before. KEYS: the bid's marker, the user's day counts (one user's tag). ARGV: campaign
- * id, marker TTL s, counts TTL s. Returns the campaign's count for the day, or -1 for a repeat.
- */
-export const IMPRESSION = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
-local t = redis.call('TYPE', KEYS[2])['ok']
-if t ~= 'none' and t ~= 'hash' then return redis.error_reply('cap key ' .. KEYS[2] .. ' is not a hash') end
-local n = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
-redis.call('EXPIRE', KEYS[2], tonumber(ARGV[3]))
-redis.call('SET', KEYS[1], '1', 'EX', tonumber(ARGV[2]))
-return n`;
-
-/**
- * `RPUSH list frame`, at most once per frame id: a push that timed out or whose connection broke may
- * still have run; the retry (or the drain of its spill file) is then a no-op, except that it sets the
- * marker's TTL again: a write, so that a WAIT after the retry covers the frame too (WAIT counts
- * the writes of its connection, and a replica that has this write has everything before it).
- * KEYS: the list, the frame's marker (the list's tag). ARGV: frame, marker TTL s. Returns the
- * list's length, or -1.
- */
-export const PUSH_ONCE = `
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  redis.call('EXPIRE', KEYS[2], tonumber(ARGV[2]))
-  return -1
-end
-local n = redis.call('RPUSH', KEYS[1], ARGV[1])
-redis.call('SET', KEYS[2], '1', 'EX', tonumber(ARGV[2]))
-return n`;
-
-/**
- * GET of many keys of different hash slots that one cluster node serves, in one round trip: what
- * MGET cannot do on a cluster (its keys must share a slot), so that the spend refresh costs one
- * command per master instead of one per campaign (bench/RESULTS-cluster.md). The keys come in ARGV,
- * undeclared: a cluster refuses declared keys of different slots (CROSSSLOT), while
- * `allow-cross-slot-keys` (Redis 7) lets a script read undeclared keys of any slot the node serves;
- * a key it does not serve (the slot moved) fails the script, and the caller reads that node's keys
- * by slot instead. ARGV: the keys. Returns their values (nil for none), in order.
- */
-export const READ_MANY = `#!lua flags=no-writes,allow-cross-slot-keys
-local out = {}
-for i, k in ipairs(ARGV) do out[i] = redis.call('GET', k) end
-return out`;
+export function defineScripts(client: RedisClient | Redis, set: ScriptSet): void {
+  const c = client as unknown as Record<string, unknown>;
+  for (const [name, def] of Object.entries(set)) if (typeof c[name] !== 'function') client.defineCommand(name, def);
+}

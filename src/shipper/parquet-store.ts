@@ -5,7 +5,7 @@ import * as zlib from 'node:zlib';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { mkdirEachLevel } from '../config/dirs';
 import type { Batch, Frame } from './batch';
-import { BATCH_HOURS_SQL, copyHourSql, INVALID_LINE_KEY, loadBatchSql } from './schema';
+import { BATCH_HOURS_SQL, copyHourSql, INVALID_LINE_KEY, loadBatchSql } from '../bidlog/schema';
 
 /** What storing one batch group did. */
 export interface StoreResult {

@@ -1,7 +1,7 @@
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { sqlString } from './schema';
+import { sqlString } from '../bidlog/schema';
 
 /**
  * The report's figures, computed by DuckDB over the shipped partitions (docs/log-pipeline.md,

@@ -1,91 +1,16 @@
 import type { RedisTarget } from '../config/config';
 import { createRedisClient, untilUsable, usable, type RedisClient } from '../redis/redis.options';
-import { readBacklog, type Backlog } from './backlog';
-import { heartbeatKey, procKey, shippersKey } from './keys';
+import { defineScripts } from '../redis/scripts';
+import { heartbeatKey, procKey, shippersKey } from '../bidlog/keys';
+import { readBacklog, type Backlog } from '../bidlog/reader';
+import { SHIPPER_SCRIPTS, type ShipperCommands } from '../bidlog/scripts';
 
 /**
  * Every Redis command of the shipper, on one server or a Redis Cluster (src/redis/redis.options.ts
- * makes the client). Each Lua script takes the keys of one log list only, which share that list's
- * hash tag (see keys.ts), so each runs on the node that holds the list; nothing else spans keys.
- *
- * The protocol, per log list `L` and shipper `S` (docs/log-pipeline.md, "Claims"):
- * - `L:hb:S` holds S's instance token with a TTL (its lease); only the holder touches `L:proc:S`.
- * - claim: when `L:proc:S` is empty, move up to N frames (and B bytes) from the head of `L` to it.
- * - remove: after the batch is stored, delete `L:proc:S`.
- * - adopt: when `L:hb:X` has expired, rename `L:proc:X` to an empty `L:proc:S`, whole, so that the
- *   batch group (named after its frames) stays the same; one atomic script, so two adopters never
- *   both get it.
- * Scripts that change `L:proc:S` first check that `L:hb:S` still holds S's token (a second process
- * started with the same SHIP_ID by mistake waits instead of interfering).
+ * makes the client). The scripts and the keys are the bid log's (src/bidlog/scripts.ts has the
+ * protocol: lease, claim, adopt, remove); each takes the keys of one log list only, which share that
+ * list's hash tag, so each runs on the node that holds the list; nothing else spans keys.
  */
-const HEARTBEAT = `
-local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-if v then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 2
-`;
-
-const RELEASE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`;
-
-// KEYS: list, proc, hb, shippers. ARGV: token, max frames, max bytes, shipper id.
-const CLAIM = `
-if redis.call('GET', KEYS[3]) ~= ARGV[1] then return redis.error_reply('LEASE lost') end
-if redis.call('EXISTS', KEYS[2]) == 1 then return false end
-local max = tonumber(ARGV[2])
-local maxBytes = tonumber(ARGV[3])
-local out = {}
-local bytes = 0
-while #out < max do
-  local v = redis.call('LINDEX', KEYS[1], 0)
-  if not v then break end
-  if #out > 0 and bytes + #v > maxBytes then break end
-  redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
-  out[#out + 1] = v
-  bytes = bytes + #v
-end
-if #out > 0 then redis.call('SADD', KEYS[4], ARGV[4]) end
-return out
-`;
-
-// KEYS: orphan proc, orphan hb, my proc, my hb, shippers. ARGV: my token, orphan id, my id.
-const ADOPT = `
-if redis.call('GET', KEYS[4]) ~= ARGV[1] then return redis.error_reply('LEASE lost') end
-if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('SREM', KEYS[5], ARGV[2])
-  return 0
-end
-if redis.call('EXISTS', KEYS[3]) == 1 then return -1 end
-redis.call('RENAME', KEYS[1], KEYS[3])
-redis.call('SREM', KEYS[5], ARGV[2])
-redis.call('SADD', KEYS[5], ARGV[3])
-return redis.call('LLEN', KEYS[3])
-`;
-
-// KEYS: proc, hb, shippers. ARGV: token, shipper id. Returns the frames removed.
-const REMOVE = `
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return redis.error_reply('LEASE lost') end
-local n = redis.call('LLEN', KEYS[1])
-redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[3], ARGV[2])
-return n
-`;
-
-interface Scripts {
-  shipHeartbeat(hb: string, token: string, ttlMs: number): Promise<number>;
-  shipRelease(hb: string, token: string): Promise<number>;
-  shipClaimBuffer(list: string, proc: string, hb: string, shippers: string, token: string, max: number, maxBytes: number, id: string): Promise<Buffer[] | null>;
-  shipAdopt(orphanProc: string, orphanHb: string, proc: string, hb: string, shippers: string, token: string, orphanId: string, id: string): Promise<number>;
-  shipRemove(proc: string, hb: string, shippers: string, token: string, id: string): Promise<number>;
-}
-
 /** The lease's state after a heartbeat: still ours, taken afresh (it had expired), or held by another process with our id. */
 export type Lease = 'held' | 'acquired' | 'taken';
 
@@ -98,7 +23,7 @@ export class LeaseLostError extends Error {
 
 export class ShipperRedis {
   readonly client: RedisClient;
-  private readonly scripts: Scripts;
+  private readonly scripts: ShipperCommands;
 
   constructor(
     target: RedisTarget,
@@ -107,12 +32,8 @@ export class ShipperRedis {
     readonly token: string,
   ) {
     this.client = createRedisClient(target, `shipper:${shipperId}`);
-    this.client.defineCommand('shipHeartbeat', { numberOfKeys: 1, lua: HEARTBEAT });
-    this.client.defineCommand('shipRelease', { numberOfKeys: 1, lua: RELEASE });
-    this.client.defineCommand('shipClaim', { numberOfKeys: 4, lua: CLAIM });
-    this.client.defineCommand('shipAdopt', { numberOfKeys: 5, lua: ADOPT });
-    this.client.defineCommand('shipRemove', { numberOfKeys: 3, lua: REMOVE });
-    this.scripts = this.client as unknown as Scripts;
+    defineScripts(this.client, SHIPPER_SCRIPTS);
+    this.scripts = this.client as unknown as ShipperCommands;
   }
 
   async connect(): Promise<void> {

@@ -8,7 +8,7 @@ export type CrashPoint = (typeof CRASH_POINTS)[number];
 /**
  * The shipper's settings (docs/log-pipeline.md, "The shipper"), read from the environment once and
  * frozen. It shares REDIS_URL, REDIS_MODE, REDIS_CLUSTER_NODES, LOG_REDIS_KEY, LOG_REDIS_SHARDS and
- * LOG_LEVEL with the bidder (it reads the same lists: src/log/log-keys.ts); a bad value stops the
+ * LOG_LEVEL with the bidder (it reads the same lists: src/bidlog/keys.ts); a bad value stops the
  * process with one error naming every bad variable, like the bidder's config.
  */
 export interface ShipperConfig {

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { untilUsable } from '../redis/redis.options';
 import { toBatch } from './batch';
-import { logListKeys } from './keys';
+import { logListKeys } from '../bidlog/keys';
 import { ParquetStore, StorageError } from './parquet-store';
 import { SHIPPER_CONFIG, type ShipperConfig } from './shipper.config';
 import { ShipperMetrics, type ShipErrorKind } from './shipper.metrics';

@@ -11,7 +11,7 @@ import { OPEN_SOURCE } from '../exchanges/exchanges';
 import { HttpServers } from '../http/http.module';
 import type { HttpRoute, RouteRequest } from '../http/server';
 import { LogService } from '../log/log.service';
-import type { LogRecord } from '../log/log.types';
+import type { NoticeRecord } from '../bidlog/records';
 import { RedisService } from '../redis/redis.service';
 import { CampaignStore } from '../targeting/campaign-store';
 import { isNoticeEvent, NoticeError, readNotice, type Notice } from './notice';
@@ -152,9 +152,9 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
    * this is the bid's first notice of the kind (`counted`: true the first time, false for a repeat,
    * null when Redis failed), as bills and impressions say it. `first` runs for the first one only.
    */
-  private once(p: TrackingPayload, record: LogRecord, outcome: string, first?: () => void): void {
+  private once(p: TrackingPayload, record: NoticeRecord, outcome: string, first?: () => void): void {
     const event = record.type;
-    this.redis.client.set(noticeMarker(event, p.bidId), '1', 'EX', this.markerTtlSeconds, 'NX').then(
+    this.redis.connection().set(noticeMarker(event, p.bidId), '1', 'EX', this.markerTtlSeconds, 'NX').then(
       (ok) => {
         const counted = ok !== null;
         this.stats.count(event, counted ? outcome : 'repeated');
@@ -173,7 +173,7 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
    * The pixel answers at once; the record follows when Redis has said whether this bid's impression
    * was counted before (`counted`: true the first time, false for a replay, null when Redis failed).
    */
-  private impression(p: TrackingPayload, record: LogRecord): void {
+  private impression(p: TrackingPayload, record: NoticeRecord): void {
     const user = p.userKey === '' ? null : p.userKey;
     this.caps.recordImpression(p.bidId, p.userKey, p.cid, p.crid).then(
       (counted) => {
@@ -188,7 +188,7 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
     );
   }
 
-  private async bill(p: TrackingPayload, price: number | null, record: LogRecord): Promise<HttpAnswer> {
+  private async bill(p: TrackingPayload, price: number | null, record: NoticeRecord): Promise<HttpAnswer> {
     let counted: boolean;
     try {
       counted = (await this.spend.bill(p, price)) === 'counted';

@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Cluster } from 'ioredis';
 import { spendKeys } from '../../src/delivery/keys';
-import { procKey } from '../../src/shipper/keys';
+import { procKey } from '../../src/bidlog/keys';
 import { postBid, sleep, spawnBidder, until, type Bidder } from '../log/support';
 import { assertShippedOnce, readShipped, spawnShipper } from '../shipper/support';
 import { request } from '../support/app';

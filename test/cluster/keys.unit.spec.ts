@@ -7,9 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { defaultHostId, loadConfig } from '../../src/config/config';
 import { capKeys, spendKeys } from '../../src/delivery/keys';
-import { ackKey, listKeyFor, logListKeys, shardOf } from '../../src/log/log-keys';
+import { ackKey, listKeyFor, logListKeys, shardOf } from '../../src/bidlog/keys';
 import { bySlot, slotOf } from '../../src/redis/redis.options';
-import { heartbeatKey, procKey, shippersKey } from '../../src/shipper/keys';
+import { heartbeatKey, procKey, shippersKey } from '../../src/bidlog/keys';
 import { loadShipperConfig } from '../../src/shipper/shipper.config';
 import { configProblems as problems } from '../support/config';
 
@@ -44,7 +44,7 @@ describe('the bid log\'s lists', () => {
     assert.equal(keys.length, 16);
     assert.equal(bySlot(keys).size, 16);
   });
-  it('the 16 default lists land 6/6/4 on the even slot split of 3 masters (the figures src/log/log-keys.ts gives)', () => {
+  it('the 16 default lists land 6/6/4 on the even slot split of 3 masters (the figures src/bidlog/keys.ts gives)', () => {
     const slots = logListKeys({ logRedisKey: 'bidlog', logRedisShards: 16, redis: { mode: 'cluster' } }).map(slotOf);
     assert.deepEqual(slots, [13907, 9842, 5649, 1584, 14039, 9974, 5781, 1716, 14171, 10106, 247, 4310, 8373, 12436, 115, 4178]);
     const per = [0, 0, 0];

@@ -15,8 +15,11 @@ import type { Cluster } from 'ioredis';
 import { createApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config/config';
 import { spendKeys } from '../../src/delivery/keys';
+import type { LogRecord } from '../../src/bidlog/records';
+import { DeliveryRedis } from '../../src/delivery/delivery-redis';
 import { SpendService } from '../../src/delivery/spend.service';
-import { ackKey } from '../../src/log/log-keys';
+import { ackKey } from '../../src/bidlog/keys';
+import { RedisFrameSink } from '../../src/log/log-sink';
 import { LogService } from '../../src/log/log.service';
 import { masterFor, slotOf } from '../../src/redis/redis.options';
 import { RedisService } from '../../src/redis/redis.service';
@@ -66,26 +69,29 @@ async function service(cfg: Config): Promise<RedisService> {
 
 describe('RedisService on a Redis Cluster', () => {
   it('runs every script on the node of its keys\' slot, and confirms a pushed frame on a replica', async () => {
-    const redis = await service(config());
+    const cfg = config();
+    const redis = await service(cfg);
+    const db = new DeliveryRedis(redis);
+    const sink = new RedisFrameSink(redis, ['rs:{3}'], cfg.logWaitReplicas, cfg.logWaitTimeoutMs);
     try {
       const keys = { marker: spendKeys.billMarker('c-1', 'bid-1'), total: spendKeys.total('c-1'), daily: spendKeys.daily('c-1', '20260101') };
-      assert.equal(await redis.bill(keys, 1500, 60, 60), 1);
-      assert.equal(await redis.bill(keys, 1500, 60, 60), 0, 'counted once');
+      assert.equal(await db.bill(keys, 1500, 60, 60), 1);
+      assert.equal(await db.bill(keys, 1500, 60, 60), 0, 'counted once');
       assert.equal(await admin.get(keys.total), '1500');
-      assert.equal(await redis.heartbeat('bidder:workers', 'host-t:w1:1', 1_000, 60_000), 1);
-      assert.equal(await redis.impression('bidder:fcap:{u1}:imp:b1', 'bidder:fcap:{u1}:20260101', 'c-1', 60, 60), 1);
-      assert.equal(await redis.impression('bidder:fcap:{u1}:imp:b1', 'bidder:fcap:{u1}:20260101', 'c-1', 60, 60), -1);
+      assert.equal(await db.heartbeat('bidder:workers', 'host-t:w1:1', 1_000, 60_000), 1);
+      assert.equal(await db.impression('bidder:fcap:{u1}:imp:b1', 'bidder:fcap:{u1}:20260101', 'c-1', 60, 60), 1);
+      assert.equal(await db.impression('bidder:fcap:{u1}:imp:b1', 'bidder:fcap:{u1}:20260101', 'c-1', 60, 60), -1);
 
       const list = 'rs:{3}';
       const frame = zlib.zstdCompressSync(Buffer.from('{"ts":1,"type":"request","id":"x"}\n'));
-      const first = await redis.pushOnce(list, ackKey(list, 'f-1'), frame, 60);
+      const first = await sink.pushOnce(list, ackKey(list, 'f-1'), frame, 60);
       assert.equal(first.pushed, true);
       assert.ok(first.replicas !== null && first.replicas >= 1, `a replica holds it: ${first.replicas}`);
-      const again = await redis.pushOnce(list, ackKey(list, 'f-1'), frame, 60);
+      const again = await sink.pushOnce(list, ackKey(list, 'f-1'), frame, 60);
       assert.deepEqual(again, { pushed: false, replicas: 1 }, 'a repeat is a no-op, and still confirmed');
       assert.equal(await admin.llen(list), 1);
       // The push went to the master of the list's slot itself.
-      const node = masterFor(redis.client as Cluster, list);
+      const node = masterFor(redis.connection() as Cluster, list);
       assert.equal(node?.options.port, await masterPortOf(admin, list));
       assert.equal(slotOf(list), slotOf(ackKey(list, 'f-1')));
     } finally {
@@ -95,19 +101,20 @@ describe('RedisService on a Redis Cluster', () => {
 
   it('reads keys of every slot in one command per master, also right after a failover moved some of them', async () => {
     const redis = await service(config());
+    const db = new DeliveryRedis(redis);
     try {
       const keys = Array.from({ length: 300 }, (_, i) => `rm:{${i}}`);
       for (let i = 0; i < keys.length; i += 2) await admin.set(keys[i], `v${i}`);
       const slots = keys.map(slotOf);
       const want = keys.map((_, i) => (i % 2 === 0 ? `v${i}` : null));
-      assert.deepEqual(await redis.readMany(keys, slots), want);
+      assert.deepEqual(await db.readMany(keys, slots), want);
       // A failover the client has not heard of yet: the script goes to the old master, which no
       // longer serves those slots; their keys are read by slot instead, following the move.
-      const c = redis.client as Cluster;
+      const c = redis.connection() as Cluster;
       const port = await masterPortOf(admin, keys[0]);
       await cluster.failover(port);
       assert.equal(c.slots[slots[0]][0], `127.0.0.1:${port}`, 'the client\'s slot map is stale');
-      assert.deepEqual(await redis.readMany(keys, slots), want);
+      assert.deepEqual(await db.readMany(keys, slots), want);
     } finally {
       await redis.onApplicationShutdown();
     }
@@ -168,7 +175,7 @@ function logSteadily(log: LogService, prefix: string, pad = 0, perTick = 40, eve
     for (let i = 0; i < perTick; i++) {
       const id = `${prefix}-${n++}`;
       ids.push(id);
-      log.log({ type: 'request', id, name: 'p', pad: pad > 0 ? randomBytes(pad).toString('base64') : undefined });
+      log.log({ type: 'request', id, name: 'p', pad: pad > 0 ? randomBytes(pad).toString('base64') : undefined } as LogRecord);
     }
   }, everyMs);
   return {

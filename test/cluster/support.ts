@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import * as zlib from 'node:zlib';
 import { Cluster } from 'ioredis';
-import { logListKeys } from '../../src/log/log-keys';
+import { logListKeys } from '../../src/bidlog/keys';
 import { runCli, sleep, type LogLine, type RunResult } from '../log/support';
 import type { TestRedisCluster } from '../support/redis-cluster';
 

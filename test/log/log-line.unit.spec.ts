@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as zlib from 'node:zlib';
-import { compressFrame, decompressFrame, splitLines } from '../../src/log/frame';
+import { decompressFrame, splitLines } from '../../src/bidlog/reader';
+import { compressFrame } from '../../src/log/frame';
 import { LogBuffer } from '../../src/log/log-buffer';
 import { lineHead, rawText } from '../../src/log/log-line';
 

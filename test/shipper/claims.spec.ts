@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type Redis from 'ioredis';
-import { readBacklog } from '../../src/shipper/backlog';
-import { heartbeatKey, logListKeys, procKey, shippersKey } from '../../src/shipper/keys';
+import { readBacklog } from '../../src/bidlog/reader';
+import { heartbeatKey, logListKeys, procKey, shippersKey } from '../../src/bidlog/keys';
 import { LeaseLostError, ShipperRedis } from '../../src/shipper/shipper-redis';
 import { startTestRedis, type TestRedis } from '../support/redis';
 import { redisClient, syntheticFrames } from './support';

@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type Redis from 'ioredis';
-import { procKey } from '../../src/shipper/keys';
+import { procKey } from '../../src/bidlog/keys';
 import { partitionFiles } from '../../src/shipper/report-data';
 import { startTestRedis, type TestRedis } from '../support/redis';
 import { assertShippedOnce, frameOf, get, metric, readShipped, redisClient, spawnShipper, syntheticFrames, tmpDir, until, untilDrained, type ShipperProc } from './support';

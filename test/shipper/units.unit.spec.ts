@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ConfigError } from '../../src/config/config';
-import { firstRecordTs } from '../../src/shipper/backlog';
+import { firstRecordTs } from '../../src/bidlog/reader';
 import { groupName, toBatch } from '../../src/shipper/batch';
 import { ParquetStore, StorageError } from '../../src/shipper/parquet-store';
 import { emptyFigures, type Report } from '../../src/shipper/report-data';

@@ -1,6 +1,7 @@
 /**
- * Redis key names of the bid log. The one place that knows which lists the log is spread over: the
- * bidder pushes to them, and the reader (`npm run logs`) and the shipper read every one of them.
+ * Redis key names of the bid log, its one place: which lists the log is spread over (the
+ * bidder pushes to them, the reader (`npm run logs`) and the shipper read every one of them), the
+ * frames' ack markers and the shipper's processing lists, leases and registry.
  *
  * - One list on a single Redis (LOG_REDIS_SHARDS=1, the default there): `LOG_REDIS_KEY` itself.
  * - Otherwise (a Redis Cluster, or LOG_REDIS_SHARDS > 1): `LOG_REDIS_KEY:{0}` … `:{n-1}`. Each list's
@@ -47,4 +48,19 @@ export function listKeyFor(keys: readonly string[], frameId: string): string {
 /** The marker of a pushed frame; it starts with the list key, so it carries the list's hash tag and shares its slot. */
 export function ackKey(listKey: string, frameId: string): string {
   return `${listKey}:ack:${frameId}`;
+}
+
+/** The frames a shipper has claimed from `listKey` and not yet removed (one batch group). */
+export function procKey(listKey: string, shipperId: string): string {
+  return `${listKey}:proc:${shipperId}`;
+}
+
+/** A shipper's heartbeat lease on `listKey`: its instance token, with a TTL. */
+export function heartbeatKey(listKey: string, shipperId: string): string {
+  return `${listKey}:hb:${shipperId}`;
+}
+
+/** The set of shipper ids that may hold a processing list of `listKey` (where adopters look). */
+export function shippersKey(listKey: string): string {
+  return `${listKey}:shippers`;
 }

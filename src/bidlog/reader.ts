@@ -1,5 +1,42 @@
+/**
+ * Reading the bid log back from Redis, for every reader: the log CLI (src/log/cli.ts) reads its
+ * lists frame by frame, the bidder (src/log/log.module.ts) and the shipper watch the backlog, the
+ * shipper claims frames (src/bidlog/scripts.ts) and stores them (src/bidlog/schema.ts, read by the
+ * report). A list element is one zstd frame of NDJSON (docs/log-pipeline.md, "In Redis").
+ */
 import * as zlib from 'node:zlib';
 import type { Cluster, Redis } from 'ioredis';
+
+/** Decompresses one list element (or spill file) into its NDJSON text. */
+export function decompressFrame(frame: Buffer): Buffer {
+  return zlib.zstdDecompressSync(frame);
+}
+
+/** Splits NDJSON text into its lines (no trailing empty line). */
+export function splitLines(text: Buffer | string): string[] {
+  const s = typeof text === 'string' ? text : text.toString('utf8');
+  if (s.length === 0) return [];
+  const lines = s.split('\n');
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
+/** Frames read per LRANGE. */
+const PAGE = 50;
+
+/**
+ * The frames of one log list from index `start` to `end` (inclusive; negative counts from the end,
+ * as LRANGE does), oldest first, a page at a time, with their index. Rejects when Redis fails.
+ */
+export async function* listFrames(redis: Redis | Cluster, key: string, start = 0, end = -1): AsyncGenerator<{ index: number; frame: Buffer }> {
+  const len = await redis.llen(key);
+  const from = start < 0 ? Math.max(0, len + start) : start;
+  const to = Math.min(len - 1, end < 0 ? len + end : end);
+  for (let i = from; i <= to; i += PAGE) {
+    const page = await redis.lrangeBuffer(key, i, Math.min(to, i + PAGE - 1));
+    for (let j = 0; j < page.length; j++) yield { index: i + j, frame: page[j] };
+  }
+}
 
 /** What waits in the log lists, not yet claimed by a shipper. */
 export interface Backlog {

@@ -1,0 +1,209 @@
+/**
+ * The Parquet schema of the shipped bid log and the SQL that fills it (DuckDB), derived from the
+ * record types (src/bidlog/records.ts) field by field. One row per NDJSON record; every field of
+ * every record kind has its column, `raw` keeps the whole line (for what lies inside `req`).
+ * docs/log-pipeline.md lists the columns. Records are read by DuckDB itself from the staged zstd
+ * frames (no JSON parsing in JavaScript); fields that are missing or of another type become NULL.
+ */
+import type { LogType, RecordLines } from './records';
+
+/** Key of the wrapper object a line that is not JSON is staged in (the slow path, see ParquetStore). */
+export const INVALID_LINE_KEY = '__invalid_line';
+
+/** Valid epoch milliseconds (years 1970 to 9999); anything else is no timestamp. */
+const MAX_TS = 253_402_300_799_999;
+
+/**
+ * Where one field of a record goes: how DuckDB's json_transform reads it (lenient: a value of
+ * another type is NULL) and the Parquet columns it fills. A column's SQL reads `r` (the record as
+ * read), `ts_ms` (its valid `ts`) and `bids` (the response's bids, flattened). Without `columns`, the
+ * field is the column of its name in snake_case, as read.
+ */
+interface FieldSpec {
+  readonly read: unknown;
+  readonly columns?: Readonly<Record<string, string>>;
+}
+
+type Fields<L> = { readonly [F in keyof L]-?: FieldSpec };
+
+const S = (read: string, columns?: Record<string, string>): FieldSpec => ({ read, columns });
+const VARCHAR = S('VARCHAR');
+
+/** Media asked for (request) or of the bids (response, by `mtype`). */
+const MEDIA = `CASE
+    WHEN r.req.imp IS NOT NULL THEN list_filter([
+      CASE WHEN list_bool_or([i.banner IS NOT NULL FOR i IN r.req.imp]) THEN 'banner' END,
+      CASE WHEN list_bool_or([i.video IS NOT NULL FOR i IN r.req.imp]) THEN 'video' END,
+      CASE WHEN list_bool_or([i.audio IS NOT NULL FOR i IN r.req.imp]) THEN 'audio' END,
+      CASE WHEN list_bool_or([i.native IS NOT NULL FOR i IN r.req.imp]) THEN 'native' END], x -> x IS NOT NULL)
+    WHEN bids IS NOT NULL THEN list_sort(list_distinct([CASE b.mtype WHEN 1 THEN 'banner' WHEN 2 THEN 'video' WHEN 3 THEN 'audio' WHEN 4 THEN 'native' END FOR b IN bids IF b.mtype BETWEEN 1 AND 4]))
+  END`;
+const CUR = 'coalesce(r.res.cur, r.cur)';
+
+const HEAD = {
+  ts: S('DOUBLE', { ts: 'epoch_ms(ts_ms)' }),
+  type: VARCHAR,
+  host: VARCHAR,
+  worker: VARCHAR,
+  id: VARCHAR,
+  name: VARCHAR,
+} as const;
+
+/**
+ * Every field of every kind of record (src/bidlog/records.ts), typed against the lines as written:
+ * a field added to a record type and not placed here fails to compile. The order of the first
+ * appearance of each column is the order of the Parquet columns.
+ */
+export const RECORD_FIELDS: { readonly [K in keyof RecordLines]: Fields<RecordLines[K]> } = {
+  request: {
+    ...HEAD,
+    exchange: VARCHAR,
+    test: S('BOOLEAN'),
+    req: { read: { imp: [{ banner: 'JSON', video: 'JSON', audio: 'JSON', native: 'JSON' }] }, columns: { imps: 'len(r.req.imp)', media: MEDIA } },
+  },
+  response: {
+    ...HEAD,
+    exchange: VARCHAR,
+    test: S('BOOLEAN'),
+    status: S('INTEGER'),
+    reason: VARCHAR,
+    ms: S('DOUBLE'),
+    dropped: S('INTEGER'),
+    privacy: S('JSON', { privacy: 'CAST(r.privacy AS VARCHAR)' }),
+    res: {
+      read: {
+        cur: 'VARCHAR',
+        seatbid: [{ bid: [{ id: 'VARCHAR', impid: 'VARCHAR', price: 'DOUBLE', cid: 'VARCHAR', crid: 'VARCHAR', dealid: 'VARCHAR', mtype: 'INTEGER' }] }],
+      },
+      columns: {
+        media: MEDIA,
+        bids: 'len(bids)',
+        bid_ids: '[b.id FOR b IN bids]',
+        imp_ids: '[b.impid FOR b IN bids]',
+        prices: '[b.price FOR b IN bids]',
+        cids: '[b.cid FOR b IN bids]',
+        crids: '[b.crid FOR b IN bids]',
+        deals: '[b.dealid FOR b IN bids IF b.dealid IS NOT NULL]',
+        cur: CUR,
+      },
+    },
+  },
+  notice: {
+    ...HEAD,
+    bid: VARCHAR,
+    imp: VARCHAR,
+    crid: VARCHAR,
+    cid: VARCHAR,
+    price: S('DOUBLE'),
+    bidPrice: S('DOUBLE'),
+    cur: S('VARCHAR', { cur: CUR }),
+    deal: VARCHAR,
+    bidTs: S('DOUBLE', { bid_ts: `CASE WHEN r.bidTs >= 0 AND r.bidTs <= ${MAX_TS} THEN epoch_ms(CAST(r.bidTs AS BIGINT)) END` }),
+    loss: S('INTEGER'),
+    counted: S('BOOLEAN'),
+    landing: VARCHAR,
+    // `user` is a reserved word in SQL.
+    user: S('VARCHAR', { user_id: 'r.user' }),
+    exchange: VARCHAR,
+    test: S('BOOLEAN'),
+  },
+  failed: { ...HEAD, error: VARCHAR },
+};
+
+/** The kind of fields a record of `type` has. */
+export function fieldsOf(type: LogType): Readonly<Record<string, FieldSpec>> {
+  return type === 'request' || type === 'response' ? RECORD_FIELDS[type] : RECORD_FIELDS.notice;
+}
+
+function snake(field: string): string {
+  return field.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase());
+}
+
+/** json_transform's structure (every field of every kind) and the record columns, in order, with their SQL. */
+function derive(): { structure: Record<string, unknown>; columns: Map<string, string> } {
+  const structure: Record<string, unknown> = {};
+  const columns = new Map<string, string>();
+  for (const kind of Object.values(RECORD_FIELDS) as Array<Record<string, FieldSpec>>) {
+    for (const [field, spec] of Object.entries(kind)) {
+      const read = JSON.stringify(spec.read);
+      if (field in structure && JSON.stringify(structure[field]) !== read) throw new Error(`bid log field ${field} is read as two types`);
+      structure[field] = spec.read;
+      for (const [column, sql] of Object.entries(spec.columns ?? { [snake(field)]: `r.${field}` })) {
+        const had = columns.get(column);
+        if (had !== undefined && had !== sql) throw new Error(`bid log column ${column} is filled two ways`);
+        columns.set(column, sql);
+      }
+    }
+  }
+  return { structure, columns };
+}
+
+const DERIVED = derive();
+
+/** The fields read from each record, as DuckDB's json_transform types them (lenient: a mismatch is NULL). */
+const STRUCTURE = JSON.stringify({ ...DERIVED.structure, [INVALID_LINE_KEY]: 'VARCHAR' });
+
+/** The Parquet columns, in order: those of the records' fields, then `frame` (the hash of its frame) and `raw` (the whole line). */
+export const PARQUET_COLUMNS: readonly string[] = [...DERIVED.columns.keys(), 'frame', 'raw'];
+
+/** The Parquet columns a record field lands in. */
+export function columnsOf(spec: FieldSpec, field: string): string[] {
+  return Object.keys(spec.columns ?? { [snake(field)]: '' });
+}
+
+/**
+ * Longest record DuckDB reads on the fast path (its read buffer is twice this). A request record
+ * holds the request body, bounded by the bidder's BODY_LIMIT_BYTES (1 MiB by default); a batch with
+ * a longer record takes the slow path, which raises the bound to its longest line.
+ */
+export const MAX_RECORD_BYTES = 16 * 1024 * 1024;
+
+export function sqlString(s: string): string {
+  return `'${s.replace(/'/g, "''")}'`;
+}
+
+/**
+ * Creates the temporary table `batch` from the staged files (`<frame hash>.ndjson[.zst]`): the
+ * Parquet columns plus `p_date` / `p_hour`, the UTC hour partition. A record without a valid `ts`
+ * goes to the hour of its frame's earliest record (1970-01-01 00 when the frame has none), so the
+ * same frames always give the same partitions.
+ */
+export function loadBatchSql(files: readonly string[], maxRecordBytes: number = MAX_RECORD_BYTES): string {
+  return `
+CREATE OR REPLACE TEMP TABLE batch AS
+WITH src AS (
+  SELECT regexp_extract(filename, '([0-9a-f]{32})\\.ndjson', 1) AS frame, json AS j
+  FROM read_ndjson_objects([${files.map(sqlString).join(', ')}], filename = true, maximum_object_size = ${Math.max(MAX_RECORD_BYTES, Math.ceil(maxRecordBytes))})
+), t AS (
+  SELECT frame, j, json_transform(j, ${sqlString(STRUCTURE)}) AS r FROM src
+), f AS (
+  SELECT frame, j, r,
+    CASE WHEN r.ts >= 0 AND r.ts <= ${MAX_TS} THEN CAST(r.ts AS BIGINT) END AS ts_ms,
+    flatten([s.bid FOR s IN r.res.seatbid IF s.bid IS NOT NULL]) AS bids
+  FROM t
+), g AS (
+  SELECT *, coalesce(ts_ms, min(ts_ms) OVER (PARTITION BY frame), 0) AS part_ms FROM f
+)
+SELECT
+${[...DERIVED.columns].map(([column, sql]) => `  ${sql} AS ${column},`).join('\n')}
+  frame,
+  coalesce(r.${INVALID_LINE_KEY}, CAST(j AS VARCHAR)) AS raw,
+  strftime(epoch_ms(part_ms), '%Y-%m-%d') AS p_date,
+  strftime(epoch_ms(part_ms), '%H') AS p_hour
+FROM g`;
+}
+
+/** The hours of the loaded batch and their record counts. */
+export const BATCH_HOURS_SQL = 'SELECT p_date, p_hour, count(*) AS n FROM batch GROUP BY ALL ORDER BY ALL';
+
+/**
+ * Rows per Parquet row group: the writer holds one row group in memory, so this bounds its memory
+ * (~300 MB less at the peak of a 78k-record batch than DuckDB's default of 122,880 rows, bench/RESULTS-ship.md).
+ */
+const ROW_GROUP_ROWS = 32_768;
+
+/** Writes one hour of the batch to `file` as Parquet (zstd), records grouped by type then time (similar rows compress better). */
+export function copyHourSql(date: string, hour: string, file: string): string {
+  return `COPY (SELECT * EXCLUDE (p_date, p_hour) FROM batch WHERE p_date = ${sqlString(date)} AND p_hour = ${sqlString(hour)} ORDER BY type, ts)
+TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_ROWS})`;
+}
