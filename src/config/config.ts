@@ -1,8 +1,10 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { DEFAULT_MAX_CHANGE_PCT } from '../currency/rates';
-import { type ExchangeSpec, readExchangesFile } from '../exchanges/exchanges';
+import { type ExchangeSpec, readExchangesFile } from './exchanges-file';
+
+/** CURRENCY_MAX_CHANGE_PCT's default: a rate may double or halve between two refreshes, not more. */
+export const DEFAULT_MAX_CHANGE_PCT = 100;
 
 /**
  * Every setting the bidder reads, loaded from the environment once at start-up and frozen.

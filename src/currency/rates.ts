@@ -158,8 +158,7 @@ export const PLAUSIBLE_UNITS_PER_USD = { min: 1e-4, max: 1e7 } as const;
  * stays inside.
  */
 export const REFERENCE_BAND = 10;
-/** CURRENCY_MAX_CHANGE_PCT's default: a rate may double or halve between two refreshes, not more. */
-export const DEFAULT_MAX_CHANGE_PCT = 100;
+export { DEFAULT_MAX_CHANGE_PCT } from '../config/config';
 
 /** `1000000000`, `1e-9`, `0.86`: a rate as a person reads it. */
 function show(n: number): string {

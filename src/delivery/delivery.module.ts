@@ -1,4 +1,6 @@
-import { Injectable, Module, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Module, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { CONFIG, type Config } from '../config/config';
+import { Health } from '../health/health.service';
 import { ComputedCounter, ComputedGauge } from '../metrics/fast-metrics';
 import { MetricsService } from '../metrics/metrics.service';
 import { DeliveryRedis } from './delivery-redis';
@@ -11,15 +13,38 @@ import { Random } from './random';
 import { ShadingService } from './shading.service';
 import { SpendService } from './spend.service';
 
-/** Registers delivery's figures with the worker's registry (read at scrape time). */
+/** Budgets not read from Redis for this long (or max(10 refresh periods, this)) make the worker not ready. */
+export const BUDGETS_STALE_MS = 5_000;
+
+/**
+ * Registers delivery's figures with the worker's registry (read at scrape time), and its readiness
+ * check: budgets read from Redis within max(10 × BUDGET_REFRESH_MS, BUDGETS_STALE_MS) of now (or of
+ * the start), else every budgeted campaign stops bidding once its lease is spent.
+ */
 @Injectable()
-class DeliveryMetrics implements OnModuleInit {
+class DeliveryMetrics implements OnModuleInit, OnApplicationBootstrap {
   constructor(
     private readonly metrics: MetricsService,
     private readonly spend: SpendService,
     private readonly caps: CapsService,
     private readonly shading: ShadingService,
+    @Inject(CONFIG) private readonly config: Config,
+    @Optional() private readonly health: Health | null = null,
   ) {}
+
+  onApplicationBootstrap(): void {
+    if (this.health === null) return;
+    const bootstrappedAt = Date.now();
+    const staleMs = Math.max(10 * this.config.budgetRefreshMs, BUDGETS_STALE_MS);
+    this.health.register({
+      name: 'budgets',
+      problem: () => {
+        const now = Date.now();
+        const age = Math.min(this.spend.staleness(), now - bootstrappedAt);
+        return age > staleMs ? { level: 'not_ready', text: `budgets not read from Redis for ${Math.round(age / 1000)} s: budgeted campaigns stop bidding once their leases are spent` } : null;
+      },
+    });
+  }
 
   onModuleInit(): void {
     const m = this.metrics;

@@ -18,7 +18,7 @@ import { RedisService } from '../redis/redis.service';
 import { DeliveryRedis } from './delivery-redis';
 import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate, Match } from '../targeting/types';
-import type { TrackingPayload } from '../tracking/payload';
+import type { NoticedBid } from './noticed-bid';
 import { WORKERS_KEY } from './keys';
 import { Random } from './random';
 import { bestBid, binOf, Counts, DEFAULT_SHADING, gridBelow, logNormalBins, Segment, updateSegment, type ShadingSettings } from './shading';
@@ -133,7 +133,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
    * CPM); `minToWinUsd`: `${AUCTION_MIN_TO_WIN}` when the exchange sent it; `deviceType`: the `sd`
    * parameter (null: not a shaded bid); `loss`: the loss reason.
    */
-  learn(event: 'win' | 'bill' | 'loss', p: TrackingPayload, bidUsd: number, minToWinUsd: number | null, deviceType: number | null, loss: number | null): void {
+  learn(event: 'win' | 'bill' | 'loss', p: NoticedBid, bidUsd: number, minToWinUsd: number | null, deviceType: number | null, loss: number | null): void {
     if (deviceType === null || !this.enabled) return;
     if (event === 'loss' && loss !== null && !PRICE_LOSS.has(loss)) return;
     if (this.learned.has(p.bidId)) return;

@@ -41,7 +41,7 @@ import { DeliveryRedis } from './delivery-redis';
 import { CurrencyService } from '../currency/currency.service';
 import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate } from '../targeting/types';
-import type { TrackingPayload } from '../tracking/payload';
+import type { NoticedBid } from './noticed-bid';
 import { Clock } from './clock';
 import { spendKeys, WORKERS_KEY } from './keys';
 import { LocalDays, type LocalDay } from './local-day';
@@ -311,7 +311,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
    * window keeps it until it times out: over all workers the bids that may still be billed are
    * counted as before, or more.
    */
-  release(p: TrackingPayload, billed: boolean, now = this.clock.now()): void {
+  release(p: NoticedBid, billed: boolean, now = this.clock.now()): void {
     const b = this.budgets.get(p.cid);
     if (b === undefined || p.test === true) return;
     // What the bid took from a lease: its candidate's USD price, else the bid price converted.
@@ -442,7 +442,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
    * Throws when Redis cannot be reached or refuses (the caller answers 503 so the exchange retries;
    * the retry is safe because billing is idempotent, and the marker is set only once the spend is in).
    */
-  async bill(p: TrackingPayload, priceCpm: number | null): Promise<'counted' | 'duplicate'> {
+  async bill(p: NoticedBid, priceCpm: number | null): Promise<'counted' | 'duplicate'> {
     const cpm = priceCpm ?? p.price;
     const usd = this.currency.current().convert(cpm, p.cur, 'USD') ?? cpm;
     const micros = Math.round((usd / 1000) * MICRO);

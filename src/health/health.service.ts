@@ -2,7 +2,6 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShut
 import { ModuleRef } from '@nestjs/core';
 import { CONFIG, type Config } from '../config/config';
 import { probeWritableDir } from '../config/dirs';
-import { SpendService } from '../delivery/spend.service';
 import { describeTarget } from '../redis/redis.options';
 import { RedisService } from '../redis/redis.service';
 
@@ -30,17 +29,13 @@ export interface HealthState {
 /** How often the spill directory is tried (a write and a delete of a small file, off the bid path). */
 export const SPILL_PROBE_EVERY_MS = 10_000;
 
-/** Budgets not read from Redis for this long (or max(10 refresh periods, this)) make the worker not ready. */
-export const BUDGETS_STALE_MS = 5_000;
-
 /**
  * The worker's health: every module registers its checks here; `/health/ready` and `bidder_ready`
- * read them. Besides, in the bidder (where RedisService and SpendService exist), the checks of what
- * every bid needs, each making the worker not ready (issue 23, finding 7):
+ * read them. Besides, in the bidder (where RedisService exists), the checks of what every bid
+ * needs, each making the worker not ready (issue 23, finding 7; delivery registers its own, the
+ * budgets' age, in src/delivery/delivery.module.ts):
  * - Redis usable: else no bid is logged, no budget read (a REDIS_MODE=cluster pointing at a server
  *   that is not a cluster never becomes usable, and says why);
- * - budgets read from Redis within max(10 × BUDGET_REFRESH_MS, BUDGETS_STALE_MS): else every
- *   budgeted campaign stops bidding once its lease is spent;
  * - LOG_SPILL_DIR writable, tried every SPILL_PROBE_EVERY_MS (a directory created one level at a
  *   time: a recursive mkdir under /proc never returns); a probe still running when the next is due
  *   is a hung mount. Not a timer race: a busy event loop would make a healthy disk look hung.
@@ -54,7 +49,6 @@ export class Health implements OnApplicationBootstrap, OnApplicationShutdown {
   private spillProblem: string | null = null;
   private probeTimer: NodeJS.Timeout | null = null;
   private probing = false;
-  private bootstrappedAt = 0;
 
   constructor(private readonly moduleRef: ModuleRef) {}
 
@@ -77,20 +71,7 @@ export class Health implements OnApplicationBootstrap, OnApplicationShutdown {
     const config = this.find<Config>(CONFIG);
     const redis = this.find(RedisService);
     if (config === null || redis === null) return;
-    this.bootstrappedAt = Date.now();
     this.register({ name: 'redis', problem: () => redisProblem(config, redis) });
-    const spend = this.find(SpendService);
-    if (spend !== null) {
-      const staleMs = Math.max(10 * config.budgetRefreshMs, BUDGETS_STALE_MS);
-      this.register({
-        name: 'budgets',
-        problem: () => {
-          const now = Date.now();
-          const age = Math.min(spend.staleness(), now - this.bootstrappedAt);
-          return age > staleMs ? { level: 'not_ready', text: `budgets not read from Redis for ${Math.round(age / 1000)} s: budgeted campaigns stop bidding once their leases are spent` } : null;
-        },
-      });
-    }
     this.register({ name: 'spill directory', problem: () => (this.spillProblem === null ? null : { level: 'not_ready', text: this.spillProblem }) });
     void this.probeSpill(config.logSpillDir);
     this.probeTimer = setInterval(() => void this.probeSpill(config.logSpillDir), SPILL_PROBE_EVERY_MS);
