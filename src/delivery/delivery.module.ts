@@ -29,7 +29,8 @@ class DeliveryMetrics implements OnModuleInit, OnApplicationBootstrap {
     private readonly caps: CapsService,
     private readonly shading: ShadingService,
     @Inject(CONFIG) private readonly config: Config,
-    @Optional() private readonly health: Health | null = null,
+    // The union type emits no usable metadata: the token is named.
+    @Optional() @Inject(Health) private readonly health: Health | null = null,
   ) {}
 
   onApplicationBootstrap(): void {
