@@ -10,6 +10,10 @@ import { type BidAnswer, BiddingService, SHED } from './bidding.service';
 
 export const BID_PATH = '/openrtb2/bid';
 
+function notExchange(): HttpAnswer {
+  return errorAnswer(403, 'caller is not a configured exchange (EXCHANGES_FILE)');
+}
+
 /**
  * `POST /openrtb2/bid` on the public port: HTTP in and out; the server (src/http/server.ts) has read
  * and decoded the body within its limits, the work is in BiddingService. `r.remoteAddress` and
@@ -21,15 +25,20 @@ export class BidRoute implements HttpRoute, OnModuleInit {
     @Optional() @Inject(HttpServers) private readonly servers: HttpServers | null,
     private readonly bidding: BiddingService,
     private readonly exchanges: Exchanges,
-  ) {}
+  ) {
+    if (!exchanges.gate.open) this.admit = (headers, remoteAddress) => (exchanges.admit(headers, remoteAddress) ? null : notExchange());
+  }
 
   onModuleInit(): void {
     this.servers?.public.route({ method: 'POST', path: BID_PATH, route: this });
   }
 
+  /** With EXCHANGES_FILE: an unknown caller gets its 403 from the request's head, its body unread. */
+  readonly admit?: (headers: IncomingHttpHeaders, remoteAddress: string | undefined) => HttpAnswer | null;
+
   handle(r: RouteRequest): HttpAnswer {
     const source = this.exchanges.identify(r.headers, r.remoteAddress);
-    if (source === UNKNOWN) return errorAnswer(403, 'caller is not a configured exchange (EXCHANGES_FILE)');
+    if (source === UNKNOWN) return notExchange();
     return this.http(this.bidding.bid(r.body!, r.receivedAt, r.arrivedAt, source), r.headers);
   }
 

@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 
@@ -20,6 +21,27 @@ export async function mkdirEachLevel(dir: string, mode = 0o700): Promise<void> {
   for (const d of missing.reverse()) {
     try {
       await fsp.mkdir(d, { mode });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+  }
+}
+
+/** `mkdirEachLevel`, synchronously (for what a constructor must have before it goes on). */
+export function mkdirEachLevelSync(dir: string, mode = 0o700): void {
+  const missing: string[] = [];
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    try {
+      if (fs.statSync(d).isDirectory()) break;
+      throw Object.assign(new Error(`${d} is not a directory`), { code: 'ENOTDIR' });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || path.dirname(d) === d) throw e;
+      missing.push(d);
+    }
+  }
+  for (const d of missing.reverse()) {
+    try {
+      fs.mkdirSync(d, { mode });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }

@@ -47,21 +47,32 @@ export class Exchanges implements OnModuleInit {
     );
   }
 
+  /**
+   * Bid path, from the request's head before its body is read: whether the caller is a configured
+   * exchange (a refusal is counted and, now and then, logged; an admitted one is counted by `identify`).
+   */
+  admit(headers: Parameters<ExchangeGate['identify']>[0], remoteAddress: string | undefined): boolean {
+    if (this.gate.identify(headers, remoteAddress) !== UNKNOWN) return true;
+    this.refusedOne(remoteAddress);
+    return false;
+  }
+
   /** Bid path: the caller's source index, or UNKNOWN (then counted and, now and then, logged). */
   identify(headers: Parameters<ExchangeGate['identify']>[0], remoteAddress: string | undefined): number {
     const s = this.gate.identify(headers, remoteAddress);
-    if (s === UNKNOWN) {
-      this.refused++;
-      const now = performance.now();
-      if (now - this.lastRefusedLogAt >= REFUSED_LOG_INTERVAL_MS) {
-        this.logger.warn(`refused ${this.refused - this.refusedLogged} bid request(s) from callers that are no configured exchange; the last from ${remoteAddress ?? 'an unknown address'}`);
-        this.refusedLogged = this.refused;
-        this.lastRefusedLogAt = now;
-      }
-    } else {
-      this.accepted[s]++;
-    }
+    if (s === UNKNOWN) this.refusedOne(remoteAddress);
+    else this.accepted[s]++;
     return s;
+  }
+
+  private refusedOne(remoteAddress: string | undefined): void {
+    this.refused++;
+    const now = performance.now();
+    if (now - this.lastRefusedLogAt >= REFUSED_LOG_INTERVAL_MS) {
+      this.logger.warn(`refused ${this.refused - this.refusedLogged} bid request(s) from callers that are no configured exchange; the last from ${remoteAddress ?? 'an unknown address'}`);
+      this.refusedLogged = this.refused;
+      this.lastRefusedLogAt = now;
+    }
   }
 
   /** A source's name for log records and metrics. */

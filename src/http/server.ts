@@ -19,7 +19,7 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import * as querystring from 'node:querystring';
 import type { ParsedUrlQuery } from 'node:querystring';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type onRequestHookHandler } from 'fastify';
 import type pino from 'pino';
 import { errorAnswer, type HttpAnswer, internalError } from './answer';
 import { BodyError, decodeBody, readBody } from './body';
@@ -52,6 +52,11 @@ export interface HttpRoute {
   handle(r: RouteRequest): HttpAnswer | Promise<HttpAnswer>;
   /** The answer to a body refused before the route ran (413 too large, 400 empty, bad encoding or aborted). */
   refused?(status: 400 | 413, reason: string, r: RouteRequest): HttpAnswer;
+  /**
+   * Looks at a request's head before its body is read: null lets it through, an answer refuses it
+   * (sent at once with `Connection: close`; the body is neither buffered nor decoded).
+   */
+  admit?(headers: http.IncomingHttpHeaders, remoteAddress: string | undefined): HttpAnswer | null;
 }
 
 export interface RouteSpec {
@@ -214,6 +219,8 @@ export class HttpServer {
       url: spec.prefix === true ? `${spec.path}*` : spec.path,
       // Read back by the error handler (a Content-Type Fastify cannot read is refused before the route runs).
       config: { route },
+      // Before the content-type parser: a caller refused by its head costs no body read.
+      onRequest: route.admit === undefined ? undefined : this.admitting(route.admit.bind(route)),
       handler: (req: FastifyRequest, reply: FastifyReply): void => {
         const read = body ? (req.body as ReadBody | undefined) : undefined;
         const r = this.request(req, read);
@@ -239,6 +246,25 @@ export class HttpServer {
         }
       },
     });
+  }
+
+  private admitting(admit: NonNullable<HttpRoute['admit']>): onRequestHookHandler {
+    return (req, reply, done) => {
+      const raw = req.raw;
+      let a: HttpAnswer | null;
+      try {
+        a = admit(raw.headers, raw.socket.remoteAddress);
+      } catch (x) {
+        a = this.failed(x, req.url);
+      }
+      if (a === null) {
+        done();
+        return;
+      }
+      // The unread body is not worth reading before a next request would be: close (Node discards what still arrives).
+      a.headers.connection = 'close';
+      this.send(reply, a);
+    };
   }
 
   private request(req: FastifyRequest, read: ReadBody | undefined): RouteRequest {

@@ -100,6 +100,10 @@ class LogObservability implements OnModuleInit {
       name: 'bid log',
       problem: () => (this.log.isHealthy() ? null : { level: 'not_ready', text: 'log pipeline over its memory bound or dropping records' }),
     });
+    this.health.register({
+      name: 'bid log journal',
+      problem: () => (this.log.journalProblem === null ? null : { level: 'degraded', text: this.log.journalProblem }),
+    });
   }
 }
 

@@ -8,6 +8,7 @@ import {
   Optional,
 } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
+import { mkdirEachLevelSync } from '../config/dirs';
 import { RedisService } from '../redis/redis.service';
 import { logListKeys } from '../bidlog/keys';
 import { lineHead, rawText, type RawJson } from './log-line';
@@ -36,6 +37,8 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private readonly hostJson: string;
   private readonly finalFlush: Promise<void>;
   private finalFlushDone: () => void = () => undefined;
+  /** Why LOG_JOURNAL is on but the journal is not in use (a readiness warning), or null. */
+  readonly journalProblem: string | null = null;
 
   constructor(
     @Inject(CONFIG) private readonly config: Config,
@@ -44,6 +47,17 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
   ) {
     this.workerJson = JSON.stringify(config.workerId);
     this.hostJson = JSON.stringify(config.hostId);
+    let journal: Journal | null = null;
+    if (config.logJournal) {
+      try {
+        // Made here one level at a time: the journal's own recursive mkdir never returns under /proc.
+        mkdirEachLevelSync(config.logJournalDir);
+        journal = new Journal(config.logJournalDir, this.logger, config.logJournalFsyncMs, config.logJournalMaxBytes);
+      } catch (e) {
+        this.journalProblem = `LOG_JOURNAL_DIR ${config.logJournalDir} cannot be made (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): running without the bid log journal, a crash loses what is not yet in Redis`;
+        this.logger.warn(this.journalProblem);
+      }
+    }
     this.pipeline = new LogPipeline(
       {
         flushIntervalMs: config.logFlushIntervalMs,
@@ -55,7 +69,7 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
       new SpillStore(config.logSpillDir, config.logSpillMaxBytes, `${config.hostId}.${config.workerId}`),
       this.logger,
       stepHook,
-      config.logJournal ? new Journal(config.logJournalDir, this.logger, config.logJournalFsyncMs, config.logJournalMaxBytes) : null,
+      journal,
     );
     this.finalFlush = new Promise<void>((resolve) => (this.finalFlushDone = resolve));
     redis.onLogReady(() => this.pipeline.redisReady());

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
+import { mkdirEachLevel } from '../config/dirs';
 
 /** A compressed batch on disk, waiting for Redis. */
 export interface SpillEntry {
@@ -86,7 +87,8 @@ export class SpillStore {
   /** Creates the directory and lists what earlier processes left. False if unusable. */
   async init(): Promise<boolean> {
     try {
-      await fsp.mkdir(this.dir, { recursive: true });
+      // Not Node's recursive mkdir: under /proc it never returns, and every later write would start another.
+      await mkdirEachLevel(this.dir);
       this.ready = true;
       await this.scan();
     } catch {

@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -98,6 +99,91 @@ describe('the bid endpoint with EXCHANGES_FILE', () => {
     assert.equal(ok.status, 200, ok.text);
     const beta = await bid({ 'x-beta-key': BETA });
     assert.equal(beta.status, 200, beta.text);
+  });
+
+  /**
+   * Sends the head of a POST and `first` bytes of its body, the rest `restAfterMs` later (never when
+   * null). Resolves with what the server answered, whether the answer came before the whole body
+   * was sent, and (`untilClosed`) whether the server closed the connection, at the latest `maxMs`
+   * after the start.
+   */
+  function partialPost(
+    headers: Record<string, string>,
+    total: number,
+    first: number,
+    restAfterMs: number | null,
+    untilClosed = false,
+    maxMs = 2_000,
+  ): Promise<{ head: string; body: string; beforeBodySent: boolean; closed: boolean }> {
+    const u = new URL(t.url);
+    const payload = Buffer.alloc(total, 0x20);
+    const start = Buffer.from(body(`slow-${seq++}`, 1));
+    start.copy(payload);
+    const head = [`POST /openrtb2/bid HTTP/1.1`, 'Host: x', 'Content-Type: application/json', `Content-Length: ${total}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n') + '\r\n\r\n';
+    return new Promise((resolve) => {
+      let got = '';
+      let sentAll = false;
+      let answeredBeforeBodySent: boolean | null = null;
+      let closed = false;
+      let timer: NodeJS.Timeout | undefined;
+      const s = net.connect(Number(u.port), u.hostname, () => {
+        s.write(head);
+        s.write(payload.subarray(0, first));
+        if (restAfterMs !== null) {
+          timer = setTimeout(() => {
+            if (!s.destroyed) s.write(payload.subarray(first), () => (sentAll = true));
+          }, restAfterMs);
+        }
+      });
+      const done = (): void => {
+        clearTimeout(guard);
+        clearTimeout(timer);
+        s.destroy();
+        const end = got.indexOf('\r\n\r\n');
+        resolve({ head: end < 0 ? got : got.slice(0, end), body: end < 0 ? '' : got.slice(end + 4), beforeBodySent: answeredBeforeBodySent ?? false, closed });
+      };
+      const guard = setTimeout(done, maxMs);
+      s.setEncoding('latin1');
+      s.on('data', (d: string) => {
+        answeredBeforeBodySent ??= !sentAll;
+        got += d;
+        const end = got.indexOf('\r\n\r\n');
+        const m = /content-length: (\d+)/i.exec(got);
+        if (!untilClosed && end >= 0 && m !== null && got.length - end - 4 >= Number(m[1])) done();
+      });
+      s.on('end', () => {
+        closed = true;
+        done();
+      });
+      s.on('close', done);
+      s.on('error', done);
+    });
+  }
+
+  it('refuses an unknown caller from its head alone: the 403 comes before its body is sent, and the connection is closed', async () => {
+    // 900 KB announced (under BODY_LIMIT_BYTES), 16 KB sent, the rest never: the answer may not wait for the body.
+    const slow = await partialPost({}, 900_000, 16_384, null, true);
+    assert.match(slow.head, /^HTTP\/1\.1 403 /, `no 403 before the body was whole: ${slow.head || '(no answer within 2 s)'}`);
+    assert.match(slow.body, /not a configured exchange/);
+    assert.match(slow.head, /\r\nconnection: close/i);
+    assert.ok(slow.beforeBodySent);
+    // Closed by the server at once, not kept open waiting for the rest (HTTP_REQUEST_TIMEOUT_MS is 3 s).
+    assert.ok(slow.closed, 'the server closes the connection');
+    // A wrong token sent with a whole 900 KB body at once: a clean 403 to an ordinary client, not a reset.
+    const big = Buffer.alloc(900_000, 0x20);
+    Buffer.from(body(`big-${seq++}`, 1)).copy(big);
+    const r = await request(`${t.url}/openrtb2/bid`, { body: big, headers: { 'content-type': 'application/json', 'x-bidder-token': 'wrong-token-0123456789abcdef' } });
+    assert.equal(r.status, 403);
+    assert.match(r.body.toString(), /not a configured exchange/);
+    // The server is still fine: a known exchange bids on a new connection.
+    assert.equal((await bid({ 'x-bidder-token': ALPHA })).status, 200);
+  });
+
+  it('a known exchange sending its body slowly still bids', async () => {
+    const slow = await partialPost({ 'x-bidder-token': ALPHA }, 2_000, 100, 300);
+    assert.match(slow.head, /^HTTP\/1\.1 200 /, slow.head || '(no answer within 2 s)');
+    assert.equal(slow.beforeBodySent, false);
+    assert.match(slow.body, /"seatbid"/);
   });
 
   it('names the exchange in the log records and in the metrics; refusals are counted, not logged', async () => {

@@ -65,7 +65,10 @@ async function startBidder(dir: string, env: Record<string, string>): Promise<Bi
   const url = `http://127.0.0.1:${port}`;
   const until = Date.now() + 30_000;
   while ((await get(`${url}/health/live`)).status !== 200) {
-    assert.ok(Date.now() < until && child.exitCode === null, `the bidder did not start:\n${out}`);
+    if (Date.now() >= until || child.exitCode !== null) {
+      child.kill('SIGKILL');
+      assert.fail(`the bidder did not start:\n${out}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
@@ -150,6 +153,30 @@ describe('readiness (the real bidder process)', { timeout: 180_000 }, () => {
     try {
       const r = await readyWithin(b.url, (x) => x.code === 503);
       assert.match(r.problems.join('\n'), /LOG_SPILL_DIR .*a-file\/spill is not writable \(ENOTDIR\)/);
+    } finally {
+      await b.stop();
+    }
+  });
+
+  it('is not ready with LOG_SPILL_DIR under /proc (where a recursive mkdir never returns), naming it; the journal there is given up with a warning', async () => {
+    // The journal defaults to LOG_SPILL_DIR/journal: both directories are under /proc.
+    const b = await startBidder(dir, { REDIS_URL: redis.url, LOG_SPILL_DIR: '/proc/bidder-readiness-test/spill' });
+    try {
+      const r = await readyWithin(b.url, (x) => x.code === 503);
+      assert.match(r.problems.join('\n'), /LOG_SPILL_DIR \/proc\/bidder-readiness-test\/spill is not writable \(ENOENT\)/);
+      assert.match(r.warnings.join('\n'), /LOG_JOURNAL_DIR \/proc\/bidder-readiness-test\/spill\/journal/);
+    } finally {
+      await b.stop();
+    }
+    assert.match(b.output(), /spill directory \/proc\/bidder-readiness-test\/spill is not usable/);
+  });
+
+  it('with LOG_JOURNAL_DIR alone under /proc it serves, degraded, saying the journal is not in use', async () => {
+    const b = await startBidder(dir, { REDIS_URL: redis.url, LOG_JOURNAL_DIR: '/proc/bidder-readiness-test/journal' });
+    try {
+      const r = await readyWithin(b.url, (x) => x.code === 200 && x.status === 'degraded');
+      assert.deepEqual(r.problems, []);
+      assert.match(r.warnings.join('\n'), /LOG_JOURNAL_DIR \/proc\/bidder-readiness-test\/journal cannot be made \(ENOENT\): running without the bid log journal/);
     } finally {
       await b.stop();
     }

@@ -19,6 +19,19 @@ describe('SpillStore', () => {
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
+  it('gives up at once on a directory that cannot be made: under /proc, through a regular file (never spins)', () => {
+    // In a child process with a deadline: a recursive mkdir under /proc never returns and keeps a thread busy.
+    const file = path.join(dir, 'a-file');
+    fs.writeFileSync(file, 'x');
+    const spill = path.join(__dirname, '..', '..', 'src', 'log', 'spill.js');
+    for (const target of ['/proc/bidder-spill-test/spill', path.join(file, 'spill')]) {
+      const code = `new (require(${JSON.stringify(spill)}).SpillStore)(${JSON.stringify(target)}, 1 << 20, 'w').init().then((ok) => { console.log(ok); process.exit(0); })`;
+      const r = spawnSync(process.execPath, ['-e', code], { timeout: 5_000, encoding: 'utf8' });
+      assert.equal(r.signal, null, `${target}: init() still running after 5 s`);
+      assert.equal(r.stdout.trim(), 'false', `${target}: ${r.stdout}${r.stderr}`);
+    }
+  });
+
   it('writes files atomically with sortable names and drains them oldest first', async () => {
     const s = new SpillStore(dir, 1 << 20, 'w 1', 111);
     assert.equal(await s.init(), true);
