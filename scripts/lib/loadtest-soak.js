@@ -163,7 +163,7 @@ function windows(start, duration, intervalS, c = CRITERIA) {
   const settle = Math.min(c.settleS, duration / 6);
   const w = Math.max(3 * intervalS, Math.min(c.windowS, duration / 30));
   const end = start + duration;
-  return { start, end, settleAt: start + settle, rssWindow: w, lastFrom: end - settle };
+  return { start, end, settleAt: start + settle, rssWindow: w, lastFrom: end - settle, scaled: settle < c.settleS };
 }
 
 /**
@@ -241,8 +241,10 @@ function section(soak, h) {
     '',
     `${h} Soak`,
     '',
-    `${soak.samples} samples every ${soak.intervalS} s. Minute 5 is at ${f(w.settleAt, 0)} s, the last window starts at ${f(w.lastFrom, 0)} s (seconds since k6's start); ` +
-      `RSS is the median of ${f(w.rssWindow, 0)} s of samples at each.`,
+    `${soak.samples} samples every ${soak.intervalS} s. ` +
+      (w.scaled ? `This soak is shorter than 30 minutes: "minute 5" and "the last 5 minutes" are its first and last sixth. ` : '') +
+      `Minute 5 is at ${f(w.settleAt, 0)} s and the last window starts at ${f(w.lastFrom, 0)} s (seconds since k6's start); ` +
+      `RSS is the median of ${f(w.rssWindow, 0)} s of samples at minute 5 and at the end.`,
     '',
     '| criterion | goal | measured | met |',
     '|---|---|---|---|',
