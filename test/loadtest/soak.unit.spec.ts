@@ -23,8 +23,11 @@ const soak = require(path.join(ROOT, 'scripts', 'lib', 'loadtest-soak.js')) as {
 const T0 = 1_700_000_000_000;
 const PHASE = { start: 5, duration: 1800 };
 
-/** Samples every `every` s from the start to the end of the phase; `rss(x)` and `redis(x)` give MB at x s. */
-function samples(rss: (x: number, worker: number) => number, redis: (x: number) => number, every = 10): Obj {
+/**
+ * Samples every `every` s from the start to the end of the phase: `rss(x)` MB, `backlog(x)` the bid
+ * log in Redis (MB), `keys(x)` the keys [without a TTL, with one] at x s; used_memory follows.
+ */
+function samples(rss: (x: number, worker: number) => number, backlog: (x: number) => number, every = 10, keys: (x: number) => [number, number] = healthyKeys): Obj {
   const out = [];
   for (let x = 0; x <= PHASE.start + PHASE.duration; x += every) {
     out.push({
@@ -32,8 +35,10 @@ function samples(rss: (x: number, worker: number) => number, redis: (x: number) 
       workers: [0, 1].map((id) => ({ pmId: id, pid: 100 + id, rssMB: rss(x, id) })),
       daemonRssMB: 60,
       shipperRssMB: 150,
-      redisUsedMB: redis(x),
-      log: { bidder_log_bytes_queued: 1e6, bidder_log_bytes_pending: 0, bidder_log_spill_bytes: 0, bidder_log_backlog_bytes: 3e6 },
+      redisUsedMB: 1 + backlog(x) + keys(x)[1] / 10_000,
+      redisKeys: keys(x)[0] + keys(x)[1],
+      redisKeysWithTtl: keys(x)[1],
+      log: { bidder_log_bytes_queued: 1e6, bidder_log_bytes_pending: 0, bidder_log_spill_bytes: 0, bidder_log_backlog_bytes: backlog(x) * 1024 * 1024 },
       shipper: {},
     });
   }
@@ -41,9 +46,13 @@ function samples(rss: (x: number, worker: number) => number, redis: (x: number) 
 }
 
 const complete = { sent: 2_340_000, requestRecords: 2_340_000, responseRecords: 2_340_000, lost: 0, complete: true };
-// Warming up for 2 minutes, then flat with a GC sawtooth; Redis's bid log filling and drained by the shipper.
+// Warming up for 2 minutes, then flat with a GC sawtooth; Redis's bid log filling and drained by the
+// shipper; 60 keys without a TTL, and markers with a TTL growing with the notices (260 a second).
 const healthyRss = (x: number, w: number) => (x < 120 ? 100 + x / 2 : 160) + w * 5 + 3 * Math.sin(x / 7);
 const healthyRedis = (x: number) => 2 + 8 * ((x % 30) / 30);
+function healthyKeys(x: number): [number, number] {
+  return [60, 260 * x];
+}
 
 describe('soak: the plan', () => {
   it('is 30 minutes at 1300/s after the warm-up, judged by k6 on its answers only', () => {
@@ -78,6 +87,10 @@ describe('soak: the verdict', () => {
     assert.ok(Math.abs(v.rss.maxGrowth) < 0.03, String(v.rss.maxGrowth));
     assert.ok(v.series.length > 180);
     assert.match(soak.section(v, '##').join('\n'), /\*\*The soak passed\.\*\*/);
+    // Markers with a TTL grow used_memory: reported, not judged.
+    assert.ok(Math.abs(v.redis.keysWithTtlPerMinute - 260 * 60) < 1, String(v.redis.keysWithTtlPerMinute));
+    assert.ok(v.redis.usedMBPerMinute > 1, String(v.redis.usedMBPerMinute));
+    assert.equal(v.redis.persistentKeys.lastMax, 60);
   });
 
   it('fails a worker whose RSS keeps growing after minute 5 (exit 9), not one that grew before it', () => {
@@ -90,13 +103,20 @@ describe('soak: the verdict', () => {
     assert.match(soak.section(v, '##').join('\n'), /The soak failed: a worker's RSS grew/);
   });
 
-  it('fails Redis memory that grows in the last 5 minutes (exit 10)', () => {
-    const growing = (x: number) => healthyRedis(x) + x * 0.02; // 36 MB over the run
-    const v = soak.verdict({ sampling: samples(healthyRss, growing), t0: T0, phase: PHASE, logs: complete });
+  it('fails a bid log that the shipper stops draining in the last 5 minutes (exit 10)', () => {
+    const stalled = (x: number) => (x < 1505 ? healthyRedis(x) : 10 + (x - 1505) * 0.05); // +15 MB
+    const v = soak.verdict({ sampling: samples(healthyRss, stalled), t0: T0, phase: PHASE, logs: complete });
     assert.deepEqual(v.failed, ['redis']);
     assert.equal(soak.exitCode(v), 10);
-    assert.ok(v.redis.lastMaxMB > v.redis.allowedMB);
-    assert.match(v.redis.why, /Redis used_memory peaked at/);
+    assert.ok(v.redis.backlog.lastMaxMB > v.redis.backlog.allowedMB);
+    assert.match(v.redis.why, /the bid log in Redis peaked at .* the shipper does not keep up/);
+  });
+
+  it('fails keys without a TTL that keep accumulating (exit 10)', () => {
+    const leaking = (x: number): [number, number] => [60 + Math.floor(x / 2), 260 * x];
+    const v = soak.verdict({ sampling: samples(healthyRss, healthyRedis, 10, leaking), t0: T0, phase: PHASE, logs: complete });
+    assert.deepEqual(v.failed, ['redis']);
+    assert.match(v.redis.why, /keys without a TTL grew to \d+ in the last window, above \d+/);
   });
 
   it('fails a run that lost records (exit 12), and one with no samples on every criterion (exit 15)', () => {
