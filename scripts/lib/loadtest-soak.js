@@ -3,6 +3,7 @@
 // every few seconds while k6 runs, each worker's RSS, the PM2 daemon's and the shipper's, Redis's
 // used_memory and the bid log's backlog (the workers' /metrics/cluster?by=worker and the shipper's
 // /metrics); the verdict on those samples; and its section and plots of the report.
+const http = require('node:http');
 const path = require('node:path');
 const { memory, pm2Processes, pm2DaemonPid } = require('./loadtest-proc');
 const { lineChart } = require('./loadtest-svg');
@@ -54,13 +55,19 @@ function scrape(text, wanted) {
   return out;
 }
 
-async function getText(url, timeoutMs = 3000) {
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-    return res.ok ? await res.text() : null;
-  } catch {
-    return null;
-  }
+/** The body of a 200 answer to GET `url`, or null (any other answer, an error, no answer in time). */
+function getText(url, timeoutMs = 3000) {
+  return new Promise((resolve) => {
+    const req = http.get(url, { agent: false, timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve(res.statusCode === 200 ? body : null));
+      res.on('error', () => resolve(null));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve(null));
+  });
 }
 
 /**
