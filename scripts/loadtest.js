@@ -41,7 +41,7 @@ const HELP = `usage: npm run loadtest -- [options]
   --duration <d>              reference, overload, soak: length of the measured phase (e.g. 30s,
                               3m; soak default 30m); ramp: length of each step (default 10s)
   --sample-interval <d>       soak: how often memory and the backlog are sampled (default 10s)
-  --rate <n>                  reference, overload: rate of the measured phase (default 1300)
+  --rate <n>                  reference, overload, soak: rate of the measured phase (default 1300)
   --warmup <d>                warm-up length (default 5s); --warmup-rate <n> (default 100)
   --workers <n>               PM2 workers for the bidder and the baseline (default 2)
   --p99 <ms> --avg <ms>       reference thresholds of the measured phase (default 3 and 1.2)
@@ -712,7 +712,7 @@ async function main() {
         cleanups.push(() => redis.stop());
         const logKey = redis.started ? process.env.LOG_REDIS_KEY || 'bidlog' : `loadtest:${runId}:bidlog`;
         const port = process.env.PORT ? Number(process.env.PORT) : await freePort();
-        const adminPort = await soakPorts(o);
+        const soakPortsOf = await soakPorts(o);
         const bidder = await cluster.startBidder({ workers: o.workers, port, redisUrl: redis.url, redisNodes: redis.nodes, logKey, log });
         bidder.logWait = o.logWait;
         bidder.target = `${bidder.url}/openrtb2/bid`;
@@ -740,7 +740,7 @@ async function main() {
         }
         if (interrupted) throw new Error('interrupted');
         side.from = await LogCounter.listLength({ redisUrl: bidder.redisUrl, nodes: bidder.redisNodes }, bidder.logKey);
-        const sampler = o.scenario === 'soak' ? await startSoakSampler(bidder, adminPort, o) : null;
+        const sampler = o.scenario === 'soak' ? await startSoakSampler(bidder, soakPortsOf, o) : null;
         const run = await runLoad({ ...common, name: 'bidder', target: bidder.target, strict: true, server: bidder, env, runId });
         if (sampler) run.soak = await sampler.stop();
         run.cpu = phaseCpu(run);
