@@ -18,6 +18,7 @@ const { cpuSeconds, memory, machineCpu, machine, pm2Processes, pm2DaemonPid, cpu
 const cluster = require('./lib/loadtest-cluster');
 const { LogCounter } = require('./lib/loadtest-logs');
 const report = require('./lib/loadtest-report');
+const { SoakSampler } = require('./lib/loadtest-soak');
 const { freePort } = require('./lib/redis');
 
 const ROOT = path.resolve(__dirname, '..');
@@ -29,14 +30,18 @@ const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 const HELP = `usage: npm run loadtest -- [options]
 
-  --scenario reference|ramp|overload
+  --scenario reference|ramp|overload|soak
                               reference: 100/s for 5 s, then 1300/s for 3 min (default)
                               ramp: raise the rate step by step until p99, drops, errors or
                               shedding fail, then run at --overload x the highest sustained rate
                               overload: --rate for --duration, judged by nothing
-  --duration <d>              reference, overload: length of the measured phase (e.g. 30s, 3m);
-                              ramp: length of each step (default 10s)
-  --rate <n>                  reference, overload: rate of the measured phase (default 1300)
+                              soak: 1300/s for 30 min against the bidder (shipper on), sampling
+                              memory, Redis and the bid log backlog; judged on RSS growth, Redis
+                              memory and the bid log's records
+  --duration <d>              reference, overload, soak: length of the measured phase (e.g. 30s,
+                              3m; soak default 30m); ramp: length of each step (default 10s)
+  --sample-interval <d>       soak: how often memory and the backlog are sampled (default 10s)
+  --rate <n>                  reference, overload, soak: rate of the measured phase (default 1300)
   --warmup <d>                warm-up length (default 5s); --warmup-rate <n> (default 100)
   --workers <n>               PM2 workers for the bidder and the baseline (default 2)
   --p99 <ms> --avg <ms>       reference thresholds of the measured phase (default 3 and 1.2)
@@ -76,7 +81,8 @@ Environment passed on: PORT (bidder port when it starts the cluster), PM2_HOME, 
 (else a private Redis is started), REDIS_CLUSTER_NODES (a Redis Cluster, as --redis-cluster),
 LOG_REDIS_KEY, K6 (path of a k6 binary).
 Exit status: 0 when the bidder met the scenario's thresholds and no log record was lost,
-1 when not, 2 when the run could not be made.`;
+1 when not, 2 when the run could not be made; a soak that failed a criterion: 8 + 1 (worker RSS
+grew) + 2 (Redis memory not bounded) + 4 (bid log records missing), e.g. 9 for RSS alone.`;
 
 function parseArgs(argv) {
   const o = {
@@ -108,6 +114,7 @@ function parseArgs(argv) {
     validate: false,
     pin: true,
     remote: null,
+    sampleInterval: '10s',
   };
   const valued = {
     '--scenario': 'scenario',
@@ -132,6 +139,7 @@ function parseArgs(argv) {
     '--generator-round-duration': 'generatorRoundDuration',
     '--overload': 'overload',
     '--overload-duration': 'overloadDuration',
+    '--sample-interval': 'sampleInterval',
   };
   for (let i = 0; i < argv.length; i++) {
     let a = argv[i];
@@ -156,7 +164,12 @@ function parseArgs(argv) {
       o[valued[a]] = v;
     } else throw new Error(`unknown option ${argv[i]} (see --help)`);
   }
-  if (!['reference', 'ramp', 'overload'].includes(o.scenario)) throw new Error(`--scenario must be reference, ramp or overload`);
+  if (!['reference', 'ramp', 'overload', 'soak'].includes(o.scenario)) throw new Error(`--scenario must be reference, ramp, overload or soak`);
+  // A soak watches the bidder's processes and Redis: only a bidder this machine runs.
+  if (o.scenario === 'soak') {
+    if (o.target === 'both') o.target = 'bidder';
+    if (o.target !== 'bidder') throw new Error('--scenario soak runs against the bidder only (its memory and Redis are sampled here): --target bidder');
+  }
   if (/^https?:\/\//.test(o.target)) {
     let u;
     try {
@@ -504,6 +517,37 @@ async function finishBidder(side, { runId, o, interrupted }) {
   }
 }
 
+/**
+ * soak: the admin port and the shipper's metrics port of the cluster it starts, free ones unless the
+ * environment sets them (a developer's bidder on the defaults must not answer the samples).
+ */
+async function soakPorts(o) {
+  if (o.scenario !== 'soak') return null;
+  // Those of a cluster that was already running: its own start's (the defaults unless set).
+  const running = { admin: Number(process.env.ADMIN_PORT || 8081), shipper: Number(process.env.SHIP_ADMIN_PORT || 9465) };
+  if (!process.env.ADMIN_PORT) process.env.ADMIN_PORT = String(await freePort());
+  if (!process.env.SHIP_ADMIN_PORT) process.env.SHIP_ADMIN_PORT = String(await freePort());
+  return { admin: Number(process.env.ADMIN_PORT), shipper: Number(process.env.SHIP_ADMIN_PORT), running };
+}
+
+/** soak: samples the bidder's memory, Redis and the bid log backlog every --sample-interval until stopped. */
+async function startSoakSampler(bidder, ports, o) {
+  const { seconds } = await import(path.join(ROOT, 'k6', 'lib', 'plan.js'));
+  const p = bidder.startedPm2 ? ports : ports.running;
+  const sampler = new SoakSampler({
+    pm2Home: bidder.pm2Home,
+    redisUrl: bidder.redisUrl,
+    redisNodes: bidder.redisNodes,
+    adminUrl: `http://127.0.0.1:${p.admin}`,
+    shipperUrl: `http://127.0.0.1:${p.shipper}`,
+    intervalMs: seconds(o.sampleInterval) * 1000,
+    log,
+  });
+  await sampler.start();
+  log(`loadtest: soak: sampling memory, Redis and the bid log backlog every ${o.sampleInterval}`);
+  return sampler;
+}
+
 /** The highest sustained rate of a ramp run, or 0. */
 function sustainedOf(run, planLib) {
   return run && run.data ? planLib.rampResult(run.data, run.plan).sustained : 0;
@@ -543,6 +587,7 @@ async function main() {
       ['--cpu-round-duration', o.cpuRoundDuration],
       ['--generator-round-duration', o.generatorRoundDuration],
       ['--overload-duration', o.overloadDuration],
+      ['--sample-interval', o.sampleInterval],
     ]) {
       try {
         planLib.seconds(d);
@@ -557,9 +602,9 @@ async function main() {
   const remote = o.remote !== null;
   const fullLength =
     o.duration === null && o.rate === null && o.warmup === null && o.warmupRate === null && o.rampStart === null && o.rampStep === null && o.rampMax === null;
-  const writeResultsMd = o.resultsMd === null ? fullLength && o.target === 'both' && o.scenario !== 'overload' : o.resultsMd;
+  const writeResultsMd = o.resultsMd === null ? fullLength && (o.target === 'both' || o.scenario === 'soak') && o.scenario !== 'overload' : o.resultsMd;
   if (o.cpuRounds === null) o.cpuRounds = fullLength && o.target === 'both' && o.scenario === 'reference' ? 4 : 0;
-  if (o.generatorRounds === null) o.generatorRounds = fullLength ? 2 : 1;
+  if (o.generatorRounds === null) o.generatorRounds = o.scenario === 'soak' ? 0 : fullLength ? 2 : 1;
   const startedAt = new Date();
   const stamp = startedAt.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
   const runId = `lt${startedAt.getTime().toString(36)}${Math.floor(Math.random() * 1296).toString(36).padStart(2, '0')}`;
@@ -667,6 +712,7 @@ async function main() {
         cleanups.push(() => redis.stop());
         const logKey = redis.started ? process.env.LOG_REDIS_KEY || 'bidlog' : `loadtest:${runId}:bidlog`;
         const port = process.env.PORT ? Number(process.env.PORT) : await freePort();
+        const soakPortsOf = await soakPorts(o);
         const bidder = await cluster.startBidder({ workers: o.workers, port, redisUrl: redis.url, redisNodes: redis.nodes, logKey, log });
         bidder.logWait = o.logWait;
         bidder.target = `${bidder.url}/openrtb2/bid`;
@@ -694,7 +740,9 @@ async function main() {
         }
         if (interrupted) throw new Error('interrupted');
         side.from = await LogCounter.listLength({ redisUrl: bidder.redisUrl, nodes: bidder.redisNodes }, bidder.logKey);
+        const sampler = o.scenario === 'soak' ? await startSoakSampler(bidder, soakPortsOf, o) : null;
         const run = await runLoad({ ...common, name: 'bidder', target: bidder.target, strict: true, server: bidder, env, runId });
+        if (sampler) run.soak = await sampler.stop();
         run.cpu = phaseCpu(run);
         side.run = run;
         side.sent += bidRequests(run);

@@ -5,6 +5,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { lineChart, barChart } = require('./loadtest-svg');
+const soakLib = require('./loadtest-soak');
 
 // The published comparison's k6 latencies at 1300/s (avg, p70, p80, p95, p99), on its own machine.
 const PUBLISHED = [
@@ -356,7 +357,7 @@ function build(ctx) {
   let ok = true;
   if (b) {
     if (!b.completed) ok = false;
-    if (rep.scenario === 'reference' && b.failedThresholds.length) ok = false;
+    if ((rep.scenario === 'reference' || rep.scenario === 'soak') && b.failedThresholds.length) ok = false;
     if (b.logs && !b.logs.complete) ok = false;
     if (b.restarts) ok = false;
   }
@@ -370,7 +371,17 @@ function build(ctx) {
     if (!r.minimal || !r.minimal.completed || !r.bid || !r.bid.completed || r.bid.errors > 0) ok = false;
   }
   rep.exitCode = ok ? 0 : 1;
+  soakVerdict(ctx, rep);
   return rep;
+}
+
+/** soak: the verdict on the bidder's samples (scripts/lib/loadtest-soak.js); a failed criterion sets the exit status. */
+function soakVerdict(ctx, rep) {
+  const run = ctx.targets.bidder;
+  const t = rep.targets.bidder;
+  if (rep.scenario !== 'soak' || !run || !t || !t.main) return;
+  rep.soak = soakLib.verdict({ sampling: run.soak, t0: run.t0, phase: t.main, logs: t.logs });
+  if (!rep.soak.ok) rep.exitCode = soakLib.exitCode(rep.soak);
 }
 
 /**
@@ -729,10 +740,12 @@ function markdown(rep, { brief = false, level = 2, images = true } = {}) {
   else rampTables(rep, lines, h);
   generatorTable(rep, lines, h);
   logSection(rep, lines, h);
+  if (rep.soak) lines.push(...soakLib.section(rep.soak, h));
   verdicts(rep, lines, h);
   if (!brief && images) {
     lines.push('', `${h} Plots`, '', '![Latency over time](latency-over-time.svg)', '', '![Throughput over time](throughput-over-time.svg)', '', '![CPU per request per phase](cpu-per-phase.svg)');
     if (rep.scenario === 'ramp') lines.push('', '![Latency vs offered rate](latency-vs-rate.svg)');
+    if (rep.soak) lines.push(...soakLib.plotLines());
   }
   return lines.join('\n') + '\n';
 }
@@ -863,6 +876,7 @@ function plots(rep) {
       vLines: sustained,
     });
   }
+  if (rep.soak) Object.assign(out, soakLib.plots(rep.soak, note));
   return out;
 }
 
@@ -939,7 +953,7 @@ function updateResultsMd(file, rep, reportDir) {
   const end = `<!-- loadtest:${rep.scenario}:end -->`;
   const body = [
     begin,
-    `## ${{ reference: 'Reference load (1300/s)', ramp: 'Ramp to the limit', overload: 'Overload' }[rep.scenario]}`,
+    `## ${{ reference: 'Reference load (1300/s)', ramp: 'Ramp to the limit', overload: 'Overload', soak: 'Soak (30 minutes at 1300/s)' }[rep.scenario]}`,
     '',
     ...header(rep),
     `Full report: \`${reportDir}/\`.`,

@@ -73,7 +73,7 @@ class DeliveryMetrics implements OnModuleInit, OnApplicationBootstrap {
       ]),
     );
     m.addComputed(
-      new ComputedGauge('bidder_pacing_share', 'Share of eligible requests each even campaign enters (1 − throttle rate), as this worker set it at its last refresh.', 'average', () =>
+      new ComputedGauge('bidder_pacing_share', 'Share of eligible requests each budgeted campaign enters (1 − throttle rate; 1 for asap), as this worker set it at its last refresh.', 'average', () =>
         this.spend.pacing().map((p) => ({ value: p.share, labels: { campaign: p.campaign } })),
       ),
     );
@@ -83,8 +83,13 @@ class DeliveryMetrics implements OnModuleInit, OnApplicationBootstrap {
       ),
     );
     m.addComputed(
-      new ComputedGauge('bidder_pacing_spent_usd', 'What each even campaign has spent today (every worker), USD, as read at the last refresh.', 'max', () =>
-        this.spend.pacing().filter((p) => p.even).map((p) => ({ value: p.spent, labels: { campaign: p.campaign } })),
+      new ComputedGauge('bidder_pacing_spent_usd', 'What each budgeted campaign has spent today (every worker), USD, as read at the last refresh.', 'max', () =>
+        this.spend.pacing().map((p) => ({ value: p.spent, labels: { campaign: p.campaign } })),
+      ),
+    );
+    m.addComputed(
+      new ComputedGauge('bidder_pacing_budget_usd', 'What each budgeted campaign may spend today: its daily budget, or less when less of its total is left, USD.', 'max', () =>
+        this.spend.pacing().map((p) => ({ value: p.budget, labels: { campaign: p.campaign } })),
       ),
     );
     m.addComputed(

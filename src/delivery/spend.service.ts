@@ -61,6 +61,9 @@ export class CampaignBudget {
   /** Even pacing's controller (null for an asap campaign) and the share of eligible requests entered (1 for asap). */
   pacer: PaceController | null = null;
   share = 1;
+  /** At the last refresh: the campaign's spend of its day (every worker) and what it may spend that day (the daily budget, or less of the total left), USD. */
+  spentToday = 0;
+  dayBudget = 0;
   /** Bid cost committed per refresh tick: a ring of BUDGET_WINDOW_MS, `sum` its total. */
   readonly ticks: Float64Array;
   /** When each tick of the ring began (this worker's clock, ms), for releases. */
@@ -284,11 +287,15 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     return b === undefined || b.pacer === null ? 0 : b.pacer.pressure;
   }
 
-  /** Pacing of every budgeted campaign as this worker sees it: share entered, spend target and spend of its day (USD). */
-  pacing(): Array<{ campaign: string; share: number; target: number; spent: number; even: boolean }> {
+  /**
+   * Pacing of every budgeted campaign of the campaign file as this worker sees it (a campaign gone
+   * from the file leaves at the next refresh, so labels stay bounded by the file): share entered,
+   * spend target (even only), spend of its day and the day's budget (USD).
+   */
+  pacing(): Array<{ campaign: string; share: number; target: number; spent: number; budget: number; even: boolean }> {
     const out = [];
     for (const [campaign, b] of this.budgets) {
-      out.push({ campaign, share: b.share, target: b.pacer?.target ?? 0, spent: b.pacer?.spent ?? 0, even: b.pacer !== null });
+      out.push({ campaign, share: b.share, target: b.pacer?.target ?? 0, spent: b.pacer?.spent ?? b.spentToday, budget: b.dayBudget, even: b.pacer !== null });
     }
     return out;
   }
@@ -413,6 +420,8 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         const spentToday = Number(dailies[i] ?? 0) / MICRO;
         const remaining = Math.max(0, Math.min(b.total - spentTotal, b.daily - spentToday));
         b.slide(now);
+        b.spentToday = spentToday;
+        b.dayBudget = Math.min(b.daily, spentToday + Math.max(0, b.total - spentTotal));
         b.view = remaining / workers;
         b.lease = Math.max(0, b.view - b.sum);
         if (b.pacer !== null) b.share = b.pacer.update(now, plan.days[i], spentToday, Math.min(b.daily, spentToday + Math.max(0, b.total - spentTotal)));

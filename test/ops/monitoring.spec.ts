@@ -50,7 +50,7 @@ function dashboardExprs(): string[] {
     (p.targets as Obj[]).map((t) =>
       String(t.expr)
         .replace(/\$__rate_interval|\$__range/g, '5m')
-        .replace(/\$instance|\$worker/g, '.*'),
+        .replace(/\$instance|\$worker|\$campaign/g, '.*'),
     ),
   );
 }
@@ -153,7 +153,7 @@ describe('monitoring: alert rules and dashboard', () => {
     const ids = (d.panels as Obj[]).map((p) => p.id as number);
     assert.equal(new Set(ids).size, ids.length, 'panel ids are unique');
     const vars = (d.templating.list as Obj[]).map((v) => v.name as string);
-    assert.deepEqual(vars, ['datasource', 'instance', 'worker']);
+    assert.deepEqual(vars, ['datasource', 'instance', 'worker', 'campaign']);
     const panels = dashboardPanels();
     assert.ok(panels.length >= 20, `${panels.length} panels`);
     for (const p of panels) {
@@ -167,6 +167,16 @@ describe('monitoring: alert rules and dashboard', () => {
     for (const m of ['bidder_bid_requests_total', 'bidder_bid_request_duration_seconds_bucket', 'bidder_event_loop_delay_seconds', 'bidder_pacing_blocked_total', 'bidder_log_records_dropped_total', 'bidder_log_spill_bytes', 'bidder_log_backlog_age_seconds', 'shipper_last_success_timestamp_seconds', 'bidder_log_redis_up', 'shipper_redis_up', 'process_cpu_seconds_total']) {
       assert.ok(all.includes(m), `no panel reads ${m}`);
     }
+    // Spend and pacing per campaign (issue 25): target against spend, the day's budget, the throttle rate.
+    const perCampaign = dashboardPanels().filter((p) => (p.targets as Obj[]).some((t) => /by \(campaign\)/.test(String(t.expr))));
+    const campaignExprs = perCampaign.flatMap((p) => (p.targets as Obj[]).map((t) => String(t.expr))).join('\n');
+    for (const m of ['bidder_pacing_spent_usd', 'bidder_pacing_target_usd', 'bidder_pacing_budget_usd', 'bidder_pacing_share']) {
+      assert.ok(campaignExprs.includes(m), `no per-campaign panel reads ${m}`);
+    }
+    for (const p of perCampaign) {
+      for (const t of p.targets as Obj[]) assert.match(String(t.expr), /campaign=~"\$campaign"/, `${p.title}: follows the campaign selector`);
+    }
+    assert.ok(all.includes('bidder_pacing_throttled_total'), 'no panel reads bidder_pacing_throttled_total');
     if (!promtool) return t.skip(`queries not parsed: ${noPromtool}`);
     // promtool has no expression checker of its own: the queries become recording rules.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dashboard-rules-'));
@@ -200,14 +210,26 @@ describe('monitoring: alert rules and dashboard', () => {
     let bidderNames = new Set<string>();
     let shipperNames = new Set<string>();
 
+    let campaignIds: string[] = [];
+    let bidderScrape = '';
+    const campaignDir = fs.mkdtempSync(path.join(os.tmpdir(), 'monitoring-campaigns-'));
+
     before(async () => {
-      app = await startTestApp();
+      // The demo campaigns (all asap, budgeted) with the last one paced evenly, so that every pacing
+      // family, the even-only target included, has series to check.
+      const demo = JSON.parse(fs.readFileSync(path.join(ROOT, 'data', 'campaigns.demo.json'), 'utf8')) as { campaigns: Obj[] };
+      demo.campaigns[demo.campaigns.length - 1].pacing = 'even';
+      campaignIds = demo.campaigns.map((c) => String(c.id));
+      const campaigns = path.join(campaignDir, 'campaigns.json');
+      fs.writeFileSync(campaigns, JSON.stringify(demo));
+      app = await startTestApp({ CAMPAIGNS_FILE: campaigns });
       const body = fs.readFileSync(path.join(ROOT, 'test', 'fixtures', 'samples', 'iab-openrtb2.x', 'bid-request_6.2.1_simple-banner.json'));
       const bid = await request(`${app.url}/openrtb2/bid`, { body, headers: { 'content-type': 'application/json' } });
       assert.equal(bid.status, 200);
       const m = await request(`${app.adminUrl}/metrics/cluster?by=worker`, { method: 'GET' });
       assert.equal(m.status, 200);
-      bidderNames = exported(m.body.toString());
+      bidderScrape = m.body.toString();
+      bidderNames = exported(bidderScrape);
       const shipDir = tmpDir('monitoring-ship-');
       const shipper = spawnShipper({ REDIS_URL: app.redis.url, SHIP_DIR: shipDir });
       try {
@@ -222,12 +244,24 @@ describe('monitoring: alert rules and dashboard', () => {
 
     after(async () => {
       await app?.close();
+      fs.rmSync(campaignDir, { recursive: true, force: true });
     });
 
     it('the scrapes hold the families the rules are built on (so the check below means something)', () => {
       assert.ok(bidderNames.has('bidder_bid_requests_total') && bidderNames.has('bidder_log_records_dropped_total') && bidderNames.has('process_cpu_seconds_total'), [...bidderNames].join(' '));
       assert.ok(shipperNames.has('shipper_last_success_timestamp_seconds') && shipperNames.has('process_cpu_seconds_total'), [...shipperNames].join(' '));
       assert.ok(!bidderNames.has('bidder_no_such_metric'));
+    });
+
+    it('the per-campaign families have series, labelled with campaigns of the campaign file only', () => {
+      const even = campaignIds[campaignIds.length - 1];
+      for (const name of ['bidder_pacing_spent_usd', 'bidder_pacing_budget_usd', 'bidder_pacing_share', 'bidder_pacing_target_usd']) {
+        const labels = [...bidderScrape.matchAll(new RegExp(`^${name}\\{[^}]*campaign="([^"]*)"`, 'gm'))].map((m) => m[1]);
+        assert.ok(labels.length > 0, `${name}: no series`);
+        for (const c of labels) assert.ok(campaignIds.includes(c), `${name}: campaign "${c}" is not in the campaign file`);
+        if (name === 'bidder_pacing_target_usd') assert.deepEqual([...new Set(labels)], [even], 'the target is for even campaigns');
+        else assert.equal(new Set(labels).size, campaignIds.length, `${name}: every budgeted campaign`);
+      }
     });
 
     it('the alert rules', () => {

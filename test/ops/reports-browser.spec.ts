@@ -14,7 +14,7 @@ import Redis from 'ioredis';
 import { startTestApp } from '../support/app';
 import { frameOf, spawnShipper, untilDrained } from '../shipper/support';
 import { Browser, ensureChromium } from './support/browser';
-import { fixtureReport, report } from './support/loadtest-fixture';
+import { fixtureReport, report, soakFixtureReport } from './support/loadtest-fixture';
 import { postBid, request } from './support/http';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -86,6 +86,36 @@ describe('reports in a browser (headless Chromium)', { timeout: 600_000 }, () =>
     assert.ok((byTitle('CPU')?.marks ?? 0) >= 4, JSON.stringify(charts));
     const tables = await browser.evaluate<number>('document.querySelectorAll("table").length');
     assert.ok(tables >= 2, `${tables} tables`);
+    assert.deepEqual(await browser.evaluate<string[]>(RAGGED_ROWS), [], 'every table row has as many cells as its header');
+    const shot = path.join(dir, 'index.png');
+    const size = await browser.screenshot(shot);
+    assert.ok(fs.statSync(shot).size > 20_000, 'the screenshot has content');
+    console.log(`screenshot: ${path.relative(ROOT, shot)} (${size.width}x${size.height})`);
+  });
+
+  it('a soak report: no script error, its memory, Redis and bid log charts drawn with every series, a screenshot', async (t) => {
+    if (!browser) return t.skip(skip);
+    const runId = 'browser-test-soak-fixture';
+    const dir = path.join(ROOT, 'k6', 'results', runId);
+    fs.rmSync(dir, { recursive: true, force: true });
+    const rep = soakFixtureReport(runId);
+    assert.equal(rep.soak.ok, true, JSON.stringify(rep.soak.rss));
+    const { files } = report.write(dir, rep);
+    const svgFiles = files.filter((f) => f.endsWith('.svg'));
+    assert.deepEqual(svgFiles.sort(), ['cpu-per-phase.svg', 'latency-over-time.svg', 'soak-log.svg', 'soak-redis.svg', 'soak-rss.svg', 'throughput-over-time.svg']);
+
+    const problems = await browser.open(`file://${path.join(dir, 'index.html')}`);
+    assert.deepEqual(problems, { exceptions: [], errors: [] });
+    const charts = await browser.evaluate<Chart[]>(CHARTS);
+    assert.equal(charts.length, svgFiles.length, JSON.stringify(charts));
+    for (const c of charts) assert.ok(c.width > 100 && c.height > 100, `chart "${c.title}" laid out at ${c.width}x${c.height}`);
+    const byTitle = (s: string) => charts.find((c) => c.title.startsWith(s));
+    // Two workers, the PM2 daemon and the shipper; Redis and the backlog in it; queued, pending, spilled.
+    assert.equal(byTitle('Memory of the processes')?.marks, 4, JSON.stringify(charts));
+    assert.equal(byTitle('Redis memory')?.marks, 2, JSON.stringify(charts));
+    assert.equal(byTitle('Bid log waiting')?.marks, 3, JSON.stringify(charts));
+    const text = await browser.evaluate<string>('document.body.innerText');
+    assert.match(text, /The soak passed\./);
     assert.deepEqual(await browser.evaluate<string[]>(RAGGED_ROWS), [], 'every table row has as many cells as its header');
     const shot = path.join(dir, 'index.png');
     const size = await browser.screenshot(shot);

@@ -122,3 +122,66 @@ export function fixtureReport(runId: string): Obj {
   };
   return report.build(ctx);
 }
+
+/**
+ * The report object of a short soak of the bidder (5 s warm-up, 120 s at 1300/s) with samples every
+ * 2 s of what the soak sampler reads: two workers' RSS (flat after a warm-up), the PM2 daemon's and
+ * the shipper's, Redis's used_memory and the bid log's backlog (filling and drained).
+ */
+export function soakFixtureReport(runId: string): Obj {
+  const plan = planLib.makePlan(planLib.settings({ SCENARIO: 'soak', WARMUP_DURATION: '5s', DURATION: '120s', BUCKET: '5s' }));
+  const started = new Date('2026-01-15T10:00:00Z');
+  const t0 = started.getTime() + 3_000;
+  const samples: Obj[] = [];
+  for (let x = -2; x <= 126; x += 2) {
+    const phase = (x % 20) / 20;
+    samples.push({
+      t: t0 + x * 1000,
+      workers: [0, 1].map((id) => ({ pmId: id, pid: 101 + id, rssMB: 150 + id * 8 + Math.min(x, 15) + 2 * Math.sin(x / 5) })),
+      daemonRssMB: 62,
+      shipperRssMB: 140 + 30 * phase,
+      redisUsedMB: 1.5 + 6 * phase + x / 100,
+      redisKeys: 60 + 26 * (x + 2),
+      redisKeysWithTtl: 26 * (x + 2),
+      log: { bidder_log_bytes_queued: 2e6 * ((x % 10) / 10), bidder_log_bytes_pending: x % 10 === 0 ? 4e5 : 0, bidder_log_spill_bytes: 0, bidder_log_backlog_bytes: 5e6 * phase },
+      shipper: { shipper_backlog_frames: Math.round(4 * phase) },
+    });
+  }
+  const sent = Math.round(plan.phases.reduce((a: number, p: Obj) => a + p.rate * p.duration, 0));
+  const ctx = {
+    runId,
+    outDir: '',
+    options: { validate: false },
+    argv: ['--scenario', 'soak', '--duration', '120s', '--sample-interval', '2s'],
+    plan,
+    planLib,
+    fullLength: false,
+    startedAt: started,
+    finishedAt: new Date(started.getTime() + 150_000),
+    k6: { version: 'v1.8.1' },
+    git: { commit: '0123456789abcdef0123456789abcdef01234567', short: '0123456', subject: 'fixture', dirty: false },
+    machine: { cpus: 2, cpuModel: 'test CPU', memoryGB: 24, kernel: 'Linux 6.x' },
+    node: 'v24.21.0',
+    gogc: 400,
+    pinning: { pinned: false, reason: 'fixture' },
+    targets: {
+      bidder: {
+        url: 'http://127.0.0.1:8080',
+        script: 'bid',
+        server: { workers: 2, pids: [101, 102] },
+        exitCode: 0,
+        plan,
+        t0,
+        soak: { intervalS: 2, samples },
+        data: k6Summary(plan, 0.9, 0, 0.62),
+        cpu: cpu(plan, 380),
+        memoryByWorker: [{ worker: 0, peakRssMB: 171 }, { worker: 1, peakRssMB: 178 }],
+        restarts: 0,
+        idleCores: 0.4,
+        logs: { sent, requestRecords: sent, responseRecords: sent, lists: 1, key: 'bidlog', frames: 0, compressedMB: 0, rawMB: 0, duplicates: 0, badFrames: 0, complete: true, lost: 0, extra: 0, shippedRecords: 2 * sent },
+      },
+    },
+    overload: {},
+  };
+  return report.build(ctx);
+}
