@@ -20,6 +20,7 @@ const { LogCounter } = require('./lib/loadtest-logs');
 const report = require('./lib/loadtest-report');
 const { SoakSampler } = require('./lib/loadtest-soak');
 const { freePort } = require('./lib/redis');
+const { HELP, parseArgs } = require('./lib/loadtest-args');
 
 const ROOT = path.resolve(__dirname, '..');
 const K6_SCRIPTS = { bid: path.join(ROOT, 'k6', 'bid.js'), minimal: path.join(ROOT, 'k6', 'minimal.js') };
@@ -27,170 +28,6 @@ const GOGC = '400';
 const IDLE_SAMPLE_MS = 2000;
 // Stop k6, then clean up what the run started, on any of these.
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-
-const HELP = `usage: npm run loadtest -- [options]
-
-  --scenario reference|ramp|overload|soak
-                              reference: 100/s for 5 s, then 1300/s for 3 min (default)
-                              ramp: raise the rate step by step until p99, drops, errors or
-                              shedding fail, then run at --overload x the highest sustained rate
-                              overload: --rate for --duration, judged by nothing
-                              soak: 1300/s for 30 min against the bidder (shipper on), sampling
-                              memory, Redis and the bid log backlog; judged on RSS growth, Redis
-                              memory and the bid log's records
-  --duration <d>              reference, overload, soak: length of the measured phase (e.g. 30s,
-                              3m; soak default 30m); ramp: length of each step (default 10s)
-  --sample-interval <d>       soak: how often memory and the backlog are sampled (default 10s)
-  --rate <n>                  reference, overload, soak: rate of the measured phase (default 1300)
-  --warmup <d>                warm-up length (default 5s); --warmup-rate <n> (default 100)
-  --workers <n>               PM2 workers for the bidder and the baseline (default 2)
-  --p99 <ms> --avg <ms>       reference thresholds of the measured phase (default 3 and 1.2)
-  --ramp-start <n> --ramp-step <n> --ramp-max <n> --ramp-p99 <ms>
-                              ramp settings (defaults 500, 500, 20000, 10 ms)
-  --overload <factor>         ramp: after the ramp, a run at factor x the highest sustained rate
-                              (default 2, 0 for none); --overload-duration <d> (default 20s)
-  --notices <share>           share of bid requests followed by a win notice and an impression (default 0.1)
-  --validate                  validate every response in full (default: 1 % of them; the rest get
-                              a status and id check)
-  --target both|bidder|baseline|<url>
-                              what to load (default both: the bidder, then the baseline); a URL
-                              (http://host:port) runs only k6 and the report against a bidder
-                              deployed elsewhere
-  --cpu-rounds <n>            reference, both targets: after the two main runs, n rounds of short
-                              runs alternating bidder and baseline (both clusters up) for a CPU
-                              ratio that machine noise moves less (default 4 for a full-length
-                              run, else 0)
-  --cpu-round-duration <d>    measured length of each of those runs (default 20s, at --rate)
-  --generator-rounds <n>      rounds of the minimal k6 script and k6/bid.js at the measured rate,
-                              alternating, for k6's own CPU per request (default 2 for a
-                              full-length run, else 1; 0 for none)
-  --generator-round-duration <d>
-                              measured length of each of those runs (default 20s)
-  --no-pin                    with 4 cores or more, k6 and the servers are pinned to separate
-                              cores (taskset); this leaves them unpinned
-  --out <dir>                 report directory (default k6/results/<timestamp>-<scenario>)
-  --results-md | --no-results-md
-                              update bench/RESULTS.md (default: only for full-length runs)
-  --keep-logs                 keep the run's log list in Redis (a list the load test created)
-  --redis-cluster             the bidder on a Redis Cluster (REDIS_MODE=cluster): the one of
-                              REDIS_CLUSTER_NODES, else a local one of 3 masters with a replica each
-                              that the run starts and stops (its nodes' CPU is Redis's CPU)
-  --log-wait <s>              how long to wait for log records from a cluster it did not start (default 40)
-
-Environment passed on: PORT (bidder port when it starts the cluster), PM2_HOME, REDIS_URL
-(else a private Redis is started), REDIS_CLUSTER_NODES (a Redis Cluster, as --redis-cluster),
-LOG_REDIS_KEY, K6 (path of a k6 binary).
-Exit status: 0 when the bidder met the scenario's thresholds and no log record was lost,
-1 when not, 2 when the run could not be made; a soak that failed a criterion: 8 + 1 (worker RSS
-grew) + 2 (Redis memory not bounded) + 4 (bid log records missing), e.g. 9 for RSS alone.`;
-
-function parseArgs(argv) {
-  const o = {
-    scenario: 'reference',
-    duration: null,
-    rate: null,
-    warmup: null,
-    warmupRate: null,
-    workers: 2,
-    p99: null,
-    avg: null,
-    rampStart: null,
-    rampStep: null,
-    rampMax: null,
-    rampP99: null,
-    notices: null,
-    target: 'both',
-    out: null,
-    resultsMd: null,
-    keepLogs: false,
-    redisCluster: false,
-    logWait: 40,
-    cpuRounds: null,
-    cpuRoundDuration: '20s',
-    generatorRounds: null,
-    generatorRoundDuration: '20s',
-    overload: 2,
-    overloadDuration: '20s',
-    validate: false,
-    pin: true,
-    remote: null,
-    sampleInterval: '10s',
-  };
-  const valued = {
-    '--scenario': 'scenario',
-    '--duration': 'duration',
-    '--rate': 'rate',
-    '--warmup': 'warmup',
-    '--warmup-rate': 'warmupRate',
-    '--workers': 'workers',
-    '--p99': 'p99',
-    '--avg': 'avg',
-    '--ramp-start': 'rampStart',
-    '--ramp-step': 'rampStep',
-    '--ramp-max': 'rampMax',
-    '--ramp-p99': 'rampP99',
-    '--notices': 'notices',
-    '--target': 'target',
-    '--out': 'out',
-    '--log-wait': 'logWait',
-    '--cpu-rounds': 'cpuRounds',
-    '--cpu-round-duration': 'cpuRoundDuration',
-    '--generator-rounds': 'generatorRounds',
-    '--generator-round-duration': 'generatorRoundDuration',
-    '--overload': 'overload',
-    '--overload-duration': 'overloadDuration',
-    '--sample-interval': 'sampleInterval',
-  };
-  for (let i = 0; i < argv.length; i++) {
-    let a = argv[i];
-    let v;
-    const eq = a.indexOf('=');
-    if (a.startsWith('--') && eq > 0) {
-      v = a.slice(eq + 1);
-      a = a.slice(0, eq);
-    }
-    if (a === '-h' || a === '--help') {
-      console.log(HELP);
-      process.exit(0);
-    } else if (a === '--results-md') o.resultsMd = true;
-    else if (a === '--no-results-md') o.resultsMd = false;
-    else if (a === '--keep-logs') o.keepLogs = true;
-    else if (a === '--redis-cluster') o.redisCluster = true;
-    else if (a === '--validate') o.validate = true;
-    else if (a === '--no-pin') o.pin = false;
-    else if (valued[a]) {
-      if (v === undefined) v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      o[valued[a]] = v;
-    } else throw new Error(`unknown option ${argv[i]} (see --help)`);
-  }
-  if (!['reference', 'ramp', 'overload', 'soak'].includes(o.scenario)) throw new Error(`--scenario must be reference, ramp, overload or soak`);
-  // A soak watches the bidder's processes and Redis: only a bidder this machine runs.
-  if (o.scenario === 'soak') {
-    if (o.target === 'both') o.target = 'bidder';
-    if (o.target !== 'bidder') throw new Error('--scenario soak runs against the bidder only (its memory and Redis are sampled here): --target bidder');
-  }
-  if (/^https?:\/\//.test(o.target)) {
-    let u;
-    try {
-      u = new URL(o.target);
-    } catch {
-      throw new Error(`--target ${o.target}: not a URL`);
-    }
-    // A bare http://host:port means the bidder's own route; a path is taken as the bid endpoint.
-    o.remote = u.pathname === '/' ? `${u.origin}/openrtb2/bid` : `${u.origin}${u.pathname}`;
-  } else if (!['both', 'bidder', 'baseline'].includes(o.target)) throw new Error(`--target must be both, bidder, baseline or a URL (http://host:port)`);
-  const integers = ['workers', 'cpuRounds', 'generatorRounds'];
-  for (const k of ['workers', 'rate', 'warmupRate', 'p99', 'avg', 'rampStart', 'rampStep', 'rampMax', 'rampP99', 'logWait', 'notices', 'cpuRounds', 'generatorRounds', 'overload']) {
-    if (o[k] === null) continue;
-    const n = Number(o[k]);
-    if (!(n >= 0) || (k === 'workers' && !(n >= 1)) || (integers.includes(k) && !Number.isInteger(n))) throw new Error(`bad value for --${k}: ${o[k]}`);
-    o[k] = n;
-  }
-  if (o.notices !== null && o.notices > 1) throw new Error(`--notices is a share between 0 and 1, not ${o.notices}`);
-  if (o.cpuRounds > 0 && (o.scenario !== 'reference' || o.target !== 'both')) throw new Error('--cpu-rounds needs the reference scenario and both targets');
-  return o;
-}
 
 /** The k6 environment of the scenario; the plan is rebuilt from the same values by k6/lib/plan.js. */
 function k6Env(o) {
@@ -577,6 +414,10 @@ async function main() {
   } catch (e) {
     log(`loadtest: ${e.message}`);
     return 2;
+  }
+  if (o.help) {
+    console.log(HELP);
+    return 0;
   }
   const env = k6Env(o);
   const planLib = await import(path.join(ROOT, 'k6', 'lib', 'plan.js'));
