@@ -1,5 +1,6 @@
 'use strict';
 // The command line of `npm run loadtest` (scripts/loadtest.js): its usage text and its reader.
+const { parseArgs: utilParseArgs } = require('node:util');
 
 const HELP = `usage: npm run loadtest -- [options]
 
@@ -57,6 +58,54 @@ Exit status: 0 when the bidder met the scenario's thresholds and no log record w
 1 when not, 2 when the run could not be made; a soak that failed a criterion: 8 + 1 (worker RSS
 grew) + 2 (Redis memory not bounded) + 4 (bid log records missing), e.g. 9 for RSS alone.`;
 
+// Each option: its node:util.parseArgs type, the field it sets, and for numbers what they must be.
+const OPTIONS = {
+  help: { type: 'boolean', short: 'h' },
+  scenario: { type: 'string', key: 'scenario' },
+  duration: { type: 'string', key: 'duration' },
+  rate: { type: 'string', key: 'rate', number: 'any' },
+  warmup: { type: 'string', key: 'warmup' },
+  'warmup-rate': { type: 'string', key: 'warmupRate', number: 'any' },
+  workers: { type: 'string', key: 'workers', number: 'workers' },
+  p99: { type: 'string', key: 'p99', number: 'any' },
+  avg: { type: 'string', key: 'avg', number: 'any' },
+  'ramp-start': { type: 'string', key: 'rampStart', number: 'any' },
+  'ramp-step': { type: 'string', key: 'rampStep', number: 'any' },
+  'ramp-max': { type: 'string', key: 'rampMax', number: 'any' },
+  'ramp-p99': { type: 'string', key: 'rampP99', number: 'any' },
+  notices: { type: 'string', key: 'notices', number: 'any' },
+  target: { type: 'string', key: 'target' },
+  out: { type: 'string', key: 'out' },
+  'log-wait': { type: 'string', key: 'logWait', number: 'any' },
+  'cpu-rounds': { type: 'string', key: 'cpuRounds', number: 'integer' },
+  'cpu-round-duration': { type: 'string', key: 'cpuRoundDuration' },
+  'generator-rounds': { type: 'string', key: 'generatorRounds', number: 'integer' },
+  'generator-round-duration': { type: 'string', key: 'generatorRoundDuration' },
+  overload: { type: 'string', key: 'overload', number: 'any' },
+  'overload-duration': { type: 'string', key: 'overloadDuration' },
+  'sample-interval': { type: 'string', key: 'sampleInterval' },
+  'results-md': { type: 'boolean', key: 'resultsMd', value: true },
+  'no-results-md': { type: 'boolean', key: 'resultsMd', value: false },
+  'keep-logs': { type: 'boolean', key: 'keepLogs', value: true },
+  'redis-cluster': { type: 'boolean', key: 'redisCluster', value: true },
+  validate: { type: 'boolean', key: 'validate', value: true },
+  'no-pin': { type: 'boolean', key: 'pin', value: false },
+};
+
+/** A number of the kind `kind` ('any': >= 0, 'integer': a whole number >= 0, 'workers': a whole number >= 1), or null. */
+function numberOf(text, kind) {
+  const n = Number(text);
+  if (!(n >= 0)) return null;
+  if (kind !== 'any' && !Number.isInteger(n)) return null;
+  if (kind === 'workers' && n < 1) return null;
+  return n;
+}
+
+/**
+ * The options of argv (see HELP), or `{help: true}`. Throws an Error whose message the caller
+ * prints. parseArgs runs unstrict, in tokens, and the checks are made here: its strict mode
+ * refuses a value that starts with '-' and words its errors for a generic program.
+ */
 function parseArgs(argv) {
   const o = {
     scenario: 'reference',
@@ -90,53 +139,26 @@ function parseArgs(argv) {
     sampleInterval: '10s',
     help: false,
   };
-  const valued = {
-    '--scenario': 'scenario',
-    '--duration': 'duration',
-    '--rate': 'rate',
-    '--warmup': 'warmup',
-    '--warmup-rate': 'warmupRate',
-    '--workers': 'workers',
-    '--p99': 'p99',
-    '--avg': 'avg',
-    '--ramp-start': 'rampStart',
-    '--ramp-step': 'rampStep',
-    '--ramp-max': 'rampMax',
-    '--ramp-p99': 'rampP99',
-    '--notices': 'notices',
-    '--target': 'target',
-    '--out': 'out',
-    '--log-wait': 'logWait',
-    '--cpu-rounds': 'cpuRounds',
-    '--cpu-round-duration': 'cpuRoundDuration',
-    '--generator-rounds': 'generatorRounds',
-    '--generator-round-duration': 'generatorRoundDuration',
-    '--overload': 'overload',
-    '--overload-duration': 'overloadDuration',
-    '--sample-interval': 'sampleInterval',
-  };
-  for (let i = 0; i < argv.length; i++) {
-    let a = argv[i];
-    let v;
-    const eq = a.indexOf('=');
-    if (a.startsWith('--') && eq > 0) {
-      v = a.slice(eq + 1);
-      a = a.slice(0, eq);
-    }
-    if (a === '-h' || a === '--help') {
+  const { tokens } = utilParseArgs({ args: argv, options: OPTIONS, strict: false, allowPositionals: true, tokens: true });
+  for (const t of tokens) {
+    if (t.kind === 'option-terminator') continue;
+    const spec = t.kind === 'option' && Object.hasOwn(OPTIONS, t.name) ? OPTIONS[t.name] : undefined;
+    if (spec === undefined) throw new Error(`unknown option ${argv[t.index]} (see --help)`);
+    if (t.name === 'help') {
       o.help = true;
       return o;
-    } else if (a === '--results-md') o.resultsMd = true;
-    else if (a === '--no-results-md') o.resultsMd = false;
-    else if (a === '--keep-logs') o.keepLogs = true;
-    else if (a === '--redis-cluster') o.redisCluster = true;
-    else if (a === '--validate') o.validate = true;
-    else if (a === '--no-pin') o.pin = false;
-    else if (valued[a]) {
-      if (v === undefined) v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      o[valued[a]] = v;
-    } else throw new Error(`unknown option ${argv[i]} (see --help)`);
+    }
+    if (spec.type === 'boolean') {
+      if (t.value !== undefined) throw new Error(`${t.rawName} takes no value`);
+      o[spec.key] = spec.value;
+      continue;
+    }
+    if (t.value === undefined) throw new Error(`${t.rawName} needs a value`);
+    if (spec.number !== undefined) {
+      const n = numberOf(t.value, spec.number);
+      if (n === null) throw new Error(`bad value for ${t.rawName}: ${t.value}`);
+      o[spec.key] = n;
+    } else o[spec.key] = t.value;
   }
   if (!['reference', 'ramp', 'overload', 'soak'].includes(o.scenario)) throw new Error(`--scenario must be reference, ramp, overload or soak`);
   // A soak watches the bidder's processes and Redis: only a bidder this machine runs.
@@ -154,13 +176,6 @@ function parseArgs(argv) {
     // A bare http://host:port means the bidder's own route; a path is taken as the bid endpoint.
     o.remote = u.pathname === '/' ? `${u.origin}/openrtb2/bid` : `${u.origin}${u.pathname}`;
   } else if (!['both', 'bidder', 'baseline'].includes(o.target)) throw new Error(`--target must be both, bidder, baseline or a URL (http://host:port)`);
-  const integers = ['workers', 'cpuRounds', 'generatorRounds'];
-  for (const k of ['workers', 'rate', 'warmupRate', 'p99', 'avg', 'rampStart', 'rampStep', 'rampMax', 'rampP99', 'logWait', 'notices', 'cpuRounds', 'generatorRounds', 'overload']) {
-    if (o[k] === null) continue;
-    const n = Number(o[k]);
-    if (!(n >= 0) || (k === 'workers' && !(n >= 1)) || (integers.includes(k) && !Number.isInteger(n))) throw new Error(`bad value for --${k}: ${o[k]}`);
-    o[k] = n;
-  }
   if (o.notices !== null && o.notices > 1) throw new Error(`--notices is a share between 0 and 1, not ${o.notices}`);
   if (o.cpuRounds > 0 && (o.scenario !== 'reference' || o.target !== 'both')) throw new Error('--cpu-rounds needs the reference scenario and both targets');
   return o;

@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a CommonJS script of scripts/lib, outside the TypeScript build
 const args = require(path.join(ROOT, 'scripts', 'lib', 'loadtest-args.js')) as {
   HELP: string;
   parseArgs(argv: string[]): Record<string, unknown>;
@@ -177,7 +178,10 @@ describe('loadtest command line', () => {
     [['--workers', '1.5'], 'bad value for --workers: 1.5'],
     [['--rate', '-5'], 'bad value for --rate: -5'],
     [['--rate', 'fast'], 'bad value for --rate: fast'],
-    [['--cpu-rounds', '2.5'], 'bad value for --cpuRounds: 2.5'],
+    [['--cpu-rounds', '2.5'], 'bad value for --cpu-rounds: 2.5'],
+    [['--generator-rounds=-1'], 'bad value for --generator-rounds: -1'],
+    [['--validate=1'], '--validate takes no value'],
+    [['-x'], 'unknown option -x (see --help)'],
     [['--notices', '2'], '--notices is a share between 0 and 1, not 2'],
     [['--cpu-rounds', '2', '--scenario', 'ramp'], '--cpu-rounds needs the reference scenario and both targets'],
     [['--cpu-rounds', '2', '--target', 'bidder'], '--cpu-rounds needs the reference scenario and both targets'],
