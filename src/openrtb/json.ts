@@ -1,4 +1,4 @@
-import { InvalidRequestError } from './parse';
+import { InvalidRequestError } from './fields';
 import { REQUEST_LIMITS } from './limits';
 
 /** Byte classes for the nesting scan: 1 quote, 2 backslash, 3 opening bracket, 4 closing bracket. */
