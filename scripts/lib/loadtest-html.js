@@ -1,6 +1,7 @@
 'use strict';
 // The load test's report as pictures and a page: its SVG plots, and index.html, the Markdown
 // rendered with the plots inlined, one self-contained file.
+const markdownIt = require('markdown-it');
 const { lineChart, barChart } = require('./loadtest-svg');
 const { int } = require('./loadtest-format');
 const soakLib = require('./loadtest-soak');
@@ -132,46 +133,33 @@ function plots(rep) {
   return out;
 }
 
-function inline(text) {
-  return text
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')
-    .replace(/(^|\s)\*([^*]+)\*(?=\s|$)/g, '$1<em>$2</em>')
-    .replace(/`([^`]+)`/g, '<code>$1</code>');
-}
+// The report's Markdown is what report.md holds; markdown-it renders it (tables, emphasis, code,
+// lists; a line break is kept, as the header is a line per fact), with no raw HTML let through. A paragraph that is only an image (`![caption](name.svg)`)
+// becomes a figure holding that plot's SVG, so that the page is one file.
+const md = markdownIt({ html: false, breaks: true, linkify: false, typographer: false });
+const figureOf = (tokens, i) => {
+  const inline = tokens[i];
+  return inline && inline.type === 'inline' && inline.children.length === 1 && inline.children[0].type === 'image' ? inline.children[0] : null;
+};
+md.renderer.rules.paragraph_open = (tokens, idx, options, env, self) => (figureOf(tokens, idx + 1) ? '<figure>' : self.renderToken(tokens, idx, options));
+md.renderer.rules.paragraph_close = (tokens, idx, options, env, self) => (figureOf(tokens, idx - 1) ? '</figure>' : self.renderToken(tokens, idx, options));
+md.renderer.rules.image = (tokens, idx, options, env) => {
+  const img = tokens[idx];
+  const svg = env.svgs[img.attrGet('src')] || '';
+  return `${svg}<figcaption>${md.utils.escapeHtml(img.content)}</figcaption>`;
+};
 
-function html(md, svgs, title) {
-  const out = [];
-  const lines = md.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const l = lines[i];
-    let m;
-    if ((m = /^(#{1,4}) (.*)$/.exec(l))) out.push(`<h${m[1].length}>${inline(m[2])}</h${m[1].length}>`);
-    else if ((m = /^!\[([^\]]*)\]\(([^)]+)\)$/.exec(l))) out.push(`<figure>${svgs[m[2]] || ''}<figcaption>${inline(m[1])}</figcaption></figure>`);
-    else if (l.startsWith('|')) {
-      const rows = [];
-      while (i < lines.length && lines[i].startsWith('|')) rows.push(lines[i++]);
-      i--;
-      const cells = (r) => r.slice(1, -1).split('|').map((c) => c.trim());
-      out.push('<table>');
-      out.push(`<tr>${cells(rows[0]).map((c) => `<th>${inline(c)}</th>`).join('')}</tr>`);
-      for (const r of rows.slice(2)) out.push(`<tr>${cells(r).map((c) => `<td>${inline(c)}</td>`).join('')}</tr>`);
-      out.push('</table>');
-    } else if (l.startsWith('- ')) out.push(`<p>• ${inline(l.slice(2))}</p>`);
-    else if (l.trim()) out.push(`<p>${inline(l)}</p>`);
-  }
+/** index.html: the report's Markdown `text` rendered, with the plots `svgs` (by file name) inlined. */
+function html(text, svgs, title) {
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>${inline(title)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>${md.utils.escapeHtml(title)}</title>
 <style>
 body{font-family:Helvetica,Arial,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1em}th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}
 th:first-child,td:first-child{text-align:left}th{background:#f4f4f4}code{background:#f4f4f4;padding:0 3px}
 figure{margin:1em 0}figcaption{color:#666;font-size:90%}
 </style></head><body>
-${out.join('\n')}
-</body></html>
+${md.render(text, { svgs })}</body></html>
 `;
 }
 
