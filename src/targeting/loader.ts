@@ -1,10 +1,16 @@
 /**
- * Campaign file loader: validates the JSON document described in data/README.md and flattens each
- * creative with its campaign's fields into a Candidate. Pure (no I/O): CampaignStore reads the file.
+ * Campaign file loader: checks the JSON document described in data/README.md against its TypeBox
+ * schema (below, the one description of the format) and flattens each creative with its
+ * campaign's fields into a Candidate. Pure (no I/O): CampaignStore reads the file.
  *
  * Every problem found is reported, each naming its entry, e.g.
  *   campaigns[3] (id "cmp-004") creatives[1] (id "cmp-004-cr012"): price: expected a number > 0 and <= 1000, got -1
+ * The wording comes from each schema's `expected`; what a schema cannot say (unique ids, daily
+ * budget within the total, the creative's own kind of object) is checked after it.
  */
+import { FormatRegistry, Type, type Static, type TObject, type TSchema } from '@sinclair/typebox';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors';
 import type { Candidate, CampaignDsa } from './types';
 
 export const CAMPAIGN_FILE_VERSION = 1;
@@ -24,81 +30,201 @@ export class CampaignFileError extends Error {
   }
 }
 
+// ---- formats: strings checked by code (list entries are taken trimmed) ---------------------------
+
+/** Registered once per process under a name of this module's own (TypeBox's registry is global). */
+function format(name: string, test: (s: string) => boolean): string {
+  const full = `campaign-file-${name}`;
+  if (!FormatRegistry.Has(full)) FormatRegistry.Set(full, test);
+  return full;
+}
+
+const DOMAIN = /^(?!-)[a-z0-9-]+(\.[a-z0-9-]+)+$/i;
+/** IAB content taxonomy 1.0/2.x style ids: IAB3, IAB3-1. */
+const IAB_CAT = /^IAB\d{1,2}(-\d{1,3})?$/;
+const COUNTRY = /^[A-Z]{3}$/;
+const MIME = /^[a-z]+\/[a-z0-9.+-]+$/i;
+
+/** An absolute http(s) URL; stored in its WHATWG `href` form (see httpUrl). */
+const URL_FORMAT = format('url', (s) => httpUrl(s) !== null);
+const TIME_ZONE_FORMAT = format('time-zone', (s) => timeZone(s) !== null);
+const DSA_TEXT_FORMAT = format('dsa-text', (s) => s.trim() !== '' && Buffer.byteLength(s, 'utf8') <= DSA_TEXT_MAX);
+const trimmed = (name: string, re: RegExp): string => format(name, (s) => re.test(s.trim()));
+
+/**
+ * An absolute http(s) URL in its normalized form (WHATWG `href`: percent-encoded, host in
+ * punycode), so that it is ASCII: always a valid `location` header, and safe to quote.
+ */
+function httpUrl(s: string): string | null {
+  try {
+    const u = new URL(s);
+    return u.protocol === 'https:' || u.protocol === 'http:' ? u.href : null;
+  } catch {
+    return null;
+  }
+}
+
+/** An IANA zone name the platform knows ("Europe/Paris", "UTC"), in its canonical spelling. */
+function timeZone(s: string): string | null {
+  if (s === '') return null;
+  try {
+    return new Intl.DateTimeFormat('en-US', { timeZone: s }).resolvedOptions().timeZone;
+  } catch {
+    return null; // RangeError: not a zone the platform knows
+  }
+}
+
+// ---- schema builders: each schema carries the `expected` its problems quote -------------------------
+
+function str(expected = 'a string') {
+  return Type.String({ expected });
+}
+function nonEmpty(expected = 'a non-empty string') {
+  return Type.String({ pattern: '\\S', expected });
+}
+function url() {
+  return Type.String({ format: URL_FORMAT, expected: 'an absolute http(s) URL' });
+}
+function num(min: number, max: number, opts: { exclusiveMin?: boolean } = {}) {
+  const expected = `a number ${opts.exclusiveMin ? '>' : '>='} ${min} and <= ${max}`;
+  return Type.Number(opts.exclusiveMin ? { exclusiveMinimum: min, maximum: max, expected } : { minimum: min, maximum: max, expected });
+}
+function whole(min: number, max: number) {
+  return Type.Integer({ minimum: min, maximum: max, expected: `a whole number >= ${min} and <= ${max}` });
+}
+/** An array of strings, each a trimmed string matching `item` (a format name) or at least non-empty. */
+function strings(opts: { nonEmpty?: boolean; format?: string; item?: string } = {}) {
+  const item = opts.item ?? 'a non-empty string';
+  const entry = opts.format !== undefined ? Type.String({ format: opts.format, expected: item }) : nonEmpty(item);
+  return Type.Array(entry, { minItems: opts.nonEmpty ? 1 : 0, expected: `${opts.nonEmpty ? 'a non-empty' : 'an'} array, each ${item}` });
+}
+function wholes(min: number, max: number, opts: { nonEmpty?: boolean } = {}) {
+  const entry = Type.Integer({ minimum: min, maximum: max, expected: `a whole number from ${min} to ${max}` });
+  return Type.Array(entry, { minItems: opts.nonEmpty ? 1 : 0, expected: `${opts.nonEmpty ? 'a non-empty' : 'an'} array of whole numbers from ${min} to ${max}` });
+}
+const bool = () => Type.Boolean({ expected: 'true or false' });
+/** An object with exactly these fields (an unknown one is a problem naming the allowed ones). */
+function obj<P extends Record<string, TSchema>>(properties: P, expected = 'an object') {
+  return Type.Object(properties, { additionalProperties: false, expected });
+}
+/** null, or `schema`: a problem with anything else is reported as `schema`'s, inside it. */
+function orNull<T extends TSchema>(schema: T) {
+  return Type.Union([Type.Null(), schema], { nullable: true });
+}
+const free = () => Type.Optional(Type.Unknown());
+
 // ---- the file format ---------------------------------------------------------------------------
 
-export interface CampaignFile {
-  version: 1;
-  /** Currency of every price in the file; only "USD" is accepted. Optional. */
-  currency?: 'USD';
-  comment?: string;
-  campaigns: CampaignEntry[];
-}
+const IMAGE = obj({ url: url(), w: whole(1, 10000), h: whole(1, 10000) }, 'an object {url, w, h} or null');
 
-export interface CampaignEntry {
-  id: string;
-  name?: string;
-  adomain: string[];
-  cat: string[];
-  landingUrl: string;
-  budget: { total: number; daily: number };
-  /** How the daily budget is spent: "even" (along the campaign's day) or "asap" (as fast as traffic allows, the default: files written before pacing keep their behaviour). */
-  pacing?: 'even' | 'asap';
-  /** IANA time zone of the campaign's day (daily budget, pacing curve). Default "UTC". */
-  timeZone?: string;
-  frequencyCap?: { perDay: number } | null;
-  bundle?: string | null;
-  targeting?: {
-    inventory?: 'site' | 'app' | null;
-    deviceTypes?: number[];
-    os?: string[];
-    countries?: string[];
-  };
-  deals?: string[];
-  dealsOnly?: boolean;
-  /** false: never bid on child-directed inventory. Default true. */
-  coppa?: boolean;
-  /** true: relies on user-level data (bids only where the request allows it). Default false. */
-  personalized?: boolean;
-  /** DSA transparency information (`bid.ext.dsa`). */
-  dsa?: { behalf: string; paid: string; adrender?: 0 | 1 } | null;
-  creatives: CreativeEntry[];
-}
+const KINDS = {
+  banner: obj({ w: whole(1, 10000), h: whole(1, 10000), imageUrl: url() }),
+  native: obj({
+    title: nonEmpty(),
+    description: Type.Optional(str()),
+    sponsoredBy: Type.Optional(str()),
+    cta: Type.Optional(str()),
+    image: Type.Optional(orNull(IMAGE)),
+    icon: Type.Optional(orNull(IMAGE)),
+  }),
+  video: obj({
+    mimes: strings({ nonEmpty: true, format: trimmed('mime', MIME), item: 'a MIME type ("video/mp4")' }),
+    duration: whole(1, 3600),
+    // OpenRTB 2.6 list 5.8 (VAST 1.0 … 4.x wrapper, DAAST); 1..30 keeps a bitmask possible.
+    protocols: wholes(1, 30, { nonEmpty: true }),
+    w: whole(1, 10000),
+    h: whole(1, 10000),
+    mediaUrl: url(),
+    bitrate: Type.Optional(whole(0, 1e6)),
+  }),
+};
+type Kind = keyof typeof KINDS;
 
-export interface CreativeEntry {
-  id: string;
-  type: 'banner' | 'native' | 'video';
+/** A creative; its `banner`/`native`/`video` object is checked by KINDS against its `type`. */
+const CREATIVE = obj({
+  id: nonEmpty(),
+  type: Type.Union([Type.Literal('banner'), Type.Literal('native'), Type.Literal('video')], { expected: '"banner", "native" or "video"' }),
   /** CPM in USD. */
-  price: number;
-  attr?: number[];
+  price: num(0, MAX_PRICE, { exclusiveMin: true }),
+  attr: Type.Optional(wholes(1, 1000)),
   /** Overrides the campaign's landingUrl. */
-  landingUrl?: string;
-  banner?: { w: number; h: number; imageUrl: string };
-  native?: {
-    title: string;
-    description?: string;
-    sponsoredBy?: string;
-    cta?: string;
-    image?: { url: string; w: number; h: number } | null;
-    icon?: { url: string; w: number; h: number } | null;
-  };
-  video?: {
-    mimes: string[];
-    duration: number;
-    protocols: number[];
-    w: number;
-    h: number;
-    mediaUrl: string;
-    bitrate?: number;
-  };
-}
+  landingUrl: Type.Optional(url()),
+  banner: free(),
+  native: free(),
+  video: free(),
+  comment: free(),
+});
 
-// ---- validation helpers --------------------------------------------------------------------------
+const BUDGET = obj({ total: num(0, 1e12, { exclusiveMin: true }), daily: num(0, 1e12, { exclusiveMin: true }) });
 
-type Obj = Record<string, unknown>;
+/** A campaign; its creatives are checked one by one (CREATIVE). */
+const CAMPAIGN = obj({
+  id: nonEmpty(),
+  name: Type.Optional(str()),
+  adomain: strings({ nonEmpty: true, format: trimmed('domain', DOMAIN), item: 'a domain name ("example.com")' }),
+  cat: strings({ format: trimmed('iab-category', IAB_CAT), item: 'an IAB category ("IAB3" or "IAB3-1")' }),
+  landingUrl: url(),
+  budget: BUDGET,
+  /** "even" (along the campaign's day) or "asap" (as fast as traffic allows, the default: files written before pacing keep their behaviour). */
+  pacing: Type.Optional(Type.Union([Type.Literal('even'), Type.Literal('asap')], { expected: '"even" or "asap"' })),
+  /** IANA time zone of the campaign's day (daily budget, pacing curve). Default "UTC". */
+  timeZone: Type.Optional(Type.String({ format: TIME_ZONE_FORMAT, expected: 'an IANA time zone name ("Europe/Paris", "America/New_York", "UTC")' })),
+  frequencyCap: Type.Optional(orNull(obj({ perDay: whole(1, 1e6) }))),
+  bundle: Type.Optional(orNull(nonEmpty())),
+  targeting: Type.Optional(
+    obj({
+      inventory: Type.Optional(Type.Union([Type.Literal('site'), Type.Literal('app'), Type.Null()], { expected: '"site", "app" or null' })),
+      deviceTypes: Type.Optional(wholes(1, 30)),
+      os: Type.Optional(strings()),
+      countries: Type.Optional(strings({ format: trimmed('country', COUNTRY), item: 'an ISO-3166-1 alpha-3 code ("USA")' })),
+    }),
+  ),
+  deals: Type.Optional(strings()),
+  dealsOnly: Type.Optional(bool()),
+  /** false: never bid on child-directed inventory. Default true. */
+  coppa: Type.Optional(bool()),
+  /** true: relies on user-level data (bids only where the request allows it). Default false. */
+  personalized: Type.Optional(bool()),
+  /** DSA transparency information (`bid.ext.dsa`). */
+  dsa: Type.Optional(
+    orNull(
+      obj({
+        behalf: Type.String({ format: DSA_TEXT_FORMAT, expected: `a non-empty string of at most ${DSA_TEXT_MAX} characters (UTF-8 bytes)` }),
+        paid: Type.String({ format: DSA_TEXT_FORMAT, expected: `a non-empty string of at most ${DSA_TEXT_MAX} characters (UTF-8 bytes)` }),
+        adrender: Type.Optional(Type.Union([Type.Literal(0), Type.Literal(1)], { expected: '0 or 1' })),
+      }),
+    ),
+  ),
+  creatives: Type.Array(Type.Unknown(), { minItems: 1, expected: 'a non-empty array' }),
+  comment: free(),
+});
 
-function isObj(v: unknown): v is Obj {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+/** The file; its campaigns are checked one by one (CAMPAIGN). */
+const FILE = obj(
+  {
+    version: Type.Literal(CAMPAIGN_FILE_VERSION, { expected: String(CAMPAIGN_FILE_VERSION) }),
+    /** Currency of every price in the file; only "USD" is accepted. */
+    currency: Type.Optional(Type.Literal('USD', { expected: '"USD" (prices are USD CPMs)' })),
+    comment: free(),
+    campaigns: Type.Array(Type.Unknown(), { expected: 'an array' }),
+  },
+  'an object {version, campaigns}',
+);
+
+export type CampaignEntry = Static<typeof CAMPAIGN>;
+export type CreativeEntry = Static<typeof CREATIVE>;
+
+const CHECK = {
+  file: TypeCompiler.Compile(FILE),
+  campaign: TypeCompiler.Compile(CAMPAIGN),
+  creative: TypeCompiler.Compile(CREATIVE),
+  budget: TypeCompiler.Compile(BUDGET),
+  banner: TypeCompiler.Compile(KINDS.banner),
+  native: TypeCompiler.Compile(KINDS.native),
+  video: TypeCompiler.Compile(KINDS.video),
+};
+
+// ---- problems ------------------------------------------------------------------------------------
 
 function show(v: unknown): string {
   if (v === undefined) return 'nothing';
@@ -106,167 +232,64 @@ function show(v: unknown): string {
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;
 }
 
-/** Collects problems for one entry (its label names campaign and creative). */
-class Checker {
-  constructor(
-    private readonly problems: string[],
-    readonly label: string,
-  ) {}
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
 
-  bool(o: Obj, field: string, def: boolean): boolean {
-    const v = o[field];
-    if (v === undefined) return def;
-    if (typeof v === 'boolean') return v;
-    this.bad(field, 'true or false', v);
-    return def;
-  }
+/** The problems of one file, capped at MAX_PROBLEMS. */
+class Problems {
+  readonly list: string[] = [];
 
-  bad(field: string, expected: string, got: unknown): void {
-    if (this.problems.length < MAX_PROBLEMS) this.problems.push(`${this.label}: ${field}: expected ${expected}, got ${show(got)}`);
-    else if (this.problems.length === MAX_PROBLEMS) this.problems.push('... (more problems not shown)');
-  }
-
-  unknownKeys(o: Obj, prefix: string, allowed: readonly string[]): void {
-    for (const k of Object.keys(o)) {
-      if (!allowed.includes(k)) this.bad(`${prefix}${k}`, 'no such field (allowed: ' + allowed.join(', ') + ')', o[k]);
-    }
-  }
-
-  obj(o: Obj, field: string, path = field): Obj | null {
-    const v = o[field];
-    if (isObj(v)) return v;
-    this.bad(path, 'an object', v);
-    return null;
-  }
-
-  str(o: Obj, field: string, path = field, opts: { optional?: boolean; def?: string; nonEmpty?: boolean } = {}): string {
-    const v = o[field];
-    if (v === undefined && opts.optional) return opts.def ?? '';
-    if (typeof v === 'string' && (!opts.nonEmpty || v.trim() !== '')) return v;
-    this.bad(path, opts.nonEmpty ? 'a non-empty string' : 'a string', v);
-    return opts.def ?? '';
-  }
-
-  num(o: Obj, field: string, path: string, min: number, max: number, opts: { integer?: boolean; exclusiveMin?: boolean } = {}): number {
-    const v = o[field];
-    const ok =
-      typeof v === 'number' &&
-      Number.isFinite(v) &&
-      (opts.exclusiveMin ? v > min : v >= min) &&
-      v <= max &&
-      (!opts.integer || Number.isInteger(v));
-    if (ok) return v;
-    const kind = opts.integer ? 'a whole number' : 'a number';
-    this.bad(path, `${kind} ${opts.exclusiveMin ? '>' : '>='} ${min} and <= ${max}`, v);
-    return 0;
+  add(label: string, field: string, expected: string, got: unknown): void {
+    if (this.list.length < MAX_PROBLEMS) this.list.push(`${label}: ${field}: expected ${expected}, got ${show(got)}`);
+    else if (this.list.length === MAX_PROBLEMS) this.list.push('... (more problems not shown)');
   }
 
   /**
-   * An absolute http(s) URL in its normalized form (WHATWG `href`: percent-encoded, host in
-   * punycode), so that it is ASCII: always a valid `location` header, and safe to quote.
+   * Checks `value` against `check`; each problem is reported under `label`, its field named from
+   * `prefix` (the value's own field, '' for an entry) and the schema error's JSON pointer. One
+   * problem per field: the first the schema finds. True when there was none.
    */
-  url(o: Obj, field: string, path = field): string {
-    const v = o[field];
-    if (typeof v === 'string') {
-      try {
-        const u = new URL(v);
-        if (u.protocol === 'https:' || u.protocol === 'http:') return u.href;
-      } catch {
-        // reported below
+  check(check: TypeCheck<TSchema>, value: unknown, label: string, prefix: string, entry = '(entry)'): boolean {
+    if (check.Check(value)) return true;
+    const seen = new Set<string>();
+    const visit = (e: ValueError): void => {
+      // null or an object: a wrong object is reported from inside it, not as "not null".
+      if (e.type === ValueErrorType.Union && e.schema.nullable === true && e.value !== null) {
+        for (const inner of e.errors[1]) visit(inner);
+        return;
       }
-    }
-    this.bad(path, 'an absolute http(s) URL', v);
-    return '';
-  }
-
-  strArray(o: Obj, field: string, path: string, opts: { optional?: boolean; nonEmpty?: boolean; pattern?: RegExp; item?: string } = {}): string[] {
-    const v = o[field];
-    if (v === undefined && opts.optional) return [];
-    const item = opts.item ?? 'a non-empty string';
-    if (!Array.isArray(v) || (opts.nonEmpty && v.length === 0)) {
-      this.bad(path, `${opts.nonEmpty ? 'a non-empty' : 'an'} array, each ${item}`, v);
-      return [];
-    }
-    const out: string[] = [];
-    for (let i = 0; i < v.length; i++) {
-      const s: unknown = v[i];
-      if (typeof s !== 'string' || s.trim() === '' || (opts.pattern && !opts.pattern.test(s.trim()))) {
-        this.bad(`${path}[${i}]`, item, s);
-        continue;
-      }
-      out.push(s.trim());
-    }
-    return out;
-  }
-
-  intArray(o: Obj, field: string, path: string, min: number, max: number, opts: { optional?: boolean; nonEmpty?: boolean } = {}): number[] {
-    const v = o[field];
-    if (v === undefined && opts.optional) return [];
-    if (!Array.isArray(v) || (opts.nonEmpty && v.length === 0)) {
-      this.bad(path, `${opts.nonEmpty ? 'a non-empty' : 'an'} array of whole numbers from ${min} to ${max}`, v);
-      return [];
-    }
-    const out: number[] = [];
-    for (let i = 0; i < v.length; i++) {
-      const n: unknown = v[i];
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
-        this.bad(`${path}[${i}]`, `a whole number from ${min} to ${max}`, n);
-        continue;
-      }
-      out.push(n);
-    }
-    return out;
+      if (seen.has(e.path)) return;
+      seen.add(e.path);
+      const field = fieldName(value, prefix, e.path) || entry;
+      if (e.type === ValueErrorType.ObjectAdditionalProperties) {
+        const allowed = Object.keys((e.schema as TObject).properties);
+        this.add(label, field, `no such field (allowed: ${allowed.join(', ')})`, e.value);
+      } else this.add(label, field, String(e.schema.expected ?? e.message), e.value);
+    };
+    for (const e of check.Errors(value)) visit(e);
+    return false;
   }
 }
 
-const CAMPAIGN_KEYS = [
-  'id',
-  'name',
-  'adomain',
-  'cat',
-  'landingUrl',
-  'budget',
-  'pacing',
-  'timeZone',
-  'frequencyCap',
-  'bundle',
-  'targeting',
-  'deals',
-  'dealsOnly',
-  'coppa',
-  'personalized',
-  'dsa',
-  'creatives',
-  'comment',
-] as const;
-const CREATIVE_KEYS = ['id', 'type', 'price', 'attr', 'landingUrl', 'banner', 'native', 'video', 'comment'] as const;
-const TARGETING_KEYS = ['inventory', 'deviceTypes', 'os', 'countries'] as const;
-const DOMAIN = /^(?!-)[a-z0-9-]+(\.[a-z0-9-]+)+$/i;
-/** IAB content taxonomy 1.0/2.x style ids: IAB3, IAB3-1. */
-const IAB_CAT = /^IAB\d{1,2}(-\d{1,3})?$/;
-const COUNTRY = /^[A-Z]{3}$/;
-const MIME = /^[a-z]+\/[a-z0-9.+-]+$/i;
-
-type Img = { readonly url: string; readonly w: number; readonly h: number };
-
-function image(ck: Checker, parent: Obj, field: string, path: string): Img | null {
-  const v = parent[field];
-  if (v === undefined || v === null) return null;
-  if (!isObj(v)) {
-    ck.bad(path, 'an object {url, w, h} or null', v);
-    return null;
+/** `budget.daily`, `targeting.countries[0]`: a JSON pointer into `root` as the problems name it. */
+function fieldName(root: unknown, prefix: string, pointer: string): string {
+  let out = prefix;
+  let at: unknown = root;
+  for (const raw of pointer === '' ? [] : pointer.slice(1).split('/')) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (Array.isArray(at)) out += `[${key}]`;
+    else out += out === '' ? key : `.${key}`;
+    at = isObj(at) || Array.isArray(at) ? (at as Record<string, unknown>)[key] : undefined;
   }
-  ck.unknownKeys(v, `${path}.`, ['url', 'w', 'h']);
-  return {
-    url: ck.url(v, 'url', `${path}.url`),
-    w: ck.num(v, 'w', `${path}.w`, 1, 10000, { integer: true }),
-    h: ck.num(v, 'h', `${path}.h`, 1, 10000, { integer: true }),
-  };
+  return out;
 }
 
-function isHttps(url: string): boolean {
-  return url.startsWith('https://');
+function entryLabel(base: string, v: unknown): string {
+  return isObj(v) && typeof v.id === 'string' && v.id !== '' ? `${base} (id ${JSON.stringify(v.id)})` : base;
 }
+
+// ---- the loader ---------------------------------------------------------------------------------
 
 /** Lower-cases and drops a leading "www." so that badv entries match however they are written. */
 export function normalizeDomain(d: string): string {
@@ -274,23 +297,24 @@ export function normalizeDomain(d: string): string {
   return l.startsWith('www.') ? l.slice(4) : l;
 }
 
-// ---- the loader ---------------------------------------------------------------------------------
+function isHttps(url: string): boolean {
+  return url.startsWith('https://');
+}
 
 /** What loading one file keeps across its entries. */
 interface LoadContext {
-  readonly problems: string[];
+  readonly problems: Problems;
   readonly campaignIds: Set<string>;
   /** Creative id → label of its campaign. */
   readonly creativeIds: Map<string, string>;
 }
 
-/** A campaign's fields, validated, as every one of its candidates carries them. */
+/** A campaign's fields, checked, as every one of its candidates carries them. */
 interface CampaignParts {
   readonly id: string;
-  readonly label: string;
+  readonly landingUrl: string;
   readonly adomain: readonly string[];
   readonly cat: readonly string[];
-  readonly landingUrl: string;
   readonly budget: { readonly total: number; readonly daily: number };
   readonly pacing: 'even' | 'asap';
   readonly timeZone: string;
@@ -309,200 +333,130 @@ interface CampaignParts {
  * Throws CampaignFileError listing every problem, each naming its campaign/creative and field.
  */
 export function loadCampaigns(json: unknown, source = 'campaigns'): Candidate[] {
-  const ctx: LoadContext = { problems: [], campaignIds: new Set(), creativeIds: new Map() };
-  const top = new Checker(ctx.problems, 'file');
-  if (!isObj(json)) {
-    top.bad('(root)', 'an object {version, campaigns}', json);
-    throw new CampaignFileError(ctx.problems, source);
+  const ctx: LoadContext = { problems: new Problems(), campaignIds: new Set(), creativeIds: new Map() };
+  if (!ctx.problems.check(CHECK.file, json, 'file', '', '(root)') && !(isObj(json) && Array.isArray(json.campaigns))) {
+    throw new CampaignFileError(ctx.problems.list, source);
   }
-  top.unknownKeys(json, '', ['version', 'currency', 'comment', 'campaigns']);
-  if (json.version !== CAMPAIGN_FILE_VERSION) top.bad('version', String(CAMPAIGN_FILE_VERSION), json.version);
-  if (json.currency !== undefined && json.currency !== 'USD') top.bad('currency', '"USD" (prices are USD CPMs)', json.currency);
-  const campaigns = json.campaigns;
-  if (!Array.isArray(campaigns)) {
-    top.bad('campaigns', 'an array', campaigns);
-    throw new CampaignFileError(ctx.problems, source);
-  }
+  const campaigns = (json as { campaigns: unknown[] }).campaigns;
   const out: Candidate[] = [];
   for (let ci = 0; ci < campaigns.length; ci++) {
     const c: unknown = campaigns[ci];
-    const cid = isObj(c) && typeof c.id === 'string' ? c.id : '';
-    const ck = new Checker(ctx.problems, `campaigns[${ci}]${cid ? ` (id ${JSON.stringify(cid)})` : ''}`);
-    if (!isObj(c)) {
-      ck.bad('(entry)', 'an object', c);
-      continue;
-    }
-    const campaign = readCampaign(ck, c, cid, ctx);
-    const creatives = c.creatives;
-    if (!Array.isArray(creatives) || creatives.length === 0) {
-      ck.bad('creatives', 'a non-empty array', creatives);
-      continue;
-    }
-    for (let ri = 0; ri < creatives.length; ri++) {
-      const cand = readCreative(creatives[ri], ri, campaign, ctx);
+    const label = entryLabel(`campaigns[${ci}]`, c);
+    const campaign = readCampaign(c, label, ctx);
+    if (!isObj(c) || !Array.isArray(c.creatives)) continue;
+    for (let ri = 0; ri < c.creatives.length; ri++) {
+      const cand = readCreative(c.creatives[ri], label, ri, campaign, ctx);
       if (cand !== null) out.push(cand);
     }
   }
-  if (ctx.problems.length > 0) throw new CampaignFileError(ctx.problems, source);
+  if (ctx.problems.list.length > 0) throw new CampaignFileError(ctx.problems.list, source);
   return out;
 }
 
-/** The campaign's own fields (not its creatives). */
-function readCampaign(ck: Checker, c: Obj, cid: string, ctx: LoadContext): CampaignParts {
-  ck.unknownKeys(c, '', CAMPAIGN_KEYS);
-  ck.str(c, 'id', 'id', { nonEmpty: true });
-  if (cid) {
-    if (ctx.campaignIds.has(cid)) ck.bad('id', 'an id unique in the file', cid);
-    ctx.campaignIds.add(cid);
+/** The campaign's own fields (not its creatives), or null when they have a problem (recorded). */
+function readCampaign(c: unknown, label: string, ctx: LoadContext): CampaignParts | null {
+  let valid = ctx.problems.check(CHECK.campaign, c, label, '');
+  if (!isObj(c)) return null;
+  if (typeof c.id === 'string' && c.id !== '') {
+    if (ctx.campaignIds.has(c.id)) {
+      ctx.problems.add(label, 'id', 'an id unique in the file', c.id);
+      valid = false;
+    }
+    ctx.campaignIds.add(c.id);
   }
-  if (c.name !== undefined) ck.str(c, 'name', 'name');
-  const adomain = ck.strArray(c, 'adomain', 'adomain', { nonEmpty: true, pattern: DOMAIN, item: 'a domain name ("example.com")' }).map(normalizeDomain);
-  const cat = ck.strArray(c, 'cat', 'cat', { pattern: IAB_CAT, item: 'an IAB category ("IAB3" or "IAB3-1")' });
-  const landingUrl = ck.url(c, 'landingUrl');
-  const budget = readBudget(ck, c);
-  const frequencyCap = readFrequencyCap(ck, c);
-  const bundle = c.bundle !== undefined && c.bundle !== null ? ck.str(c, 'bundle', 'bundle', { nonEmpty: true }) || null : null;
-  const targeting = readTargeting(ck, c);
-  const deals = ck.strArray(c, 'deals', 'deals', { optional: true });
-  const dealsOnly = ck.bool(c, 'dealsOnly', false);
-  if (dealsOnly && deals.length === 0) ck.bad('dealsOnly', 'false when the campaign lists no deals', c.dealsOnly);
+  // Between fields, each checked once it is right itself.
+  const b = c.budget;
+  if (CHECK.budget.Check(b) && b.daily > b.total) {
+    ctx.problems.add(label, 'budget.daily', `at most budget.total (${b.total})`, b.daily);
+    valid = false;
+  }
+  const hasDeals = Array.isArray(c.deals) && c.deals.some((d) => typeof d === 'string' && d.trim() !== '');
+  if (c.dealsOnly === true && !hasDeals) {
+    ctx.problems.add(label, 'dealsOnly', 'false when the campaign lists no deals', c.dealsOnly);
+    valid = false;
+  }
+  if (!valid) return null;
+  const e = c as CampaignEntry;
+  const t = e.targeting;
   return {
-    id: cid,
-    label: ck.label,
-    adomain: Object.freeze(adomain),
-    cat: Object.freeze(cat),
-    landingUrl,
-    budget: Object.freeze(budget),
-    pacing: readPacing(ck, c),
-    timeZone: readTimeZone(ck, c),
-    frequencyCap: frequencyCap ? Object.freeze(frequencyCap) : null,
-    bundle,
-    targeting,
-    deals: Object.freeze(deals),
-    dealsOnly,
-    coppa: ck.bool(c, 'coppa', true),
-    personalized: ck.bool(c, 'personalized', false),
-    dsa: readDsa(ck, c),
+    id: e.id,
+    landingUrl: httpUrl(e.landingUrl)!,
+    adomain: Object.freeze(e.adomain.map(normalizeDomain)),
+    cat: Object.freeze(e.cat.map((s) => s.trim())),
+    budget: Object.freeze({ total: e.budget.total, daily: e.budget.daily }),
+    pacing: e.pacing ?? 'asap',
+    timeZone: e.timeZone === undefined ? 'UTC' : timeZone(e.timeZone)!,
+    frequencyCap: e.frequencyCap ? Object.freeze({ perDay: e.frequencyCap.perDay }) : null,
+    bundle: e.bundle ?? null,
+    targeting: Object.freeze({
+      inventory: t?.inventory ?? null,
+      deviceTypes: Object.freeze(t?.deviceTypes ?? []),
+      os: Object.freeze((t?.os ?? []).map((s) => s.trim().toLowerCase())),
+      countries: Object.freeze((t?.countries ?? []).map((s) => s.trim())),
+    }),
+    deals: Object.freeze((e.deals ?? []).map((d) => d.trim())),
+    dealsOnly: e.dealsOnly ?? false,
+    coppa: e.coppa ?? true,
+    personalized: e.personalized ?? false,
+    dsa: e.dsa ? Object.freeze({ behalf: e.dsa.behalf, paid: e.dsa.paid, adrender: e.dsa.adrender ?? 0 }) : null,
   };
 }
 
-function readBudget(ck: Checker, c: Obj): { total: number; daily: number } {
-  const b = ck.obj(c, 'budget');
-  if (!b) return { total: 0, daily: 0 };
-  ck.unknownKeys(b, 'budget.', ['total', 'daily']);
-  const budget = {
-    total: ck.num(b, 'total', 'budget.total', 0, 1e12, { exclusiveMin: true }),
-    daily: ck.num(b, 'daily', 'budget.daily', 0, 1e12, { exclusiveMin: true }),
-  };
-  if (budget.total > 0 && budget.daily > budget.total) ck.bad('budget.daily', `at most budget.total (${budget.total})`, budget.daily);
-  return budget;
-}
-
-function readPacing(ck: Checker, c: Obj): 'even' | 'asap' {
-  if (c.pacing === undefined) return 'asap';
-  if (c.pacing === 'even' || c.pacing === 'asap') return c.pacing;
-  ck.bad('pacing', '"even" or "asap"', c.pacing);
-  return 'asap';
-}
-
-/** An IANA zone name the platform knows ("Europe/Paris", "UTC"), in its canonical spelling. */
-function readTimeZone(ck: Checker, c: Obj): string {
-  if (c.timeZone === undefined) return 'UTC';
-  if (typeof c.timeZone === 'string' && c.timeZone !== '') {
-    try {
-      return new Intl.DateTimeFormat('en-US', { timeZone: c.timeZone }).resolvedOptions().timeZone;
-    } catch {
-      // RangeError: not a zone the platform knows; reported below.
-    }
+/** One creative with its campaign's fields, or null when it or its campaign has a problem (recorded). */
+function readCreative(r: unknown, campaignLabel: string, ri: number, cp: CampaignParts | null, ctx: LoadContext): Candidate | null {
+  const label = entryLabel(`${campaignLabel} creatives[${ri}]`, r);
+  let valid = ctx.problems.check(CHECK.creative, r, label, '');
+  if (!isObj(r)) return null;
+  if (typeof r.id === 'string' && r.id !== '') {
+    const prev = ctx.creativeIds.get(r.id);
+    if (prev !== undefined) {
+      ctx.problems.add(label, 'id', `an id unique in the file (already used in ${prev})`, r.id);
+      valid = false;
+    } else ctx.creativeIds.set(r.id, campaignLabel);
   }
-  ck.bad('timeZone', 'an IANA time zone name ("Europe/Paris", "America/New_York", "UTC")', c.timeZone);
-  return 'UTC';
-}
-
-function readFrequencyCap(ck: Checker, c: Obj): { perDay: number } | null {
-  if (c.frequencyCap === undefined || c.frequencyCap === null) return null;
-  const f = ck.obj(c, 'frequencyCap');
-  if (!f) return null;
-  ck.unknownKeys(f, 'frequencyCap.', ['perDay']);
-  return { perDay: ck.num(f, 'perDay', 'frequencyCap.perDay', 1, 1e6, { integer: true }) };
-}
-
-function readTargeting(ck: Checker, c: Obj): Candidate['targeting'] {
-  let inventory: 'site' | 'app' | null = null;
-  let deviceTypes: number[] = [];
-  let os: string[] = [];
-  let countries: string[] = [];
-  const t = c.targeting !== undefined ? ck.obj(c, 'targeting') : null;
-  if (t) {
-    ck.unknownKeys(t, 'targeting.', TARGETING_KEYS);
-    if (t.inventory !== undefined && t.inventory !== null) {
-      if (t.inventory === 'site' || t.inventory === 'app') inventory = t.inventory;
-      else ck.bad('targeting.inventory', '"site", "app" or null', t.inventory);
-    }
-    deviceTypes = ck.intArray(t, 'deviceTypes', 'targeting.deviceTypes', 1, 30, { optional: true });
-    os = ck.strArray(t, 'os', 'targeting.os', { optional: true }).map((s) => s.toLowerCase());
-    countries = ck.strArray(t, 'countries', 'targeting.countries', {
-      optional: true,
-      pattern: COUNTRY,
-      item: 'an ISO-3166-1 alpha-3 code ("USA")',
-    });
-  }
-  return Object.freeze({ inventory, deviceTypes: Object.freeze(deviceTypes), os: Object.freeze(os), countries: Object.freeze(countries) });
-}
-
-function readDsa(ck: Checker, c: Obj): CampaignDsa | null {
-  if (c.dsa === undefined || c.dsa === null) return null;
-  const d = ck.obj(c, 'dsa');
-  if (!d) return null;
-  ck.unknownKeys(d, 'dsa.', ['behalf', 'paid', 'adrender']);
-  const text = (field: 'behalf' | 'paid'): string => {
-    const v = d[field];
-    if (typeof v === 'string' && v.trim() !== '' && Buffer.byteLength(v, 'utf8') <= DSA_TEXT_MAX) return v;
-    ck.bad(`dsa.${field}`, `a non-empty string of at most ${DSA_TEXT_MAX} characters (UTF-8 bytes)`, v);
-    return '';
-  };
-  const behalf = text('behalf');
-  const paid = text('paid');
-  let adrender: 0 | 1 = 0;
-  if (d.adrender !== undefined) {
-    if (d.adrender === 0 || d.adrender === 1) adrender = d.adrender;
-    else ck.bad('dsa.adrender', '0 or 1', d.adrender);
-  }
-  return Object.freeze({ behalf, paid, adrender });
-}
-
-/** One creative with its campaign's fields, or null when it cannot be read (the problem is recorded). */
-function readCreative(r: unknown, ri: number, cp: CampaignParts, ctx: LoadContext): Candidate | null {
-  const rid = isObj(r) && typeof r.id === 'string' ? r.id : '';
-  const rk = new Checker(ctx.problems, `${cp.label} creatives[${ri}]${rid ? ` (id ${JSON.stringify(rid)})` : ''}`);
-  if (!isObj(r)) {
-    rk.bad('(entry)', 'an object', r);
-    return null;
-  }
-  rk.unknownKeys(r, '', CREATIVE_KEYS);
-  rk.str(r, 'id', 'id', { nonEmpty: true });
-  if (rid) {
-    const prev = ctx.creativeIds.get(rid);
-    if (prev !== undefined) rk.bad('id', `an id unique in the file (already used in ${prev})`, rid);
-    else ctx.creativeIds.set(rid, cp.label);
-  }
-  const price = rk.num(r, 'price', 'price', 0, MAX_PRICE, { exclusiveMin: true });
-  const attr = rk.intArray(r, 'attr', 'attr', 1, 1000, { optional: true });
-  const landingUrl = r.landingUrl === undefined ? cp.landingUrl : rk.url(r, 'landingUrl');
-
   const type = r.type;
   for (const other of ['banner', 'native', 'video'] as const) {
-    if (other !== type && r[other] !== undefined) rk.bad(other, `no ${other} object on a ${String(type)} creative`, r[other]);
+    if (other !== type && r[other] !== undefined) {
+      ctx.problems.add(label, other, `no ${other} object on a ${String(type)} creative`, r[other]);
+      valid = false;
+    }
   }
+  if (type !== 'banner' && type !== 'native' && type !== 'video') return null;
+  if (!ctx.problems.check(CHECK[type], r[type], label, type, type) || !valid || cp === null) return null;
+  return candidate(r as CreativeEntry, type, cp);
+}
+
+function candidate(r: CreativeEntry, kind: Kind, cp: CampaignParts): Candidate {
   let banner: Candidate['banner'] = null;
   let native: Candidate['native'] = null;
   let video: Candidate['video'] = null;
-  if (type === 'banner') banner = readBanner(rk, r);
-  else if (type === 'native') native = readNative(rk, r);
-  else if (type === 'video') video = readVideo(rk, r);
-  else rk.bad('type', '"banner", "native" or "video"', type);
-  if (banner === null && native === null && video === null) return null;
-
+  if (kind === 'banner') {
+    const b = r.banner as Static<typeof KINDS.banner>;
+    banner = Object.freeze({ w: b.w, h: b.h, imageUrl: httpUrl(b.imageUrl)! });
+  } else if (kind === 'native') {
+    const n = r.native as Static<typeof KINDS.native>;
+    const image = (i: Static<typeof IMAGE> | null | undefined) => (i ? Object.freeze({ url: httpUrl(i.url)!, w: i.w, h: i.h }) : null);
+    native = Object.freeze({
+      title: n.title,
+      description: n.description ?? '',
+      sponsoredBy: n.sponsoredBy ?? '',
+      cta: n.cta ?? '',
+      image: image(n.image),
+      icon: image(n.icon),
+    });
+  } else {
+    const v = r.video as Static<typeof KINDS.video>;
+    video = Object.freeze({
+      mimes: Object.freeze(v.mimes.map((m) => m.trim().toLowerCase())),
+      duration: v.duration,
+      protocols: Object.freeze(v.protocols),
+      w: v.w,
+      h: v.h,
+      mediaUrl: httpUrl(v.mediaUrl)!,
+      bitrate: v.bitrate ?? 0,
+    });
+  }
+  const landingUrl = r.landingUrl === undefined ? cp.landingUrl : httpUrl(r.landingUrl)!;
   // Secure when every URL the creative uses is https.
   const secure =
     isHttps(landingUrl) &&
@@ -510,13 +464,13 @@ function readCreative(r: unknown, ri: number, cp: CampaignParts, ctx: LoadContex
     (native === null || ((native.image === null || isHttps(native.image.url)) && (native.icon === null || isHttps(native.icon.url)))) &&
     (video === null || isHttps(video.mediaUrl));
   return Object.freeze({
-    id: rid,
+    id: r.id,
     campaignId: cp.id,
-    kind: type as Candidate['kind'],
+    kind,
     adomain: cp.adomain,
     cat: cp.cat,
-    attr: Object.freeze(attr),
-    price,
+    attr: Object.freeze(r.attr ?? []),
+    price: r.price,
     landingUrl,
     secure,
     banner,
@@ -533,48 +487,5 @@ function readCreative(r: unknown, ri: number, cp: CampaignParts, ctx: LoadContex
     coppa: cp.coppa,
     personalized: cp.personalized,
     dsa: cp.dsa,
-  });
-}
-
-function readBanner(rk: Checker, r: Obj): Candidate['banner'] {
-  const o = rk.obj(r, 'banner');
-  if (!o) return null;
-  rk.unknownKeys(o, 'banner.', ['w', 'h', 'imageUrl']);
-  return Object.freeze({
-    w: rk.num(o, 'w', 'banner.w', 1, 10000, { integer: true }),
-    h: rk.num(o, 'h', 'banner.h', 1, 10000, { integer: true }),
-    imageUrl: rk.url(o, 'imageUrl', 'banner.imageUrl'),
-  });
-}
-
-function readNative(rk: Checker, r: Obj): Candidate['native'] {
-  const o = rk.obj(r, 'native');
-  if (!o) return null;
-  rk.unknownKeys(o, 'native.', ['title', 'description', 'sponsoredBy', 'cta', 'image', 'icon']);
-  const img = image(rk, o, 'image', 'native.image');
-  const icon = image(rk, o, 'icon', 'native.icon');
-  return Object.freeze({
-    title: rk.str(o, 'title', 'native.title', { nonEmpty: true }),
-    description: rk.str(o, 'description', 'native.description', { optional: true }),
-    sponsoredBy: rk.str(o, 'sponsoredBy', 'native.sponsoredBy', { optional: true }),
-    cta: rk.str(o, 'cta', 'native.cta', { optional: true }),
-    image: img ? Object.freeze(img) : null,
-    icon: icon ? Object.freeze(icon) : null,
-  });
-}
-
-function readVideo(rk: Checker, r: Obj): Candidate['video'] {
-  const o = rk.obj(r, 'video');
-  if (!o) return null;
-  rk.unknownKeys(o, 'video.', ['mimes', 'duration', 'protocols', 'w', 'h', 'mediaUrl', 'bitrate']);
-  return Object.freeze({
-    mimes: Object.freeze(rk.strArray(o, 'mimes', 'video.mimes', { nonEmpty: true, pattern: MIME, item: 'a MIME type ("video/mp4")' }).map((m) => m.toLowerCase())),
-    duration: rk.num(o, 'duration', 'video.duration', 1, 3600, { integer: true }),
-    // OpenRTB 2.6 list 5.8 (VAST 1.0 … 4.x wrapper, DAAST); 1..30 keeps a bitmask possible.
-    protocols: Object.freeze(rk.intArray(o, 'protocols', 'video.protocols', 1, 30, { nonEmpty: true })),
-    w: rk.num(o, 'w', 'video.w', 1, 10000, { integer: true }),
-    h: rk.num(o, 'h', 'video.h', 1, 10000, { integer: true }),
-    mediaUrl: rk.url(o, 'mediaUrl', 'video.mediaUrl'),
-    bitrate: o.bitrate === undefined ? 0 : rk.num(o, 'bitrate', 'video.bitrate', 0, 1e6, { integer: true }),
   });
 }

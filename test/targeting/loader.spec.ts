@@ -196,6 +196,62 @@ describe('loader: errors name the entry and the field', () => {
       );
     });
   }
+  it('a file broken in many places: every problem, each once, nested objects reported from inside', () => {
+    const f = {
+      version: 1,
+      campaigns: [
+        {
+          id: 'c1',
+          adomain: ['a.example', ''],
+          cat: 'IAB1',
+          landingUrl: 'https://a.example/',
+          budget: { total: 5, daily: 10 },
+          frequencyCap: null,
+          bundle: null,
+          targeting: { inventory: null, os: [' iOS '], countries: ['usa'], extra: true },
+          dealsOnly: true,
+          deals: [' '],
+          dsa: null,
+          creatives: [
+            { id: 'n1', type: 'native', price: 1, native: { title: ' ', image: 'x', icon: { url: 'https://i.example/', w: 0, h: 1 } }, video: {} },
+            { id: 'v1', type: 'video', price: 1, video: { mimes: ['mp4'], duration: 1.5, protocols: [], w: 1, h: 1, mediaUrl: 'ftp://x', bitrate: -1 } },
+            'not an object',
+          ],
+        },
+        {
+          id: 'c2',
+          adomain: ['b.example'],
+          cat: [],
+          landingUrl: 'https://b.example/',
+          budget: { total: 5, daily: 5 },
+          timeZone: '',
+          creatives: [{ id: 'b1', type: 'audio', price: 1, banner: { w: 1, h: 1, imageUrl: 'https://b.example/' } }],
+        },
+      ],
+    };
+    assert.deepEqual(problemsOf(f).sort(), [
+      'campaigns[0] (id "c1") creatives[0] (id "n1"): native.icon.w: expected a whole number >= 1 and <= 10000, got 0',
+      'campaigns[0] (id "c1") creatives[0] (id "n1"): native.image: expected an object {url, w, h} or null, got "x"',
+      'campaigns[0] (id "c1") creatives[0] (id "n1"): native.title: expected a non-empty string, got " "',
+      'campaigns[0] (id "c1") creatives[0] (id "n1"): video: expected no video object on a native creative, got {}',
+      'campaigns[0] (id "c1") creatives[1] (id "v1"): video.bitrate: expected a whole number >= 0 and <= 1000000, got -1',
+      'campaigns[0] (id "c1") creatives[1] (id "v1"): video.duration: expected a whole number >= 1 and <= 3600, got 1.5',
+      'campaigns[0] (id "c1") creatives[1] (id "v1"): video.mediaUrl: expected an absolute http(s) URL, got "ftp://x"',
+      'campaigns[0] (id "c1") creatives[1] (id "v1"): video.mimes[0]: expected a MIME type ("video/mp4"), got "mp4"',
+      'campaigns[0] (id "c1") creatives[1] (id "v1"): video.protocols: expected a non-empty array of whole numbers from 1 to 30, got []',
+      'campaigns[0] (id "c1") creatives[2]: (entry): expected an object, got "not an object"',
+      'campaigns[0] (id "c1"): adomain[1]: expected a domain name ("example.com"), got ""',
+      'campaigns[0] (id "c1"): budget.daily: expected at most budget.total (5), got 10',
+      'campaigns[0] (id "c1"): cat: expected an array, each an IAB category ("IAB3" or "IAB3-1"), got "IAB1"',
+      'campaigns[0] (id "c1"): dealsOnly: expected false when the campaign lists no deals, got true',
+      'campaigns[0] (id "c1"): deals[0]: expected a non-empty string, got " "',
+      'campaigns[0] (id "c1"): targeting.countries[0]: expected an ISO-3166-1 alpha-3 code ("USA"), got "usa"',
+      'campaigns[0] (id "c1"): targeting.extra: expected no such field (allowed: inventory, deviceTypes, os, countries), got true',
+      'campaigns[1] (id "c2") creatives[0] (id "b1"): banner: expected no banner object on a audio creative, got {"w":1,"h":1,"imageUrl":"https://b.example/"}',
+      'campaigns[1] (id "c2") creatives[0] (id "b1"): type: expected "banner", "native" or "video", got "audio"',
+      'campaigns[1] (id "c2"): timeZone: expected an IANA time zone name ("Europe/Paris", "America/New_York", "UTC"), got ""',
+    ]);
+  });
   it('reports every problem at once, and the message names the source', () => {
     const f = goodFile();
     f.campaigns[0].creatives[0].price = -1;
