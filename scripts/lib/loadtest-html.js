@@ -133,9 +133,9 @@ function plots(rep) {
   return out;
 }
 
-// The report's Markdown is what report.md holds; markdown-it renders it (tables, emphasis, code,
-// lists; a line break is kept, as the header is a line per fact), with no raw HTML let through. A paragraph that is only an image (`![caption](name.svg)`)
-// becomes a figure holding that plot's SVG, so that the page is one file.
+// The page is report.md rendered by markdown-it (tables, emphasis, code, lists; line breaks kept,
+// as the header is a line per fact), with no raw HTML let through. A paragraph that is only an
+// image (`![caption](name.svg)`) becomes a figure holding that plot's SVG: the page is one file.
 const md = markdownIt({ html: false, breaks: true, linkify: false, typographer: false });
 const figureOf = (tokens, i) => {
   const inline = tokens[i];
