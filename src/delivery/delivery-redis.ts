@@ -32,6 +32,15 @@ export class DeliveryRedis {
     return this.scripts.bidderHeartbeat(key, member, String(windowMs), String(ttlMs));
   }
 
+  /**
+   * A budget's tail (TAIL): publishes this worker's window of unbilled bids and reads the spend and
+   * every other live worker's window in one snapshot. Spend in micro-USD (0 when unset).
+   */
+  async tail(keys: { tail: string; total: string; daily: string }, member: string, windowMicros: number, staleMs: number, ttlMs: number): Promise<{ total: number; daily: number; fresh: number; others: number; owner: boolean }> {
+    const [total, daily, fresh, others, owner] = await this.scripts.bidderTail(keys.tail, keys.total, keys.daily, member, String(Math.round(windowMicros)), String(staleMs), String(ttlMs));
+    return { total: Number(total || 0), daily: Number(daily || 0), fresh, others, owner: owner === 1 };
+  }
+
   /** Counts an impression once per bid (IMPRESSION): the day's count, or -1 for a repeat. */
   impression(marker: string, counts: string, campaign: string, markerTtlS: number, countsTtlS: number): Promise<number> {
     return this.scripts.bidderImpression(marker, counts, campaign, String(markerTtlS), String(countsTtlS));

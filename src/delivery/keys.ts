@@ -6,6 +6,8 @@
 export const spendKeys = {
   total: (cid: string): string => `bidder:spend:{${cid}}:total`,
   daily: (cid: string, day: string): string => `bidder:spend:{${cid}}:${day}`,
+  /** The workers' windows of unbilled bids while the campaign's day is at its tail (a hash). */
+  tail: (cid: string, day: string): string => `bidder:spend:{${cid}}:tail:${day}`,
   billMarker: (cid: string, bidId: string): string => `bidder:spend:{${cid}}:bill:${bidId}`,
 };
 

@@ -1,9 +1,9 @@
 /**
- * Delivery's Lua scripts: billing, the workers' heartbeat, impressions for the caps, and the spend
- * refresh's read (DeliveryRedis, src/delivery/delivery-redis.ts, defines them on the connection). Each
- * script that writes touches keys of ONE hash tag only (`{…}` in the key names), so that it runs on
- * a Redis Cluster as on a single server; READ_MANY, which only reads, is sent to each node with the
- * keys that node serves.
+ * Delivery's Lua scripts: billing, a budget's tail, the workers' heartbeat, impressions for the
+ * caps, and the spend refresh's read (DeliveryRedis, src/delivery/delivery-redis.ts, defines them on
+ * the connection). Each script that writes touches keys of ONE hash tag only (`{…}` in the key
+ * names), so that it runs on a Redis Cluster as on a single server; READ_MANY, which only reads, is
+ * sent to each node with the keys that node serves.
  *
  * Redis does not roll a script back when a command in it fails half-way: a script that writes checks
  * first what could make a later write fail (a key of the wrong type, a value that is not a number),
@@ -29,6 +29,38 @@ redis.call('INCRBY', KEYS[3], ARGV[1])
 redis.call('EXPIRE', KEYS[3], tonumber(ARGV[3]))
 redis.call('SET', KEYS[1], '1', 'EX', tonumber(ARGV[2]))
 return 1`;
+
+/**
+ * The tail of a budget shared by several workers (src/delivery/spend.service.ts): what is left is
+ * less than one bid per worker, so it goes to one of them, the owner, which must know what every
+ * other worker still holds in unbilled bids. Each worker publishes its window of unbilled bids
+ * (micro-USD, may be negative: credits for bids of others it was told of) stamped with Redis's
+ * clock; entries older than the window are dropped. Read in the same script as the spend, so the
+ * two are one snapshot. KEYS: the campaign day's tail hash, total spend, daily spend (one campaign's
+ * tag). ARGV: member, its window micro-USD, staleness ms, key TTL ms. Returns [total, daily (''
+ * when unset), fresh entries, the others' windows summed, 1 when this member is the owner (the
+ * smallest fresh member)].
+ */
+const TAIL = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. now)
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[4]))
+local all = redis.call('HGETALL', KEYS[1])
+local fresh, others, owner = 0, 0, ARGV[1]
+for i = 1, #all, 2 do
+  local v = all[i + 1]
+  local c = string.find(v, ':', 1, true)
+  local ts = c and tonumber(string.sub(v, c + 1)) or 0
+  if now - ts > tonumber(ARGV[3]) then
+    redis.call('HDEL', KEYS[1], all[i])
+  else
+    fresh = fresh + 1
+    if all[i] ~= ARGV[1] then others = others + (tonumber(string.sub(v, 1, c - 1)) or 0) end
+    if all[i] < owner then owner = all[i] end
+  end
+end
+return {redis.call('GET', KEYS[2]) or '', redis.call('GET', KEYS[3]) or '', fresh, others, owner == ARGV[1] and 1 or 0}`;
 
 /**
  * A worker's heartbeat, on Redis's clock (hosts' clocks disagree; a worker whose clock is behind
@@ -74,6 +106,7 @@ return out`;
 export const DELIVERY_SCRIPTS = {
   bidderBill: { numberOfKeys: 3, lua: BILL },
   bidderHeartbeat: { numberOfKeys: 1, lua: HEARTBEAT },
+  bidderTail: { numberOfKeys: 3, lua: TAIL },
   bidderImpression: { numberOfKeys: 2, lua: IMPRESSION },
   bidderReadMany: { numberOfKeys: 0, lua: READ_MANY },
 } as const;
@@ -84,4 +117,5 @@ export interface DeliveryCommands {
   bidderHeartbeat(key: string, member: string, windowMs: string, ttlMs: string): Promise<number>;
   bidderImpression(marker: string, counts: string, campaign: string, markerTtlS: string, countsTtlS: string): Promise<number>;
   bidderReadMany(...keys: string[]): Promise<Array<string | null>>;
+  bidderTail(tail: string, total: string, daily: string, member: string, windowMicros: string, staleMs: string, ttlMs: string): Promise<[string, string, number, number, number]>;
 }

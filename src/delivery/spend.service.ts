@@ -110,8 +110,6 @@ export class CampaignBudget {
     this.head = (h + 1) % this.ticks.length;
     this.current = 0;
     this.currentStart = now;
-    // Float drift of the running sum stays far below a micro-dollar, but never let it go negative.
-    if (this.sum < 0) this.sum = 0;
   }
 
   /**
@@ -120,6 +118,12 @@ export class CampaignBudget {
    * leave the window after the bid's own, and the cost be counted nowhere meanwhile; an older one
    * leaves earlier, so the cost is counted a little longer, which is safe). Nothing once the bid has
    * left the window. Returns what was taken.
+   *
+   * What could not be taken is a bid of another worker, still in that worker's window: it stays
+   * here as a credit (a negative cost) in a tick at least two older than the bid's, so that the sum
+   * of every worker's window is the bids not yet answered, not more (what the tail of a budget is
+   * shared by, TAIL in src/delivery/scripts.ts), and the credit leaves the window at least one refresh
+   * before the bid's cost leaves the other worker's (a credit outliving its bid would under-count).
    */
   release(cost: number, ts: number, source: number): number {
     const n = this.ticks.length;
@@ -127,19 +131,21 @@ export class CampaignBudget {
     let sourceTaken = 0;
     const fromSource = source < this.sources;
     if (this.currentStart <= ts) {
-      taken = Math.min(cost, this.current);
+      taken = Math.min(cost, Math.max(0, this.current));
       this.current -= taken;
       if (fromSource) {
         sourceTaken = Math.min(taken, this.sourceCurrent[source]);
         this.sourceCurrent[source] -= sourceTaken;
       }
     }
+    let bidAge = this.currentStart <= ts ? 0 : -1;
     for (let age = 1; age <= n && taken < cost; age++) {
       const slot = (this.head - age + n) % n;
       if (this.starts[slot] > ts) continue;
-      const t = Math.min(cost - taken, this.ticks[slot]);
+      if (bidAge < 0) bidAge = age;
+      const t = Math.min(cost - taken, Math.max(0, this.ticks[slot]));
       this.ticks[slot] -= t;
-      this.sum = Math.max(0, this.sum - t);
+      this.sum -= t;
       taken += t;
       if (fromSource) {
         const at = slot * this.sources + source;
@@ -149,7 +155,20 @@ export class CampaignBudget {
         sourceTaken += st;
       }
     }
+    if (taken < cost) {
+      // (The loop above went through every tick: bidAge < 0 means the bid is older than all of them.)
+      const creditAge = bidAge + 2;
+      if (bidAge >= 0 && creditAge <= n && this.starts[(this.head - creditAge + n) % n] > 0) {
+        this.ticks[(this.head - creditAge + n) % n] -= cost - taken;
+        this.sum -= cost - taken;
+      }
+    }
     return taken;
+  }
+
+  /** Cost of the unbilled bids in the window (credits included), this tick's commitments too. */
+  held(): number {
+    return this.sum + this.current;
   }
 
   /** Carries the window over to a campaign whose budget changed (a reload). */
@@ -182,6 +201,9 @@ interface RefreshPlan {
   readonly ids: string[];
   readonly budgets: Array<{ total: number; daily: number; timeZone: string; pacing: 'even' | 'asap' }>;
   readonly totalKeys: string[];
+  /** The cost of each campaign's cheapest and dearest bid (USD): the tail is what fits one, not one per worker. */
+  readonly minCost: number[];
+  readonly maxCost: number[];
   /** Each campaign's day (in its zone) at the last refresh. */
   days: LocalDay[];
   dailyKeys: string[];
@@ -203,7 +225,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   private lastRefreshOk = 0;
   private plan: RefreshPlan | null = null;
   /** `liveWorkers`: workers of every host counted at the last refresh; `throttled`: eligible requests an even campaign sat out. */
-  readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0, liveWorkers: 0, released: 0, throttled: 0 };
+  readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0, liveWorkers: 0, released: 0, throttled: 0, tails: 0 };
   /** This worker in the live set: host, worker id and pid. */
   private readonly member: string;
   /** A heartbeat older than this (on Redis's clock) is a worker that is gone. */
@@ -345,8 +367,16 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     let rebuild = false;
     if (plan === null || plan.index !== index) {
       const campaigns = new Map<string, RefreshPlan['budgets'][number]>();
+      const costs = new Map<string, { min: number; max: number }>();
       for (const c of index.candidates) {
-        if (c.budget) campaigns.set(c.campaignId, { ...c.budget, timeZone: c.timeZone ?? 'UTC', pacing: c.pacing ?? 'asap' });
+        if (!c.budget) continue;
+        campaigns.set(c.campaignId, { ...c.budget, timeZone: c.timeZone ?? 'UTC', pacing: c.pacing ?? 'asap' });
+        const k = costs.get(c.campaignId);
+        if (k === undefined) costs.set(c.campaignId, { min: c.price / 1000, max: c.price / 1000 });
+        else {
+          k.min = Math.min(k.min, c.price / 1000);
+          k.max = Math.max(k.max, c.price / 1000);
+        }
       }
       const ids = [...campaigns.keys()];
       plan = {
@@ -354,6 +384,8 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         ids,
         budgets: ids.map((id) => campaigns.get(id)!),
         totalKeys: ids.map((id) => spendKeys.total(id)),
+        minCost: ids.map((id) => costs.get(id)!.min),
+        maxCost: ids.map((id) => costs.get(id)!.max),
         days: [],
         dailyKeys: [],
         keys: [],
@@ -404,6 +436,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       const [live, { totals, dailies }] = await Promise.all([this.db.heartbeat(WORKERS_KEY, this.member, this.heartbeatWindowMs, 60_000), this.readSpend(plan)]);
       this.stats.liveWorkers = live;
       const workers = Math.max(1, live);
+      const tails: number[] = [];
       for (let i = 0; i < ids.length; i++) {
         const id = ids[i];
         const cfg = plan.budgets[i];
@@ -423,9 +456,13 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         b.spentToday = spentToday;
         b.dayBudget = Math.min(b.daily, spentToday + Math.max(0, b.total - spentTotal));
         b.view = remaining / workers;
-        b.lease = Math.max(0, b.view - b.sum);
+        // The tail: a bid still fits what is left, but not what is left / workers. It goes to one worker (tailLease).
+        const tail = workers > 1 && remaining >= plan.minCost[i] && remaining < workers * plan.maxCost[i];
+        if (tail) tails.push(i);
+        b.lease = tail ? 0 : Math.max(0, b.view - Math.max(0, b.sum));
         if (b.pacer !== null) b.share = b.pacer.update(now, plan.days[i], spentToday, Math.min(b.daily, spentToday + Math.max(0, b.total - spentTotal)));
       }
+      if (tails.length > 0) await Promise.all(tails.map((i) => this.tailLease(plan, i, workers)));
       if (this.budgets.size > ids.length) {
         const live = new Set(ids);
         for (const id of [...this.budgets.keys()]) if (!live.has(id)) this.budgets.delete(id);
@@ -435,6 +472,31 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     } catch (e) {
       this.stats.refreshErrors++;
       if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`budget refresh failed: ${(e as Error).message}`);
+    }
+  }
+
+  /**
+   * A campaign at its tail: less is left than one bid per worker, so splitting it evenly would leave
+   * it unspent (each worker's part below one bid). It goes whole to one worker, the smallest live
+   * member that published its window (TAIL), less every worker's unbilled bids: each worker publishes
+   * what it holds, and only once every live worker has published (none of the others bids on it any
+   * more: their lease is 0) does the owner get its lease. Never throws (the lease stays 0).
+   */
+  private async tailLease(plan: RefreshPlan, i: number, workers: number): Promise<void> {
+    const id = plan.ids[i];
+    const b = this.budgets.get(id);
+    if (b === undefined) return;
+    try {
+      const keys = { tail: spendKeys.tail(id, plan.days[i].day), total: plan.totalKeys[i], daily: plan.dailyKeys[i] };
+      const r = await this.db.tail(keys, this.member, b.held() * MICRO, this.heartbeatWindowMs, Math.max(60_000, 2 * this.config.budgetWindowMs));
+      this.stats.tails++;
+      if (!r.owner || r.fresh < workers || this.budgets.get(id) !== b) return;
+      const remaining = Math.max(0, Math.min(b.total - r.total / MICRO, b.daily - r.daily / MICRO));
+      b.view = remaining;
+      b.lease = Math.max(0, remaining - r.others / MICRO - b.held());
+    } catch (e) {
+      this.stats.refreshErrors++;
+      if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`budget tail of ${id}: ${(e as Error).message}`);
     }
   }
 

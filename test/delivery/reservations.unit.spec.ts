@@ -58,4 +58,25 @@ describe('the window of unbilled bids', () => {
     assert.equal(b.current, 0);
     assert.equal(b.sourceCurrent[2], 0);
   });
+
+  it("keeps a bid of another worker, which it cannot take, as a credit that leaves two ticks before the bid's own", () => {
+    // Nothing committed here: ticks began at 0, 250, 500, 750; the current one at 1000.
+    const b = new CampaignBudget(100, 100, 4, 1);
+    for (let t = TICK; t <= 1000; t += TICK) b.slide(t);
+    // Another worker's bid of 1 made at 1010 (in its tick that began at 1000 or up to one tick before), billed here.
+    assert.equal(b.release(1, 1010, 0), 0, 'nothing of its own to take');
+    assert.equal(b.held(), -1, 'the sum over workers stays the bids not yet answered');
+    // A bid of this worker made later is committed and counted on top of the credit.
+    b.current += 2;
+    assert.equal(b.held(), 1);
+    b.slide(1250);
+    b.slide(1500);
+    assert.equal(b.held(), 1, 'the credit (in the tick of 500) is still in the window');
+    b.slide(1750);
+    assert.equal(b.held(), 2, 'the credit left at 1750; the bid it stands for leaves the other window at 2250 at the earliest');
+    // A credit never lets a release take more than a tick holds: what is taken is what was committed.
+    assert.equal(b.release(5, 1010, 0), 2);
+    assert.equal(b.release(1, 100, 0), 0, 'a bid older than the window gives no credit either');
+    assert.equal(b.held(), 0, 'the 3 not taken at 1010 are no credit: no tick two older than the bid\'s is left in the window (the safe side)');
+  });
 });
