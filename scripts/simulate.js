@@ -1,6 +1,6 @@
 'use strict';
 // `npm run simulate [-- --market narrow|wide|crowded|second|all] [--days 1] [--requests 100000]
-//   [--seed 1] [--workers 1] [--out .run/simulate]`: runs the market simulator (src/sim/) on a private Redis, for
+//   [--seed 1] [--workers 1] [--curve uniform|traffic] [--out .run/simulate]`: runs the market simulator (src/sim/) on a private Redis, for
 // each market the bidder as configured (shaded), bidding the value and the oracle, then prints the
 // figures and writes report.html (SVG charts) and results.json into --out.
 const { execFileSync } = require('node:child_process');
@@ -41,6 +41,29 @@ function verdicts(runs) {
     out.push(['wins within 20 % of the oracle\u2019s', pct(shaded.wins / oracle.wins - 1), Math.abs(shaded.wins / oracle.wins - 1) <= 0.2]);
   }
   return out;
+}
+
+/** Per day of the run (the shaded run's campaigns, each in its zone; surplus per UTC day against the oracle's). */
+function perDay(runs) {
+  const shaded = runs.find((r) => r.strategy === 'shaded');
+  const oracle = runs.find((r) => r.strategy === 'oracle');
+  const value = runs.find((r) => r.strategy === 'value');
+  const byDay = (r, d) => r.surplusByHour.slice(24 * d, 24 * d + 24).reduce((a, x) => a + x, 0);
+  const lines = ['| campaign (curve) | day | spend / daily budget | worst hour against its curve | spend off traffic |', '|---|---|---:|---:|---:|'];
+  for (const c of shaded.campaigns) {
+    for (const d of c.days) {
+      const err = c.pacing === 'even' ? pct(d.maxHourlyError) : '-';
+      lines.push(`| ${c.id} (${c.pacing === 'even' ? c.curve : 'asap'}) | ${d.day}${d.partial ? ' (first seen mid-day)' : ''} | ${pct(d.spend / c.daily)} | ${err} | ${pct(d.trafficDistance)} |`);
+    }
+  }
+  lines.push('', '| UTC day | surplus shaded USD | oracle USD | shaded / oracle | value USD |', '|---|---:|---:|---:|---:|');
+  const days = Math.floor(shaded.surplusByHour.length / 24);
+  for (let d = 0; d < days; d++) {
+    const s = byDay(shaded, d);
+    const o = byDay(oracle, d);
+    lines.push(`| ${d + 1} | ${usd(s)} | ${usd(o)} | ${o > 0 ? pct(s / o) : '-'} | ${usd(byDay(value, d))} |`);
+  }
+  return lines;
 }
 
 function report(all, opts) {
@@ -95,7 +118,9 @@ async function main() {
   const which = arg('market', 'all');
   const names = which === 'all' ? ['narrow', 'wide', 'crowded'] : which.split(',');
   for (const n of names) if (!MARKETS[n]) throw new Error(`unknown market ${n} (known: ${Object.keys(MARKETS).join(', ')})`);
-  const opts = { days: Number(arg('days', '1')), requests: Number(arg('requests', '100000')), seed: Number(arg('seed', '1')), workers: Number(arg('workers', '1')) };
+  const curve = arg('curve', undefined);
+  if (curve !== undefined && curve !== 'uniform' && curve !== 'traffic') throw new Error(`--curve: uniform or traffic, not ${curve}`);
+  const opts = { days: Number(arg('days', '1')), requests: Number(arg('requests', '100000')), seed: Number(arg('seed', '1')), workers: Number(arg('workers', '1')), curve };
   const out = path.resolve(root, arg('out', path.join('.run', 'simulate')));
   fs.mkdirSync(out, { recursive: true });
   const redis = await startRedis({ dir: path.join(out, 'redis') });
@@ -104,12 +129,13 @@ async function main() {
     for (const n of names) {
       const runs = [];
       for (const strategy of ['shaded', 'value', 'oracle']) {
-        const r = await simulate({ market: MARKETS[n], strategy, seed: opts.seed, days: opts.days, requestsPerDay: opts.requests, workers: opts.workers, redisUrl: redis.url, dir: path.join(out, 'scratch') });
+        const r = await simulate({ market: MARKETS[n], strategy, seed: opts.seed, days: opts.days, requestsPerDay: opts.requests, workers: opts.workers, curve: opts.curve, redisUrl: redis.url, dir: path.join(out, 'scratch') });
         runs.push(r);
         console.log(`${n} ${strategy}: ${r.requests} requests, ${r.bids} bids, ${r.wins} wins, paid ${usd(r.paid)} USD, surplus ${usd(r.surplus)} USD, notice errors ${r.noticeErrors} (${(r.wallMs / 1000).toFixed(1)} s)`);
       }
       all.set(n, runs);
       for (const [what, got, ok] of verdicts(runs)) console.log(`  ${ok ? 'ok  ' : 'MISS'} ${what}: ${got}`);
+      if (opts.days > 1) for (const line of perDay(runs)) console.log(`  ${line}`);
     }
   } finally {
     await redis.stop();

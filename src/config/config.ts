@@ -94,6 +94,8 @@ export interface Config {
   readonly pacingRampMs: number;
   /** Pacing: an even campaign aims to have spent its daily budget this long before its day ends, ms. */
   readonly pacingEndMarginMs: number;
+  /** How often each worker adds the eligible requests it counted per hour into Redis, for traffic-shaped curves (PACING_TRAFFIC_SYNC_S). */
+  readonly pacingTrafficSyncMs: number;
   /** Bid shading (src/delivery/shading.ts) of first-price bids; off: bid the value. */
   readonly shading: boolean;
   /** Shading: share of bids priced at random around the best price, to keep learning. */
@@ -447,6 +449,7 @@ export function loadConfig(env: Env = process.env): Config {
     pacingWindowMs: r.int('PACING_WINDOW_S', 120, 10, 24 * 3600) * 1000,
     pacingRampMs: r.int('PACING_RAMP_S', 5, 1, 3600) * 1000,
     pacingEndMarginMs: r.int('PACING_END_MARGIN_S', 300, 0, 6 * 3600) * 1000,
+    pacingTrafficSyncMs: r.int('PACING_TRAFFIC_SYNC_S', 60, 1, 3600) * 1000,
     shading: r.bool('SHADING', true),
     shadingExplore: r.int('SHADING_EXPLORE_PERCENT', 5, 0, 50) / 100,
     shadingSyncMs: r.int('SHADING_SYNC_S', 10, 1, 3600) * 1000,

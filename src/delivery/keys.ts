@@ -22,5 +22,8 @@ export const capKeys = {
   capped: (day: string): string => `bidder:fcap:capped:${day}`,
 };
 
+/** Eligible requests of a campaign per hour of its local day, every worker's (a hash: hour index → count), for traffic-shaped pacing curves. */
+export const trafficKey = (cid: string, day: string): string => `bidder:traffic:{${cid}}:${day}`;
+
 /** Live workers of every host (a sorted set scored by Redis's clock). */
 export const WORKERS_KEY = 'bidder:workers';

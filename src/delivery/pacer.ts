@@ -4,7 +4,9 @@
  * every budget refresh from what Redis says was spent (by every worker and host).
  *
  * Target: what is left of the day's budget spread uniformly over what is left of the day (its end
- * less `endMarginMs`, so that notices arriving late still land inside the day). Recomputed at every
+ * less `endMarginMs`, so that notices arriving late still land inside the day), or, with a traffic
+ * curve (`curve`, traffic-curve.ts), in proportion to the share of the day's traffic still to come
+ * (the uniform curve is the one whose traffic is the same every hour). Recomputed at every
  * refresh, this is memoryless: a campaign first seen (or a worker restarted) mid-day spreads what is
  * left from its first second, a deficit is spread over the rest of the day instead of caught up in a
  * burst, and every worker, reading the same spend, steers the same way without talking to the others.
@@ -19,6 +21,7 @@
  * (spend.service.ts) still bounds the total: pacing decides when to spend, never how much in all.
  */
 import type { LocalDay } from './local-day';
+import { curveAt, curveDensity } from './traffic-curve';
 
 export interface PaceSettings {
   /** Time constant of the spend rate estimate, ms. */
@@ -60,6 +63,9 @@ export class PaceController {
   /** The curve of the day: from (t0, spent0) to (the aimed end, the budget). */
   private t0 = 0;
   private spent0 = 0;
+  /** The traffic curve of the day that began at `curveDay` (cumulative shares per hour), null: uniform. */
+  curve: Float64Array | null = null;
+  curveDay = NaN;
 
   constructor(private readonly s: PaceSettings = DEFAULT_PACE) {
     this.share = s.initialShare;
@@ -91,12 +97,17 @@ export class PaceController {
     this.lastT = now;
     this.lastSpent = spentNow;
     this.spent = spentNow;
-    this.target = now >= aimEnd || aimEnd <= this.t0 ? budget : this.spent0 + ((Math.max(budget, this.spent0) - this.spent0) * (now - this.t0)) / (aimEnd - this.t0);
+    const cum = this.curveDay === day.start ? this.curve : null;
+    // Where the day stands on its curve: time, or the share of its traffic gone by.
+    const at = (t: number): number => (cum === null ? t : curveAt(cum, day.start, t));
+    const span = at(aimEnd) - at(this.t0);
+    this.target = now >= aimEnd || span <= 0 ? budget : this.spent0 + ((Math.max(budget, this.spent0) - this.spent0) * (at(now) - at(this.t0))) / span;
     const left = budget - spentNow;
     let want: number;
     if (left <= 0) want = 0;
     else {
-      const wantedRate = left / Math.max(aimEnd - now, dt);
+      const density = cum === null ? 1 : curveDensity(cum, day.start, now);
+      const wantedRate = (left * density) / Math.max(at(aimEnd) - at(now), density * dt);
       want = this.wSpend > 0 && this.wShareMs > 0 ? wantedRate / (this.wSpend / this.wShareMs) : Infinity;
     }
     const ceiling = Math.min(1, this.share * Math.pow(2, dt / this.s.rampMs));

@@ -43,9 +43,10 @@ import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate } from '../targeting/types';
 import type { NoticedBid } from './noticed-bid';
 import { Clock } from './clock';
-import { spendKeys, WORKERS_KEY } from './keys';
-import { LocalDays, type LocalDay } from './local-day';
+import { spendKeys, trafficKey, WORKERS_KEY } from './keys';
+import { LocalDays, localDay, type LocalDay } from './local-day';
 import { DEFAULT_PACE, PaceController, type PaceSettings } from './pacer';
+import { curveFromHistory, HOUR_MS, hoursOf, MAX_HOURS, TRAFFIC_DAYS } from './traffic-curve';
 import { Random } from './random';
 
 const MICRO = 1_000_000;
@@ -64,6 +65,14 @@ export class CampaignBudget {
   /** At the last refresh: the campaign's spend of its day (every worker) and what it may spend that day (the daily budget, or less of the total left), USD. */
   spentToday = 0;
   dayBudget = 0;
+  /** Eligible requests the campaign's gate saw since the last refresh (the traffic curve's counts). */
+  seen = 0;
+  /** Traffic curve: counts per hour of `trafficDay` not yet added in Redis, and which hours were observed (bits). */
+  readonly pending = new Float64Array(MAX_HOURS);
+  observed = 0;
+  trafficDay: LocalDay | null = null;
+  /** When the curve of the pacer's day was last asked of Redis (ms; retried once a sync period). */
+  curveAskedAt = -Infinity;
   /** Bid cost committed per refresh tick: a ring of BUDGET_WINDOW_MS, `sum` its total. */
   readonly ticks: Float64Array;
   /** When each tick of the ring began (this worker's clock, ms), for releases. */
@@ -191,6 +200,13 @@ export class CampaignBudget {
     if (this.pacer !== null && from.pacer !== null && this.timeZone === from.timeZone) {
       this.pacer = from.pacer;
       this.share = from.share;
+      this.curveAskedAt = from.curveAskedAt;
+    }
+    if (this.timeZone === from.timeZone) {
+      this.seen = from.seen;
+      this.pending.set(from.pending);
+      this.observed = from.observed;
+      this.trafficDay = from.trafficDay;
     }
   }
 }
@@ -199,7 +215,7 @@ export class CampaignBudget {
 interface RefreshPlan {
   readonly index: object;
   readonly ids: string[];
-  readonly budgets: Array<{ total: number; daily: number; timeZone: string; pacing: 'even' | 'asap' }>;
+  readonly budgets: Array<{ total: number; daily: number; timeZone: string; pacing: 'even' | 'asap'; curve: 'uniform' | 'traffic' }>;
   readonly totalKeys: string[];
   /** The cost of each campaign's cheapest and dearest bid (USD): the tail is what fits one, not one per worker. */
   readonly minCost: number[];
@@ -223,6 +239,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   private timer: NodeJS.Timeout | null = null;
   private refreshing: Promise<void> | null = null;
   private lastRefreshOk = 0;
+  private lastTrafficSync = -Infinity;
   private plan: RefreshPlan | null = null;
   /** `liveWorkers`: workers of every host counted at the last refresh; `throttled`: eligible requests an even campaign sat out. */
   readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0, liveWorkers: 0, released: 0, throttled: 0, tails: 0 };
@@ -292,6 +309,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     const b = this.budgets.get(c.campaignId);
     const cost = c.price / 1000;
     // Budgeted but not read yet (first refresh pending, or Redis away since start): wait.
+    if (b !== undefined) b.seen++;
     if (b === undefined || b.lease < cost || (this.sourceShare < 1 && b.sourceSum[source] + b.sourceCurrent[source] + cost > this.sourceShare * b.view)) {
       this.stats.blockedBids++;
       return false;
@@ -370,7 +388,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       const costs = new Map<string, { min: number; max: number }>();
       for (const c of index.candidates) {
         if (!c.budget) continue;
-        campaigns.set(c.campaignId, { ...c.budget, timeZone: c.timeZone ?? 'UTC', pacing: c.pacing ?? 'asap' });
+        campaigns.set(c.campaignId, { ...c.budget, timeZone: c.timeZone ?? 'UTC', pacing: c.pacing ?? 'asap', curve: c.pacingCurve ?? 'uniform' });
         const k = costs.get(c.campaignId);
         if (k === undefined) costs.set(c.campaignId, { min: c.price / 1000, max: c.price / 1000 });
         else {
@@ -463,6 +481,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         if (b.pacer !== null) b.share = b.pacer.update(now, plan.days[i], spentToday, Math.min(b.daily, spentToday + Math.max(0, b.total - spentTotal)));
       }
       if (tails.length > 0) await Promise.all(tails.map((i) => this.tailLease(plan, i, workers)));
+      await this.traffic(plan, now);
       if (this.budgets.size > ids.length) {
         const live = new Set(ids);
         for (const id of [...this.budgets.keys()]) if (!live.has(id)) this.budgets.delete(id);
@@ -497,6 +516,82 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     } catch (e) {
       this.stats.refreshErrors++;
       if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`budget tail of ${id}: ${(e as Error).message}`);
+    }
+  }
+
+  /**
+   * Traffic-shaped curves (traffic-curve.ts), for even campaigns with `pacingCurve: "traffic"`: the
+   * requests counted since the last refresh join the current hour of the campaign's day; every
+   * PACING_TRAFFIC_SYNC_S (and when the day turns) the hours are added into Redis; at a new day the
+   * curve is read from the previous days. Never throws; a failed write keeps the counts for the next.
+   */
+  private async traffic(plan: RefreshPlan, now: number): Promise<void> {
+    const flush = now - this.lastTrafficSync >= this.config.pacingTrafficSyncMs;
+    if (flush) this.lastTrafficSync = now;
+    const work: Array<Promise<void>> = [];
+    for (let i = 0; i < plan.ids.length; i++) {
+      const b = this.budgets.get(plan.ids[i]);
+      if (b === undefined || b.pacer === null || plan.budgets[i].curve !== 'traffic') continue;
+      const day = plan.days[i];
+      if (b.trafficDay !== null && b.trafficDay.start !== day.start) {
+        work.push(this.addTraffic(plan.ids[i], b, b.trafficDay));
+        b.trafficDay = day;
+      }
+      b.trafficDay ??= day;
+      const h = Math.min(hoursOf(day) - 1, Math.floor((now - day.start) / HOUR_MS));
+      b.pending[h] += b.seen;
+      b.observed |= 1 << h;
+      b.seen = 0;
+      if (flush && b.trafficDay === day) work.push(this.addTraffic(plan.ids[i], b, day));
+      if (b.pacer.curveDay !== day.start && now - b.curveAskedAt >= this.config.pacingTrafficSyncMs) {
+        b.curveAskedAt = now;
+        work.push(this.loadCurve(plan.ids[i], b, b.pacer, day));
+      }
+    }
+    await Promise.all(work);
+  }
+
+  /** Adds a campaign's counted hours of `day` into Redis (HINCRBY, 0 too: an hour observed is a field). */
+  private async addTraffic(id: string, b: CampaignBudget, day: LocalDay): Promise<void> {
+    if (b.observed === 0) return;
+    const counts = b.pending.slice();
+    const observed = b.observed;
+    b.pending.fill(0);
+    b.observed = 0;
+    const key = trafficKey(id, day.day);
+    const p = this.db.client.pipeline();
+    for (let h = 0; h < MAX_HOURS; h++) if (observed & (1 << h)) p.hincrby(key, String(h), counts[h]);
+    p.expire(key, (TRAFFIC_DAYS + 2) * 24 * 3600);
+    try {
+      const replies = (await p.exec()) ?? [];
+      if (replies.some(([e]) => e !== null)) throw new Error('a write was refused');
+    } catch (e) {
+      // Put them back for the next sync (a write that did run would be counted twice: rare, and only shapes a curve).
+      if (b.trafficDay === null || b.trafficDay.start === day.start) {
+        for (let h = 0; h < MAX_HOURS; h++) b.pending[h] += counts[h];
+        b.observed |= observed;
+      }
+      this.stats.refreshErrors++;
+      if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`traffic counts of ${id}: ${(e as Error).message}`);
+    }
+  }
+
+  /** Reads the previous days' hourly counts of a campaign and sets its pacer's curve for `day` (uniform without history). */
+  private async loadCurve(id: string, b: CampaignBudget, pacer: PaceController, day: LocalDay): Promise<void> {
+    const keys: string[] = [];
+    for (let d = localDay(day.start - 1, b.timeZone), n = 0; n < TRAFFIC_DAYS; d = localDay(d.start - 1, b.timeZone), n++) {
+      if (hoursOf(d) === hoursOf(day)) keys.push(trafficKey(id, d.day));
+    }
+    try {
+      const p = this.db.client.pipeline();
+      for (const k of keys) p.hgetall(k);
+      const replies = (await p.exec()) ?? [];
+      const history = replies.map(([e, v]) => (e === null ? (v as Record<string, string>) : null));
+      pacer.curve = curveFromHistory(history, hoursOf(day));
+      pacer.curveDay = day.start;
+    } catch (e) {
+      this.stats.refreshErrors++;
+      if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`traffic curve of ${id}: ${(e as Error).message}`);
     }
   }
 

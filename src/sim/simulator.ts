@@ -38,6 +38,8 @@ export interface SimCampaign {
   readonly daily: number;
   readonly pacing: 'even' | 'asap';
   readonly timeZone: string;
+  /** An even campaign's pacing curve (default uniform). */
+  readonly curve?: 'uniform' | 'traffic';
 }
 
 /** Budgets for 100 000 requests a day (the simulator scales them with the traffic). */
@@ -63,6 +65,20 @@ export interface SimOptions {
   readonly startMs?: number;
   /** Workers (app instances sharing the Redis): requests go round-robin, notices to any of them. Default 1. */
   readonly workers?: number;
+  /** The pacing curve of every even campaign (default: each campaign's own, uniform). */
+  readonly curve?: 'uniform' | 'traffic';
+}
+
+/** One day of a campaign (in its zone) that ended within the run. */
+export interface CampaignDay {
+  readonly day: string;
+  readonly spend: number;
+  /** First seen after the day began. */
+  readonly partial: boolean;
+  /** Hours after the day's first (even campaigns): the largest relative error of spend against the curve. */
+  readonly maxHourlyError: number;
+  /** Half the sum over the day's hours of |spend share − request share|: 0 when spend follows traffic exactly. */
+  readonly trafficDistance: number;
 }
 
 export interface CampaignResult {
@@ -71,8 +87,9 @@ export interface CampaignResult {
   readonly daily: number;
   /** Per simulated hour: spend (at auction time), target of the pacing curve, wins, bids. */
   readonly hourly: { spend: number[]; target: number[]; wins: number[]; bids: number[] };
-  /** Each of the campaign's days that ended within the run: its spend against its budget. */
-  readonly days: Array<{ day: string; spend: number; partial: boolean }>;
+  /** Each of the campaign's days that ended within the run: its spend against its budget and its curve. */
+  readonly days: CampaignDay[];
+  readonly curve: 'uniform' | 'traffic';
   /** Hours after each day's first, with a target: the largest relative error of spend against it. */
   readonly maxHourlyError: number;
   readonly wins: number;
@@ -93,6 +110,9 @@ export interface SimResult {
   readonly noticeErrors: number;
   /** Bids made by each worker. */
   readonly bidsByWorker: number[];
+  /** Per simulated hour: requests, and surplus of the wins (USD). */
+  readonly requestsByHour: number[];
+  readonly surplusByHour: number[];
   readonly campaigns: CampaignResult[];
   readonly wallMs: number;
 }
@@ -161,6 +181,7 @@ export function campaignFile(campaigns: readonly SimCampaign[]): object {
       landingUrl: `https://${c.id}.example/`,
       budget: { total: c.daily * 1000, daily: c.daily },
       pacing: c.pacing,
+      pacingCurve: c.curve ?? 'uniform',
       timeZone: c.timeZone,
       creatives: [{ id: `${c.id}-cr`, type: 'banner', price: c.value, banner: { w: c.w, h: c.h, imageUrl: `https://cdn.${c.id}.example/a.png` } }],
     })),
@@ -185,6 +206,46 @@ export function targetByHour(c: SimCampaign, startMs: number, hours: number): { 
   return { target, firstHours };
 }
 
+/**
+ * The traffic-shaped curve's spend per hour of the run (a campaign with `curve: "traffic"`): each
+ * day's budget in proportion to the request shares of its hours over the previous days of the run
+ * (up to 7, whole days only, with the same number of hours; mixed with 5 % uniform), as the bidder
+ * learns them from the campaign's eligible requests (whose shares are the market's: segments are
+ * drawn independently of the time); uniform without such a day.
+ */
+export function trafficTargetByHour(c: SimCampaign, startMs: number, hours: number, requestsByHour: readonly number[]): number[] {
+  const target = new Array<number>(hours).fill(0);
+  const end = startMs + hours * HOUR;
+  const days: Array<{ start: number; n: number; first: number; whole: boolean }> = [];
+  for (let day = localDay(startMs, c.timeZone); day.start < end; day = localDay(day.end, c.timeZone)) {
+    days.push({ start: day.start, n: Math.round((day.end - day.start) / HOUR), first: Math.round((day.start - startMs) / HOUR), whole: day.start >= startMs && day.end <= end });
+  }
+  const uniform = targetByHour(c, startMs, hours).target;
+  for (let d = 0; d < days.length; d++) {
+    const { n, first } = days[d];
+    const shares = new Array<number>(n).fill(0);
+    let used = 0;
+    for (let p = Math.max(0, d - 7); p < d; p++) {
+      const q = days[p];
+      if (!q.whole || q.n !== n) continue;
+      let total = 0;
+      for (let j = 0; j < n; j++) total += requestsByHour[q.first + j];
+      for (let j = 0; j < n; j++) shares[j] += requestsByHour[q.first + j] / total;
+      used++;
+    }
+    if (used === 0 || first < 0) {
+      for (let j = 0; j < n; j++) if (first + j >= 0 && first + j < hours) target[first + j] = uniform[first + j];
+      continue;
+    }
+    // The curve ends END_MARGIN before the day: the last hour's share is cut by that much.
+    const w = shares.map((x) => (0.95 * x) / used + 0.05 / n);
+    w[n - 1] *= 1 - END_MARGIN / HOUR;
+    const sum = w.reduce((a, x) => a + x, 0);
+    for (let j = 0; j < n; j++) if (first + j < hours) target[first + j] = (c.daily * w[j]) / sum;
+  }
+  return target;
+}
+
 interface Notice {
   url: string;
   price: string;
@@ -194,7 +255,9 @@ interface Notice {
 
 export async function simulate(o: SimOptions): Promise<SimResult> {
   const wall0 = Date.now();
-  const campaigns = o.campaigns ?? CAMPAIGNS.map((c) => ({ ...c, daily: (c.daily * o.requestsPerDay) / 100_000 }));
+  const campaigns = (o.campaigns ?? CAMPAIGNS.map((c) => ({ ...c, daily: (c.daily * o.requestsPerDay) / 100_000 }))).map((c) =>
+    o.curve !== undefined && c.pacing === 'even' ? { ...c, curve: o.curve } : c,
+  );
   const startMs = o.startMs ?? Date.UTC(2026, 0, 5);
   const refreshMs = o.refreshMs ?? 10_000;
   const hours = o.days * 24;
@@ -269,6 +332,8 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
     let surplus = 0;
     let noticeErrors = 0;
     const bidsByWorker = workers.map(() => 0);
+    const requestsByHour = new Array<number>(hours).fill(0);
+    const surplusByHour = new Array<number>(hours).fill(0);
     const meanGapMs = 86_400_000 / o.requestsPerDay;
     let nextRequest = startMs;
     let nextRefresh = startMs;
@@ -313,6 +378,7 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
       const hour = Math.floor((now - startMs) / HOUR);
       nextRequest = now + (-Math.log(1 - rTraffic()) * meanGapMs) / diurnal(new Date(now).getUTCHours() + new Date(now).getUTCMinutes() / 60);
       requests++;
+      if (hour < hours) requestsByHour[hour]++;
       let pick = rTraffic() * totalWeight;
       let seg = o.market.segments[0];
       for (const s of o.market.segments) {
@@ -350,6 +416,7 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
         wins++;
         paidAll += paid / 1000;
         surplus += (v - paid) / 1000;
+        if (hour < hours) surplusByHour[hour] += (v - paid) / 1000;
         pc.paid += paid / 1000;
         pc.winsAll++;
         pc.valueWon += v / 1000;
@@ -367,25 +434,34 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
     const results: CampaignResult[] = [];
     for (const c of campaigns) {
       const pc = perCampaign.get(c.id)!;
-      const { target, firstHours } = targetByHour(c, startMs, hours);
+      const uniform = targetByHour(c, startMs, hours);
+      const firstHours = uniform.firstHours;
+      const curve = c.pacing === 'even' ? (c.curve ?? 'uniform') : 'uniform';
+      const target = curve === 'traffic' ? trafficTargetByHour(c, startMs, hours, requestsByHour) : uniform.target;
+      const hourError = (h: number): number => (c.pacing !== 'even' || firstHours.has(h) || target[h] <= 0 ? 0 : Math.abs(pc.spend[h] - target[h]) / target[h]);
       let maxErr = 0;
-      if (c.pacing === 'even') {
-        for (let h = 0; h < hours; h++) {
-          if (firstHours.has(h) || target[h] <= 0) continue;
-          maxErr = Math.max(maxErr, Math.abs(pc.spend[h] - target[h]) / target[h]);
-        }
-      }
-      const days: CampaignResult['days'] = [];
+      for (let h = 0; h < hours; h++) maxErr = Math.max(maxErr, hourError(h));
+      const days: CampaignDay[] = [];
       let over = false;
       for (let day = localDay(startMs, c.timeZone); day.start < endMs; day = localDay(day.end, c.timeZone)) {
         let s = 0;
+        let dayErr = 0;
+        let req = 0;
+        const inDay: number[] = [];
         for (let h = 0; h < hours; h++) {
           const t0 = startMs + h * HOUR;
-          if (t0 >= day.start && t0 < day.end) s += pc.spend[h];
+          if (t0 >= day.start && t0 < day.end) {
+            s += pc.spend[h];
+            req += requestsByHour[h];
+            dayErr = Math.max(dayErr, hourError(h));
+            inDay.push(h);
+          }
         }
+        let distance = 0;
+        for (const h of inDay) distance += Math.abs(pc.spend[h] / Math.max(s, 1e-12) - requestsByHour[h] / Math.max(req, 1)) / 2;
         const stored = Number((await admin.get(spendKeys.daily(c.id, day.day))) ?? 0) / 1e6;
         if (stored > c.daily + 1e-9 || s > c.daily + 1e-9) over = true;
-        if (day.end <= endMs) days.push({ day: day.day, spend: s, partial: day.start < startMs });
+        if (day.end <= endMs) days.push({ day: day.day, spend: s, partial: day.start < startMs, maxHourlyError: dayErr, trafficDistance: distance });
       }
       results.push({
         id: c.id,
@@ -393,6 +469,7 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
         daily: c.daily,
         hourly: { spend: pc.spend, target, wins: pc.wins, bids: pc.bids },
         days,
+        curve,
         maxHourlyError: maxErr,
         wins: pc.winsAll,
         paid: pc.paid,
@@ -400,7 +477,7 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
         overBudget: over,
       });
     }
-    return { market: o.market.name, strategy: o.strategy, seed: o.seed, requests, bids, wins, paid: paidAll, surplus, noticeErrors, bidsByWorker, campaigns: results, wallMs: Date.now() - wall0 };
+    return { market: o.market.name, strategy: o.strategy, seed: o.seed, requests, bids, wins, paid: paidAll, surplus, noticeErrors, bidsByWorker, requestsByHour, surplusByHour, campaigns: results, wallMs: Date.now() - wall0 };
   } finally {
     for (const app of apps) await app.close();
     admin.disconnect();

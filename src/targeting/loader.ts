@@ -167,6 +167,8 @@ const CAMPAIGN = obj({
   budget: BUDGET,
   /** "even" (along the campaign's day) or "asap" (as fast as traffic allows, the default: files written before pacing keep their behaviour). */
   pacing: Type.Optional(Type.Union([Type.Literal('even'), Type.Literal('asap')], { expected: '"even" or "asap"' })),
+  /** The curve an even campaign's day follows: "uniform" (the default) or "traffic" (shaped by the campaign's traffic of previous days). */
+  pacingCurve: Type.Optional(Type.Union([Type.Literal('uniform'), Type.Literal('traffic')], { expected: '"uniform" or "traffic"' })),
   /** IANA time zone of the campaign's day (daily budget, pacing curve). Default "UTC". */
   timeZone: Type.Optional(Type.String({ format: TIME_ZONE_FORMAT, expected: 'an IANA time zone name ("Europe/Paris", "America/New_York", "UTC")' })),
   frequencyCap: Type.Optional(orNull(obj({ perDay: whole(1, 1e6) }))),
@@ -317,6 +319,7 @@ interface CampaignParts {
   readonly cat: readonly string[];
   readonly budget: { readonly total: number; readonly daily: number };
   readonly pacing: 'even' | 'asap';
+  readonly pacingCurve: 'uniform' | 'traffic';
   readonly timeZone: string;
   readonly frequencyCap: { readonly perDay: number } | null;
   readonly bundle: string | null;
@@ -385,6 +388,7 @@ function readCampaign(c: unknown, label: string, ctx: LoadContext): CampaignPart
     cat: Object.freeze(e.cat.map((s) => s.trim())),
     budget: Object.freeze({ total: e.budget.total, daily: e.budget.daily }),
     pacing: e.pacing ?? 'asap',
+    pacingCurve: e.pacingCurve ?? 'uniform',
     timeZone: e.timeZone === undefined ? 'UTC' : timeZone(e.timeZone)!,
     frequencyCap: e.frequencyCap ? Object.freeze({ perDay: e.frequencyCap.perDay }) : null,
     bundle: e.bundle ?? null,
@@ -482,6 +486,7 @@ function candidate(r: CreativeEntry, kind: Kind, cp: CampaignParts): Candidate {
     bundle: cp.bundle,
     budget: cp.budget,
     pacing: cp.pacing,
+    pacingCurve: cp.pacingCurve,
     timeZone: cp.timeZone,
     frequencyCap: cp.frequencyCap,
     coppa: cp.coppa,

@@ -76,6 +76,8 @@ export interface Candidate {
   readonly budget?: { readonly total: number; readonly daily: number };
   /** "even": the daily budget spread along the campaign's day (src/delivery/pacer.ts); "asap": as fast as traffic allows. Default "asap". */
   readonly pacing?: 'even' | 'asap';
+  /** An even campaign's curve: "uniform" (default) or "traffic" (shaped by its eligible requests of previous days). */
+  readonly pacingCurve?: 'uniform' | 'traffic';
   /** IANA time zone of the campaign's day (daily budget and pacing curve). Default "UTC". */
   readonly timeZone?: string;
   /** Impressions per user per day, null when uncapped. */

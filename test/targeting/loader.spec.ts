@@ -26,6 +26,7 @@ function goodFile(): any {
         budget: { total: 1000, daily: 100 },
         frequencyCap: { perDay: 3 },
         pacing: 'even',
+        pacingCurve: 'traffic',
         timeZone: 'america/new_york',
         bundle: 'com.brand.app',
         targeting: { inventory: 'app', deviceTypes: [4], os: ['iOS'], countries: ['USA'] },
@@ -96,6 +97,7 @@ describe('loader: a valid file', () => {
     assert.deepEqual(b1.budget, { total: 1000, daily: 100 });
     assert.deepEqual(b1.frequencyCap, { perDay: 3 });
     assert.equal(b1.pacing, 'even');
+    assert.equal(b1.pacingCurve, 'traffic');
     assert.equal(b1.timeZone, 'America/New_York', 'the zone in its canonical spelling');
     assert.deepEqual(b1.attr, [13]);
     assert.deepEqual(b1.banner, { w: 300, h: 250, imageUrl: 'https://cdn.example/b1.png' });
@@ -111,6 +113,7 @@ describe('loader: a valid file', () => {
     assert.equal(b2.bundle, null);
     assert.equal(b2.frequencyCap, null);
     assert.equal(b2.pacing, 'asap');
+    assert.equal(b2.pacingCurve, 'uniform');
     assert.equal(b2.timeZone, 'UTC');
     assert.deepEqual(b2.attr, []);
     assert.equal(b2.coppa, true);
@@ -149,6 +152,7 @@ describe('loader: errors name the entry and the field', () => {
     { name: 'negative budget', breakIt: (f) => (f.campaigns[0].budget.total = -1), want: /^campaigns\[0\] \(id "c1"\): budget\.total: expected a number > 0/ },
     { name: 'frequency cap 0', breakIt: (f) => (f.campaigns[0].frequencyCap.perDay = 0), want: /^campaigns\[0\] \(id "c1"\): frequencyCap\.perDay: expected a whole number >= 1/ },
     { name: 'bad pacing', breakIt: (f) => (f.campaigns[0].pacing = 'fast'), want: /^campaigns\[0\] \(id "c1"\): pacing: expected "even" or "asap", got "fast"/ },
+    { name: 'bad pacing curve', breakIt: (f) => (f.campaigns[0].pacingCurve = 'hourly'), want: /^campaigns\[0\] \(id "c1"\): pacingCurve: expected "uniform" or "traffic", got "hourly"/ },
     { name: 'unknown time zone', breakIt: (f) => (f.campaigns[0].timeZone = 'Mars/Olympus'), want: /^campaigns\[0\] \(id "c1"\): timeZone: expected an IANA time zone name \("Europe\/Paris", "America\/New_York", "UTC"\), got "Mars\/Olympus"/ },
     { name: 'bad inventory', breakIt: (f) => (f.campaigns[0].targeting.inventory = 'web'), want: /^campaigns\[0\] \(id "c1"\): targeting\.inventory: expected "site", "app" or null, got "web"/ },
     { name: 'alpha-2 country', breakIt: (f) => (f.campaigns[0].targeting.countries = ['US']), want: /^campaigns\[0\] \(id "c1"\): targeting\.countries\[0\]: expected an ISO-3166-1 alpha-3 code/ },
