@@ -526,7 +526,9 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
    * curve is read from the previous days. Never throws; a failed write keeps the counts for the next.
    */
   private async traffic(plan: RefreshPlan, now: number): Promise<void> {
-    const flush = now - this.lastTrafficSync >= this.config.pacingTrafficSyncMs;
+    // (A clock that went back, e.g. the simulator's virtual one after start-up, is due at once.)
+    const due = (last: number): boolean => now - last >= this.config.pacingTrafficSyncMs || now < last;
+    const flush = due(this.lastTrafficSync);
     if (flush) this.lastTrafficSync = now;
     const work: Array<Promise<void>> = [];
     for (let i = 0; i < plan.ids.length; i++) {
@@ -543,7 +545,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       b.observed |= 1 << h;
       b.seen = 0;
       if (flush && b.trafficDay === day) work.push(this.addTraffic(plan.ids[i], b, day));
-      if (b.pacer.curveDay !== day.start && now - b.curveAskedAt >= this.config.pacingTrafficSyncMs) {
+      if (b.pacer.curveDay !== day.start && due(b.curveAskedAt)) {
         b.curveAskedAt = now;
         work.push(this.loadCurve(plan.ids[i], b, b.pacer, day));
       }
