@@ -17,7 +17,9 @@
  * An exhausted campaign stops bidding on every worker within one refresh (default 250 ms).
  * A bid's cost leaves the window early when its loss notice (back to the lease at once) or its
  * bill (then counted in the spend) arrives, once per bid; a bid that hears nothing times out with
- * the window. With several exchanges (EXCHANGES_FILE), the unbilled bids of one exchange may hold at
+ * the window. When what is left is less than one bid per worker, it goes whole to one worker (the
+ * tail: tailLease, TAIL in src/redis/scripts.ts) instead of being split into parts below one bid,
+ * so an asap campaign spends its budget to the last bid. With several exchanges (EXCHANGES_FILE), the unbilled bids of one exchange may hold at
  * most BUDGET_SOURCE_PERCENT of remaining / workers, so that bids never billed from one exchange
  * (a flood) cannot take the budget from the others; test requests (`test` = 1) reserve nothing.
  * The daily budget is the campaign's day in its time zone (`timeZone`, UTC by default); an even
