@@ -316,9 +316,30 @@ const redisCommand = (require(path.join(ROOT, 'scripts', 'lib', 'redis.js')) as 
 const secretsOf = (runDir: string) => JSON.parse(fs.readFileSync(path.join(runDir, 'secrets.json'), 'utf8')) as Record<string, string>;
 
 describe('npm start on a machine without a Redis, then npm stop', { timeout: 120_000 }, () => {
+  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-ops-fresh-'));
+  const pm2Home = path.join(runDir, 'pm2');
+  // Also when the test times out inside a step (its own finally then never runs): the Redis and the
+  // PM2 daemon that start.js launched are found from its state file and the daemon's pid file.
+  after(() => {
+    let redis = 0;
+    try {
+      redis = (JSON.parse(fs.readFileSync(path.join(runDir, 'state.json'), 'utf8')) as { redis?: { pid?: number } }).redis?.pid ?? 0;
+    } catch {
+      // never written
+    }
+    for (const pid of [pm2lib.daemonInfo(pm2Home)?.pid ?? 0, redis]) {
+      if (pid > 0) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }
+    fs.rmSync(runDir, { recursive: true, force: true });
+  });
+
   it('starts a private redis-server with the cluster, and stops both (the Redis by its PID, its data saved)', async () => {
-    const runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-ops-fresh-'));
-    const pm2Home = path.join(runDir, 'pm2');
     const redisPort = await freePort();
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const k of Object.keys(env)) if (k.startsWith('NODE_TEST') || k === 'PM2_HOME' || k.startsWith('pm_') || k === 'NODE_APP_INSTANCE') delete env[k];
@@ -365,17 +386,13 @@ describe('npm start on a machine without a Redis, then npm stop', { timeout: 120
       assert.equal(again.status, 0);
       assert.match(again.stdout, /not running/);
     } finally {
-      const daemon = pm2lib.daemonInfo(pm2Home);
-      for (const pid of [daemon?.pid ?? 0, redisPid]) {
-        if (pid > 0) {
-          try {
-            process.kill(pid, 'SIGKILL');
-          } catch {
-            // already gone
-          }
+      if (redisPid > 0) {
+        try {
+          process.kill(redisPid, 'SIGKILL');
+        } catch {
+          // already gone
         }
       }
-      fs.rmSync(runDir, { recursive: true, force: true });
     }
   });
 });
