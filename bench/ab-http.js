@@ -16,18 +16,8 @@
 // per-round ratios to the first target. bench/README.md has what it was used for.
 const fs = require('node:fs');
 const http = require('node:http');
-const path = require('node:path');
+const { sampleBodies } = require('../scripts/lib/sample-bodies');
 
-const SAMPLES = [
-  'bsm-openrtb/breq.banner.json',
-  'bsm-openrtb/breq.video.json',
-  'iab-openrtb2.x/bid-request_6.2.1_simple-banner.json',
-  'iab-openrtb2.x/bid-request_6.2.3_mobile.json',
-  'derived/iab-native-ad_with-native1.2-request.json',
-  'prebid-server/ezoic-exemplary-simple-banner.to-bidder.request.json',
-  'prebid-server/ezoic-exemplary-simple-native.to-bidder.request.json',
-  'iab-openrtb2.x/bid-request_6.2.4_video.json',
-];
 
 function parseArgs(argv) {
   const o = { phase: 3, rounds: 20, conc: 8, warmup: 2, targets: [] };
@@ -67,12 +57,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function main() {
   const o = parseArgs(process.argv.slice(2));
-  const dir = path.join(__dirname, '..', 'test', 'fixtures', 'samples');
-  const bodies = SAMPLES.map((f) => {
-    const req = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
-    req.id = '__ID__';
-    return JSON.stringify(req);
-  });
+  const bodies = sampleBodies();
   for (const t of o.targets) {
     cpuSeconds(t.pid); // fails early on a wrong pid
     t.bids = 0;

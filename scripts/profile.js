@@ -31,6 +31,7 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
+const { sampleBodies } = require('./lib/sample-bodies');
 const { parseArgs } = require('node:util');
 const { startRedis, freePort, waitFor } = require('./lib/redis');
 
@@ -39,16 +40,6 @@ const USAGE = `usage: npm run profile -- [--seconds 20] [--warmup 10] [--rate 65
        [--mix samples|loadtest] [--notices 0.1] [--freq 999] [--node-args="<flags>"] [--out <dir>]
        [--json <file>] [--top 0] [--no-pin]`;
 
-const SAMPLES = [
-  'bsm-openrtb/breq.banner.json',
-  'bsm-openrtb/breq.video.json',
-  'iab-openrtb2.x/bid-request_6.2.1_simple-banner.json',
-  'iab-openrtb2.x/bid-request_6.2.3_mobile.json',
-  'derived/iab-native-ad_with-native1.2-request.json',
-  'prebid-server/ezoic-exemplary-simple-banner.to-bidder.request.json',
-  'prebid-server/ezoic-exemplary-simple-native.to-bidder.request.json',
-  'iab-openrtb2.x/bid-request_6.2.4_video.json',
-];
 
 /** The buckets, in the table's order. */
 const BUCKETS = [
@@ -178,12 +169,7 @@ function requestBodies(mix) {
     const pool = gen.buildPool(2048, 20240501);
     return { count: pool.length, body: (i, id) => gen.bodyFor(pool[i % pool.length], id) };
   }
-  const dir = path.join(ROOT, 'test', 'fixtures', 'samples');
-  const bodies = SAMPLES.map((f) => {
-    const req = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
-    req.id = '__ID__';
-    return JSON.stringify(req);
-  });
+  const bodies = sampleBodies();
   return { count: bodies.length, body: (i, id) => bodies[i % bodies.length].replace('"__ID__"', JSON.stringify(id)) };
 }
 
