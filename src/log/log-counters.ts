@@ -9,19 +9,10 @@ export interface PipelineLogger {
 }
 
 /** The figures of LogStats that are not counters: read from the queue, the frames and the spill store when asked. */
-export interface LiveFigures {
-  readonly recordsLogged: number;
-  readonly recordsQueued: number;
-  readonly bytesQueued: number;
-  readonly batchesPending: number;
-  readonly recordsPending: number;
-  readonly bytesPending: number;
-  readonly memoryBytes: number;
-  readonly memoryLimitBytes: number;
-  readonly spillBytes: number;
-  readonly spillFiles: number;
-  readonly redisUp: number;
-}
+export type LiveFigures = Pick<
+  LogStats,
+  'recordsLogged' | 'recordsQueued' | 'bytesQueued' | 'batchesPending' | 'recordsPending' | 'bytesPending' | 'memoryBytes' | 'memoryLimitBytes' | 'spillBytes' | 'spillFiles' | 'redisUp'
+>;
 
 /**
  * The pipeline's counters (monotonic) and last values, see LogStats, and the accounting of dropped
