@@ -447,8 +447,42 @@ function gcSummary(text, seconds) {
   return kinds;
 }
 
+/**
+ * The perf map as of the end of the recording: V8 appends a line per code object it makes and
+ * never says when one dies, so an address range freed by the GC and reused for later code is named
+ * twice, and `perf script` may pick the stale name (seen: ioredis's execAndUnwrap "calling" the
+ * bid route). Keeps, of every set of overlapping ranges, the line written last: the code that
+ * lived there during the window, which follows a warm-up.
+ */
+function latestMapEntries(text) {
+  const lines = text.split('\n').filter((l) => l !== '');
+  const kept = []; // [start, end, line], sorted by start, disjoint
+  const firstEndingAfter = (a) => {
+    let lo = 0;
+    let hi = kept.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (kept[mid][1] <= a) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const m = /^([0-9a-fA-F]+) ([0-9a-fA-F]+) /.exec(lines[i]);
+    if (m === null) continue;
+    const start = parseInt(m[1], 16);
+    const end = start + parseInt(m[2], 16);
+    const k = firstEndingAfter(start);
+    if (k < kept.length && kept[k][0] < end) continue; // overlaps a later line
+    kept.splice(k, 0, [start, end, lines[i]]);
+  }
+  return kept.map((e) => e[2]).join('\n') + '\n';
+}
+
 /** Runs `perf script` on a recording and counts samples per bucket. */
 function bucketize(perf, data, pid, top) {
+  const mapFile = `/tmp/perf-${pid}.map`;
+  if (fs.existsSync(mapFile)) fs.writeFileSync(mapFile, latestMapEntries(fs.readFileSync(mapFile, 'utf8')));
   const r = spawnSync(perf, ['script', '-F', 'comm,tid,ip,sym,dso', '-i', data], { encoding: 'utf8', maxBuffer: 2 ** 31 - 1, timeout: 600_000 });
   if (r.status !== 0) throw new Error(`perf script failed: ${(r.stderr || r.error?.message || '').slice(0, 500)}`);
   const counts = Object.fromEntries(BUCKETS.map(([k]) => [k, 0]));
@@ -662,4 +696,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { perfProblem, gcSummary, sampleBucket, frameBucket, samplesOf, BUCKETS };
+module.exports = { perfProblem, gcSummary, latestMapEntries, sampleBucket, frameBucket, samplesOf, BUCKETS };

@@ -15,6 +15,7 @@ const SCRIPT = path.join(ROOT, 'scripts', 'profile.js');
 /* eslint-disable-next-line @typescript-eslint/no-require-imports */
 const profile = require(SCRIPT) as {
   perfProblem(): string | null;
+  latestMapEntries(text: string): string;
   sampleBucket(s: { tid: number; comm: string; frames: { sym: string; dso: string }[] }, pid: number): string;
   BUCKETS: [string, string][];
 };
@@ -53,6 +54,15 @@ describe('npm run profile (scripts/profile.js)', () => {
     assert.equal(bucket([{ sym: 'v8::internal::compiler::Pipeline::Run', dso: node }], 7), 'compiler');
     assert.equal(bucket([{ sym: 'ZSTD_compressBlock_fast', dso: node }], 7), 'zstd');
     assert.equal(bucket([{ sym: 'uv_run', dso: node }]), 'other');
+  });
+
+  it('names a reused code address by the code written there last', () => {
+    // Chronological, as V8 appends: a range freed and reused (0x1000-0x10ff, then 0x1080-0x117f),
+    // one reused exactly (0x2000), and one never reused.
+    const map = ['1000 100 JS:~old a.js:1:1', '2000 40 JS:~gone b.js:1:1', '3000 10 JS:*kept c.js:1:1', '1080 100 JS:*new d.js:1:1', '2000 40 JS:*later e.js:1:1', ''].join('\n');
+    assert.deepEqual(profile.latestMapEntries(map).trim().split('\n').sort(), ['1080 100 JS:*new d.js:1:1', '2000 40 JS:*later e.js:1:1', '3000 10 JS:*kept c.js:1:1']);
+    // Adjacent ranges do not overlap: both stay.
+    assert.equal(profile.latestMapEntries('1000 10 JS:a\n1010 10 JS:b\n').trim().split('\n').length, 2);
   });
 
   it('profiles the bidder and the baseline: every bucket, totals that add up', { skip: problem ?? false, timeout: 240_000 }, () => {
