@@ -10,6 +10,7 @@
  * | `device.ifa`, `user.id`, `user.buyeruid` | the keyed hash (PiiHasher), so logs, caps and tracking still join per user |
  * | `device.didsha1`, `didmd5`, `dpidsha1`, `dpidmd5`, `macsha1`, `macmd5` (OpenRTB 2.5 hardware ids) | the keyed hash: an unkeyed hash of a device id is still the id |
  * | `device.geo`, `user.geo` `lat`/`lon` | rounded to 2 decimals (~1 km), as Prebid Server does for lmt/COPPA; TCF treats precise geolocation (special feature 1) as personal data |
+ * | `site.page`, `site.ref`, `content.url` | without the query string and fragment: a page's parameters may carry an e-mail, a search or a session token |
  * | anything not on the allowlist (`user.data`, `user.eids`, `user.customdata`, every `ext` member not named, ...) | left out |
  *
  * A value of the wrong type, or an address that is not one, is left out: what cannot be truncated
@@ -132,6 +133,8 @@ const enum Keep {
   Ip,
   /** A latitude or longitude: rounded to 2 decimals, else dropped. */
   Coord,
+  /** A page or referrer URL: without its query string and fragment (they may carry an e-mail or a token), else dropped. */
+  Url,
 }
 
 /** A field: how to keep it, or the allowlist of an object (Fields) or of each object of an array ([Fields]). */
@@ -148,17 +151,18 @@ function fields(spec: Record<string, Rule>): Fields {
 
 const V = Keep.Value;
 const WHOLE = Keep.Whole;
+const PAGE_URL = Keep.Url;
 
 const GEO = fields({ lat: Keep.Coord, lon: Keep.Coord, type: V, accuracy: V, lastfix: V, ipservice: V, country: V, region: V, regionfips104: V, metro: V, city: V, zip: V, utcoffset: V });
 const PUBLISHER = fields({ id: V, name: V, cattax: V, cat: V, domain: V });
 const PRODUCER = PUBLISHER;
 const CONTENT = fields({
-  id: V, episode: V, title: V, series: V, season: V, artist: V, genre: V, gtax: V, genres: V, album: V, isrc: V, producer: PRODUCER, url: V,
+  id: V, episode: V, title: V, series: V, season: V, artist: V, genre: V, gtax: V, genres: V, album: V, isrc: V, producer: PRODUCER, url: PAGE_URL,
   cattax: V, cat: V, prodq: V, videoquality: V, context: V, contentrating: V, userrating: V, qagmediarating: V, keywords: V, kwarray: V,
   livestream: V, sourcerelationship: V, len: V, language: V, langb: V, embeddable: V, network: WHOLE, channel: WHOLE,
 });
 const SITE = fields({
-  id: V, name: V, domain: V, cattax: V, cat: V, sectioncat: V, pagecat: V, page: V, ref: V, search: V, mobile: V, privacypolicy: V,
+  id: V, name: V, domain: V, cattax: V, cat: V, sectioncat: V, pagecat: V, page: PAGE_URL, ref: PAGE_URL, search: V, mobile: V, privacypolicy: V,
   publisher: PUBLISHER, content: CONTENT, keywords: V, kwarray: V, inventorypartnerdomain: V,
 });
 const APP = fields({
@@ -215,6 +219,13 @@ function projectField(v: unknown, rule: Rule, hasher: PiiHasher): unknown {
     case Keep.Coord: {
       const n = typeof v === 'number' ? v : typeof v === 'string' && v !== '' ? Number(v) : NaN;
       return Number.isFinite(n) ? Math.round(n * 100) / 100 : undefined;
+    }
+    case Keep.Url: {
+      if (typeof v !== 'string') return undefined;
+      const q = v.indexOf('?');
+      const h = v.indexOf('#');
+      const end = q < 0 ? h : h < 0 ? q : Math.min(q, h);
+      return end < 0 ? v : v.slice(0, end);
     }
   }
   if (rule instanceof FieldRules) return projectObject(v, rule, hasher);

@@ -158,8 +158,26 @@ describe('privacy: requestLogJson (the request record, by allowlist)', () => {
       const text = requestLogJson(body, hasher, { keepRawPii: false });
       assert.doesNotThrow(() => JSON.parse(text), text);
     }
-    const r = { id: 'a"b\\c\n\u2028', site: { page: 'https://x/?q="\u0000' } };
+    const r = { id: 'a"b\\c\n\u2028', site: { name: 'x/?q="\u0000' } };
     assert.deepEqual(logged(r), r);
+  });
+
+  it('keeps page, referrer and content URLs without their query string and fragment (they may carry an e-mail or a session token)', () => {
+    const r = {
+      site: {
+        page: 'https://news.example/a/b?email=jo%40example.com&utm=x#top',
+        ref: 'https://search.example/?q=jo+smith',
+        content: { url: 'https://news.example/v#t=3' },
+      },
+      app: { content: { url: 'https://app.example/c?token=abc' }, storeurl: 'https://play.google.com/store/apps/details?id=com.example' },
+    };
+    assert.deepEqual(logged(r), {
+      site: { page: 'https://news.example/a/b', ref: 'https://search.example/', content: { url: 'https://news.example/v' } },
+      // A store URL names the app, never a person: kept whole.
+      app: { content: { url: 'https://app.example/c' }, storeurl: 'https://play.google.com/store/apps/details?id=com.example' },
+    });
+    // Without a query or fragment the value is kept as it is; a non-string is left out.
+    assert.deepEqual(logged({ site: { page: 'https://news.example/a', ref: 7 } }), { site: { page: 'https://news.example/a' } });
   });
 });
 
