@@ -123,6 +123,8 @@ export class HttpServer {
   /** Answers waiting for the barrier's commit: reply, answer, reply, answer, ... */
   private held: Array<FastifyReply | HttpAnswer> = [];
   private releaseQueued = false;
+  /** Requests that asked `Expect: 100-continue`, until their body is read: their answer, to send the 100 on. */
+  private readonly awaitingContinue = new WeakMap<http.IncomingMessage, http.ServerResponse>();
 
   constructor(
     private readonly settings: ServerSettings,
@@ -135,9 +137,16 @@ export class HttpServer {
     const turns = deps.turns;
     const conns = this.connections;
     let server: http.Server | null = null;
+    let handler: ((req: http.IncomingMessage, res: http.ServerResponse) => void) | null = null;
+    const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+      const now = performance.now();
+      conns.began(req, res, now, turns.arrivedBy(now));
+      handler!(req, res);
+    };
     this.fastify = Fastify({
       // Node's server with the deadlines; every request is dated and its connection marked busy first.
-      serverFactory: (handler) => {
+      serverFactory: (fastifyHandler) => {
+        handler = fastifyHandler;
         server = http.createServer(
           {
             headersTimeout: s.headersTimeoutMs,
@@ -146,12 +155,14 @@ export class HttpServer {
             // How often Node checks the deadlines: a quarter of the shorter one, at least every second.
             connectionsCheckingInterval: Math.max(25, Math.min(1_000, Math.floor(s.headersTimeoutMs / 4))),
           },
-          (req, res) => {
-            const now = performance.now();
-            conns.began(req, res, now, turns.arrivedBy(now));
-            handler(req, res);
-          },
+          onRequest,
         );
+        // `Expect: 100-continue`: no automatic 100. It goes when the body is about to be read
+        // (parseBody), after the route's admission: a refused caller is never asked for its body.
+        server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
+          this.awaitingContinue.set(req, res);
+          onRequest(req, res);
+        });
         // No inactivity timeout on the socket: the deadlines above and keep-alive cover every phase.
         server.setTimeout(0);
         return server;
@@ -318,6 +329,10 @@ export class HttpServer {
   /** Every body, whatever its type: read within the limit, then decoded within it (body.ts). */
   private readonly parseBody = (req: FastifyRequest, payload: http.IncomingMessage, done: (err: Error | null, body?: ReadBody) => void): void => {
     const limit = this.settings.bodyLimitBytes;
+    if (payload.headers.expect !== undefined) {
+      const res = this.awaitingContinue.get(payload);
+      if (res !== undefined && !res.headersSent) res.writeContinue();
+    }
     readBody(payload, limit, (err, raw) => {
       const receivedAt = performance.now();
       if (err !== null) {

@@ -179,6 +179,41 @@ describe('the bid endpoint with EXCHANGES_FILE', () => {
     assert.equal((await bid({ 'x-bidder-token': ALPHA })).status, 200);
   });
 
+  /** A POST with `Expect: 100-continue` whose body goes only after a 100 (as curl and .NET send large ones): everything the server wrote. */
+  function expectContinue(headers: Record<string, string>): Promise<string> {
+    const u = new URL(t.url);
+    const payload = Buffer.from(body(`expect-${seq++}`, 1));
+    const head = [`POST /openrtb2/bid HTTP/1.1`, 'Host: x', 'Content-Type: application/json', `Content-Length: ${payload.length}`, 'Expect: 100-continue', 'Connection: close', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n') + '\r\n\r\n';
+    return new Promise((resolve) => {
+      let got = '';
+      let sent = false;
+      const s = net.connect(Number(u.port), u.hostname, () => s.write(head));
+      const guard = setTimeout(() => s.destroy(), 2_000);
+      s.setEncoding('latin1');
+      s.on('data', (d: string) => {
+        got += d;
+        if (!sent && /^HTTP\/1\.1 100 /.test(got)) {
+          sent = true;
+          s.write(payload);
+        }
+      });
+      s.on('close', () => {
+        clearTimeout(guard);
+        resolve(got);
+      });
+      s.on('error', () => undefined);
+    });
+  }
+
+  it('with Expect: 100-continue, an unknown caller gets its 403 and no 100 (the body is never asked for); an exchange gets the 100 and bids', async () => {
+    const refused = await expectContinue({});
+    assert.match(refused, /^HTTP\/1\.1 403 /, `the first thing written: ${refused.slice(0, 80) || '(nothing within 2 s)'}`);
+    assert.doesNotMatch(refused, /HTTP\/1\.1 100 /);
+    const known = await expectContinue({ 'x-bidder-token': ALPHA });
+    assert.match(known, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /, known.slice(0, 80) || '(nothing within 2 s)');
+    assert.match(known, /"seatbid"/);
+  });
+
   it('a known exchange sending its body slowly still bids', async () => {
     const slow = await partialPost({ 'x-bidder-token': ALPHA }, 2_000, 100, 300);
     assert.match(slow.head, /^HTTP\/1\.1 200 /, slow.head || '(no answer within 2 s)');
