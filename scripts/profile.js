@@ -36,7 +36,7 @@ const { parseArgs } = require('node:util');
 const { startRedis, freePort, waitFor } = require('./lib/redis');
 
 const ROOT = path.resolve(__dirname, '..');
-const USAGE = `usage: npm run profile -- [--seconds 20] [--warmup 10] [--rate 650] [--targets bidder,baseline]
+const USAGE = `usage: npm run profile -- [--seconds 30] [--warmup 25] [--rate 650] [--targets bidder,baseline]
        [--mix samples|loadtest] [--notices 0.1] [--freq 999] [--node-args="<flags>"] [--out <dir>]
        [--json <file>] [--top 0] [--no-pin]`;
 
@@ -80,8 +80,8 @@ function parseOptions(argv) {
   const { values: v } = parseArgs({
     args: argv,
     options: {
-      seconds: { type: 'string', default: '20' },
-      warmup: { type: 'string', default: '10' },
+      seconds: { type: 'string', default: '30' },
+      warmup: { type: 'string', default: '25' },
       rate: { type: 'string', default: '650' },
       targets: { type: 'string', default: 'bidder,baseline' },
       mix: { type: 'string', default: 'samples' },
