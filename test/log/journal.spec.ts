@@ -75,6 +75,24 @@ describe('crash journal', () => {
     assert.deepEqual(journals(), []);
   });
 
+  it('a turn of any size is one whole frame: small ones copied into one write, one over 256 KiB written in pieces', async () => {
+    const j = new Journal(jdir, quiet, 0, Number.MAX_SAFE_INTEGER, deadPid(), '7');
+    j.open();
+    const many = Array.from({ length: 4000 }, (_, i) => `big-${i}`);
+    const b = Buffer.from(many.map(line).join(''));
+    assert.ok(b.length > 256 * 1024, `${b.length} bytes`);
+    write(j, ['a']);
+    // From the middle of a larger buffer, as the log's chunks hand it over.
+    const padded = Buffer.concat([Buffer.from('xx'), b, Buffer.from('yy')]);
+    j.write(padded, 2, b.length);
+    write(j, ['z']);
+    assert.deepEqual(await recover(), { segments: 1, frames: 1, records: 4002 });
+    assert.deepEqual(
+      spilled()[0].lines.map((l) => (JSON.parse(l) as { id: string }).id),
+      ['a', ...many, 'z'],
+    );
+  });
+
   it('a sealed segment yields the frame ids its worker used (their push is then a no-op), and is recovered once', async () => {
     const j = new Journal(jdir, quiet, 0, Number.MAX_SAFE_INTEGER, deadPid(), '7');
     j.open();
