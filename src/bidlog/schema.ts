@@ -12,6 +12,7 @@ export const INVALID_LINE_KEY = '__invalid_line';
 
 /** Valid epoch milliseconds (years 1970 to 9999); anything else is no timestamp. */
 const MAX_TS = 253_402_300_799_999;
+const HOUR_MS = 3_600_000;
 
 /**
  * Where one field of a record goes: how DuckDB's json_transform reads it (lenient: a value of
@@ -39,6 +40,11 @@ const MEDIA = `CASE
     WHEN bids IS NOT NULL THEN list_sort(list_distinct([CASE b.mtype WHEN 1 THEN 'banner' WHEN 2 THEN 'video' WHEN 3 THEN 'audio' WHEN 4 THEN 'native' END FOR b IN bids IF b.mtype BETWEEN 1 AND 4]))
   END`;
 const CUR = 'coalesce(r.res.cur, r.cur)';
+/**
+ * How an imp's media object is read when only its presence matters: as a struct of one field,
+ * which is non-NULL for any present value (as JSON would be) without writing the object back out as text.
+ */
+const PRESENT = { w: 'BOOLEAN' };
 
 const HEAD = {
   ts: S('DOUBLE', { ts: 'epoch_ms(ts_ms)' }),
@@ -59,7 +65,7 @@ export const RECORD_FIELDS: { readonly [K in keyof RecordLines]: Fields<RecordLi
     ...HEAD,
     exchange: VARCHAR,
     test: S('BOOLEAN'),
-    req: { read: { imp: [{ banner: 'JSON', video: 'JSON', audio: 'JSON', native: 'JSON' }] }, columns: { imps: 'len(r.req.imp)', media: MEDIA } },
+    req: { read: { imp: [{ banner: PRESENT, video: PRESENT, audio: PRESENT, native: PRESENT }] }, columns: { imps: 'len(r.req.imp)', media: MEDIA } },
   },
   response: {
     ...HEAD,
@@ -164,9 +170,9 @@ export function sqlString(s: string): string {
 
 /**
  * Creates the temporary table `batch` from the staged files (`<frame hash>.ndjson[.zst]`): the
- * Parquet columns plus `p_date` / `p_hour`, the UTC hour partition. A record without a valid `ts`
- * goes to the hour of its frame's earliest record (1970-01-01 00 when the frame has none), so the
- * same frames always give the same partitions.
+ * Parquet columns plus `part_h`, the record's UTC hour (epoch hours) from its valid `ts`, NULL
+ * without one (FILL_HOURS_SQL places those). Records stay in the order of their frames (a request
+ * next to its response: they compress better so than sorted by type).
  */
 export function loadBatchSql(files: readonly string[], maxRecordBytes: number = MAX_RECORD_BYTES): string {
   return `
@@ -181,20 +187,33 @@ WITH src AS (
     CASE WHEN r.ts >= 0 AND r.ts <= ${MAX_TS} THEN CAST(r.ts AS BIGINT) END AS ts_ms,
     flatten([s.bid FOR s IN r.res.seatbid IF s.bid IS NOT NULL]) AS bids
   FROM t
-), g AS (
-  SELECT *, coalesce(ts_ms, min(ts_ms) OVER (PARTITION BY frame), 0) AS part_ms FROM f
 )
 SELECT
 ${[...DERIVED.columns].map(([column, sql]) => `  ${sql} AS ${column},`).join('\n')}
   frame,
   coalesce(r.${INVALID_LINE_KEY}, CAST(j AS VARCHAR)) AS raw,
-  strftime(epoch_ms(part_ms), '%Y-%m-%d') AS p_date,
-  strftime(epoch_ms(part_ms), '%H') AS p_hour
-FROM g`;
+  ts_ms // ${HOUR_MS} AS part_h
+FROM f`;
 }
 
-/** The hours of the loaded batch and their record counts. */
-export const BATCH_HOURS_SQL = 'SELECT p_date, p_hour, count(*) AS n FROM batch GROUP BY ALL ORDER BY ALL';
+/**
+ * Places the records without a valid `ts` in the hour of their frame's earliest record (hour 0,
+ * 1970-01-01 00, when the frame has none), so that the same frames always give the same
+ * partitions. Such records are rare: this runs only when the batch has one (a window over every
+ * row of every batch cost about a sixth of the shipper's CPU).
+ */
+export const FILL_HOURS_SQL = `UPDATE batch SET part_h = coalesce(m.h, 0)
+FROM (SELECT frame, min(part_h) AS h FROM batch GROUP BY frame) AS m
+WHERE batch.part_h IS NULL AND batch.frame IS NOT DISTINCT FROM m.frame`;
+
+/** The hours (epoch hours, NULL for records without a valid `ts` until FILL_HOURS_SQL ran) of the loaded batch and their record counts. */
+export const BATCH_HOURS_SQL = 'SELECT part_h, count(*) AS n FROM batch GROUP BY ALL ORDER BY ALL';
+
+/** The partition of an epoch hour: `date=YYYY-MM-DD/hour=HH` (UTC). */
+export function partitionOf(hour: number): { date: string; hour: string } {
+  const iso = new Date(hour * HOUR_MS).toISOString();
+  return { date: iso.slice(0, 10), hour: iso.slice(11, 13) };
+}
 
 /**
  * Rows per Parquet row group: the writer holds one row group in memory, so this bounds its memory
@@ -202,8 +221,11 @@ export const BATCH_HOURS_SQL = 'SELECT p_date, p_hour, count(*) AS n FROM batch 
  */
 const ROW_GROUP_ROWS = 32_768;
 
-/** Writes one hour of the batch to `file` as Parquet (zstd), records grouped by type then time (similar rows compress better). */
-export function copyHourSql(date: string, hour: string, file: string): string {
-  return `COPY (SELECT * EXCLUDE (p_date, p_hour) FROM batch WHERE p_date = ${sqlString(date)} AND p_hour = ${sqlString(hour)} ORDER BY type, ts)
-TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_ROWS})`;
+/**
+ * Writes one hour of the batch to `file` as Parquet, zstd level 1: level 3 (DuckDB's default)
+ * took a third more CPU in the COPY for files 1 % smaller (bench/RESULTS-ship.md).
+ */
+export function copyHourSql(hour: number, file: string): string {
+  return `COPY (SELECT * EXCLUDE (part_h) FROM batch WHERE part_h = ${Math.trunc(hour)})
+TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE ${ROW_GROUP_ROWS})`;
 }

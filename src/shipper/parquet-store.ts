@@ -5,7 +5,7 @@ import * as zlib from 'node:zlib';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { mkdirEachLevel } from '../config/dirs';
 import type { Batch, Frame } from './batch';
-import { BATCH_HOURS_SQL, copyHourSql, INVALID_LINE_KEY, loadBatchSql } from '../bidlog/schema';
+import { BATCH_HOURS_SQL, copyHourSql, FILL_HOURS_SQL, INVALID_LINE_KEY, loadBatchSql, partitionOf } from '../bidlog/schema';
 
 /** What storing one batch group did. */
 export interface StoreResult {
@@ -131,17 +131,24 @@ export class ParquetStore {
     }
     try {
       if (files.length > 0) {
-        const hours = (await conn.runAndReadAll(BATCH_HOURS_SQL)).getRowObjectsJS() as Array<{ p_date: string; p_hour: string; n: bigint }>;
+        type HourRow = { part_h: bigint | null; n: bigint };
+        let hours = (await conn.runAndReadAll(BATCH_HOURS_SQL)).getRowObjectsJS() as HourRow[];
+        if (hours.some((h) => h.part_h === null)) {
+          await conn.run(FILL_HOURS_SQL);
+          hours = (await conn.runAndReadAll(BATCH_HOURS_SQL)).getRowObjectsJS() as HourRow[];
+        }
         for (const h of hours) {
           const records = Number(h.n);
+          const hour = Number(h.part_h);
           result.records += records;
-          const dir = await this.partitionDir(h.p_date, h.p_hour);
+          const p = partitionOf(hour);
+          const dir = await this.partitionDir(p.date, p.hour);
           const file = path.join(dir, `${batch.group}.parquet`);
           if (await exists(file)) {
             result.skipped.push({ file, records });
             continue;
           }
-          const bytes = await this.writeAtomically(file, (tmp) => conn.run(copyHourSql(h.p_date, h.p_hour, tmp)).then(() => undefined));
+          const bytes = await this.writeAtomically(file, (tmp) => conn.run(copyHourSql(hour, tmp)).then(() => undefined));
           result.written.push({ file, records, bytes });
         }
       }
