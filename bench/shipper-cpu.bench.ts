@@ -98,6 +98,7 @@ async function main(): Promise<void> {
     await redis.connect();
     await redis.heartbeat(key, 600_000);
     const per: number[] = [];
+    const phases = { claim: [] as number[], store: [] as number[], remove: [] as number[] };
     let t = Date.now() - (ROUNDS + 1) * (RECORDS / 2.6);
     let counted = 0;
     for (let round = 0; round <= ROUNDS; round++) {
@@ -108,19 +109,24 @@ async function main(): Promise<void> {
       const c0 = cpu();
       const claimed = await redis.claim(key, 256, 8 * 1024 * 1024);
       if (!claimed || claimed.length === 0) throw new Error('nothing claimed');
+      const c1 = cpu();
       const stored = await store.store(toBatch(claimed));
+      const c2 = cpu();
       await redis.remove(key);
-      const used = cpu() - c0;
+      const c3 = cpu();
       if (stored.records !== RECORDS) throw new Error(`stored ${stored.records} of ${RECORDS} records`);
       if (round === 0) continue;
       counted += RECORDS;
-      per.push((used * 1e6) / RECORDS);
+      per.push(((c3 - c0) * 1e6) / RECORDS);
+      phases.claim.push(((c1 - c0) * 1e6) / RECORDS);
+      phases.store.push(((c2 - c1) * 1e6) / RECORDS);
+      phases.remove.push(((c3 - c2) * 1e6) / RECORDS);
     }
     const pq = await parquetOf(dir);
     const bytesPerRecord = pq.bytes / pq.rows;
     process.stdout.write(
       `shipper batch path: ${ROUNDS} rounds of ${fmt(RECORDS)} records in ${FRAMES} frames (after 1 warm-up): ` +
-        `CPU per record median ${fmt(median(per), 1)} µs (rounds: ${per.map((x) => fmt(x, 1)).join(', ')}); ` +
+        `CPU per record median ${fmt(median(per), 1)} µs (rounds: ${per.map((x) => fmt(x, 1)).join(', ')}; medians of claim ${fmt(median(phases.claim), 1)}, toBatch + store ${fmt(median(phases.store), 1)}, remove ${fmt(median(phases.remove), 1)}); ` +
         `Parquet ${fmt(bytesPerRecord, 1)} B per record (${pq.files} files); rows ${fmt(pq.rows)}, distinct (type, id) ${fmt(pq.distinct)} of ${fmt(counted + RECORDS)} written\n`,
     );
   } finally {

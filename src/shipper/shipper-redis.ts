@@ -111,6 +111,11 @@ export class ShipperRedis {
     return null;
   }
 
+  /** Frames waiting in the list (not claimed). */
+  waiting(listKey: string): Promise<number> {
+    return this.client.llen(listKey);
+  }
+
   /** Deletes this shipper's processing list once its batch is stored; returns how many frames it held. */
   async remove(listKey: string): Promise<number> {
     try {

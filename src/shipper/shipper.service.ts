@@ -133,11 +133,14 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
     this.heartbeatTimer = setInterval(() => void this.beat(), beatEvery);
     while (!this.stopping || Date.now() < this.drainUntil) {
       let busy = false;
+      let more = false;
       try {
         if (!this.stopping) await this.housekeeping();
         for (const key of this.keys) {
           if (this.stopping && Date.now() >= this.drainUntil) break;
-          if (await this.shipOne(key)) busy = true;
+          const r = await this.shipOne(key);
+          busy ||= r !== 'empty';
+          more ||= r === 'more';
         }
         if (this.failures > 0) this.logger.log({ msg: 'shipping again', afterFailures: this.failures });
         this.failures = 0;
@@ -157,15 +160,19 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
         continue;
       }
       await this.refreshBacklog();
-      if (!busy) await this.pause(this.config.intervalMs);
+      // Frames trickle in all the time under load; claiming them as they come would make a batch
+      // (and pay its fixed cost: the DuckDB load and COPY, a file and its fsyncs) per frame or two.
+      if (!more) await this.pause(this.config.intervalMs);
     }
   }
 
   /**
    * Ships one batch group of `listKey`: the processing list if it holds one (resumed), else a dead
-   * shipper's (adopted), else a fresh claim. Returns false when there was nothing to ship.
+   * shipper's (adopted), else a fresh claim. Returns 'empty' when there was nothing to ship, 'more'
+   * when more should be shipped at once (a resumed or adopted batch, or a claim that a bound cut
+   * short: frames were left in the list), else 'shipped' (the claim took all there was).
    */
-  private async shipOne(listKey: string): Promise<boolean> {
+  private async shipOne(listKey: string): Promise<'empty' | 'shipped' | 'more'> {
     if (this.leases.get(listKey) !== true) throw new LeaseLostError(listKey);
     let source: 'resumed' | 'adopted' | 'claimed' = 'resumed';
     let frames = await this.redis.processing(listKey);
@@ -180,17 +187,20 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
         this.logger.warn({ msg: 'adopted the processing list of a shipper whose heartbeat expired', list: listKey, from: adopted.from, frames: frames.length });
       }
     }
+    let more = true;
     if (frames.length === 0) {
       const claimed = await this.redis.claim(listKey, this.config.batchFrames, this.config.batchBytes);
-      if (claimed === null) return true; // a processing list appeared (an ambiguous earlier reply): resume it next
+      if (claimed === null) return 'more'; // a processing list appeared (an ambiguous earlier reply): resume it next
       if (claimed.length === 0) {
         this.metrics.processingFrames.set(0);
         this.metrics.lastSuccess.set(Date.now() / 1000);
-        return false;
+        return 'empty';
       }
       source = 'claimed';
       frames = claimed;
       if (this.config.testCrashAt === 'after-claim') crashNow();
+      // Read at once: a frame pushed in between is rare, and costs only an early next round.
+      more = (await this.redis.waiting(listKey)) > 0;
     }
     this.metrics.processingFrames.set(frames.length);
     const t0 = performance.now();
@@ -224,7 +234,7 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
       alreadyWritten: stored.skipped.length,
       ms: Math.round(seconds * 1000),
     });
-    return true;
+    return more ? 'more' : 'shipped';
   }
 
   private async housekeeping(): Promise<void> {

@@ -247,6 +247,27 @@ describe('shipper process (real Redis, real files)', () => {
     assert.deepEqual(fs.readFileSync(path.join(shipDir, 'bad-frames', bad[0])), notZstd);
   });
 
+  it('frames trickling in (as the workers flush) make one batch per SHIP_INTERVAL_MS, not one per frame; every record once', async () => {
+    // A batch has a fixed cost (the DuckDB load and COPY, a file, fsyncs): shipping every frame on its own multiplies it.
+    const key = 'p-trickle';
+    const shipDir = dir();
+    const s = start({ LOG_REDIS_KEY: key, SHIP_DIR: shipDir, SHIP_ID: 'trickle', SHIP_INTERVAL_MS: '1500' });
+    const url = await s.adminUrl();
+    const { frames, ids } = syntheticFrames(40, 20);
+    const t0 = Date.now();
+    for (const f of frames) {
+      await admin.rpush(key, f);
+      await new Promise((r) => setTimeout(r, 75));
+    }
+    const seconds = (Date.now() - t0) / 1000;
+    await untilDrained(admin, key);
+    const batches = metric((await get(`${url}/metrics`)).body, 'shipper_batches_total{source="claimed"}');
+    // 40 frames over ~3 s: a batch at the first frame, then at most one per 1.5 s (+1 for the last pause's end).
+    assert.ok(batches >= 1 && batches <= Math.ceil(seconds / 1.5) + 2, `${batches} batches for 40 frames over ${seconds.toFixed(1)} s`);
+    await assertShippedOnce(shipDir, ids);
+    await s.stop();
+  });
+
   it('a graceful stop ships what is left in the list (the workers\' final flush) before it exits', async () => {
     const key = 'p-stop-drain';
     const shipDir = dir();
