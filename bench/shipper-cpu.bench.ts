@@ -7,13 +7,21 @@
  *
  *   npm run build:test && node_modules/.bin/node --expose-gc .test-build/bench/shipper-cpu.bench.js [--rounds 6] [--records 26000] [--frames 10]
  *
+ *   … .test-build/bench/shipper-cpu.bench.js --process [--seconds 60] [--root DIR]
+ *
+ * With --process it measures the whole shipper process instead (DIR/dist/shipper/main.js, default
+ * this checkout, built with `npm run build`; its defaults but SHIP_INTERVAL_MS as set in the
+ * environment), fed as the bidder feeds it at the reference load: two workers, each pushing a frame
+ * of its last second's 1,300 records every second, for --seconds; CPU is every thread of the
+ * process from /proc/<pid>/stat, from the first push until the list is drained.
+ *
  * A round is what a shipper at SHIP_INTERVAL_MS 10000 finds at the reference load (1300 bid
  * requests/s = 2600 records/s): 26,000 records in 10 frames of 2,600 (the bidder flushes once a
  * second per worker). CPU is utime + stime of this process from /proc/self/stat (every thread,
  * DuckDB's included) around the batch only; the first round warms up and is not counted. The
  * corpus (bench/ship-corpus.ts) is made once and kept in .run/ship-corpus.ndjson.
  */
-import { execSync } from 'node:child_process';
+import { execSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -38,11 +46,14 @@ const ROUNDS = arg('--rounds', 6);
 const RECORDS = arg('--records', 26_000);
 const FRAMES = arg('--frames', 10);
 const CORPUS = path.join(ROOT, '.run', 'ship-corpus.ndjson');
+const PROCESS = process.argv.includes('--process');
+const SECONDS = arg('--seconds', 60);
+const SHIPPER_ROOT = process.argv.includes('--root') ? path.resolve(process.argv[process.argv.indexOf('--root') + 1]) : ROOT;
 
 const TICK = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
-/** CPU seconds of this process, all threads. */
-function cpu(): number {
-  const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+/** CPU seconds of a process (this one by default), all threads. */
+function cpu(pid: number | 'self' = 'self'): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) / TICK;
 }
@@ -83,7 +94,63 @@ async function parquetOf(dir: string): Promise<{ files: number; bytes: number; r
   return { files: files.length, bytes, rows: Number(row.n), distinct: Number(row.d) };
 }
 
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The shipper process at the reference load: two workers' frames, one each a second. */
+async function processRun(redisUrl: string, base: string[]): Promise<void> {
+  const key = 'bench:shipproc';
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shipcpu-proc-'));
+  const admin = new Redis(redisUrl);
+  const proc = spawn(process.execPath, [path.join(SHIPPER_ROOT, 'dist', 'shipper', 'main.js')], {
+    cwd: SHIPPER_ROOT,
+    env: { ...process.env, REDIS_URL: redisUrl, LOG_REDIS_KEY: key, SHIP_DIR: dir, SHIP_ADMIN_PORT: '0', SHIP_ID: 'benchproc', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  try {
+    for (let i = 0; i < 200 && (await admin.exists(`${key}:hb:benchproc`)) === 0; i++) await sleep(50);
+    const perWorker = 1300;
+    const lines = freshLines(base, 2 * perWorker * SECONDS, Date.now(), 2600);
+    const fr = frames(lines, perWorker);
+    const pid = proc.pid;
+    if (pid === undefined) throw new Error('the shipper did not start');
+    const c0 = cpu(pid);
+    const t0 = performance.now();
+    for (let i = 0; i < fr.length; i += 2) {
+      await admin.rpush(key, fr[i]);
+      await sleep(500);
+      if (i + 1 < fr.length) await admin.rpush(key, fr[i + 1]);
+      const wait = t0 + (i / 2 + 1) * 1000 - performance.now();
+      if (wait > 0) await sleep(wait);
+    }
+    while ((await admin.llen(key)) > 0 || (await admin.keys(`${key}:proc:*`)).length > 0) await sleep(20);
+    const wall = (performance.now() - t0) / 1000;
+    const used = cpu(pid) - c0;
+    const exited = new Promise((r) => proc.once('exit', r));
+    proc.kill('SIGTERM');
+    await exited;
+    const pq = await parquetOf(dir);
+    process.stdout.write(
+      `shipper process (${path.relative(process.cwd(), SHIPPER_ROOT) || '.'}, SHIP_INTERVAL_MS ${process.env.SHIP_INTERVAL_MS ?? 'default'}): ${fmt(lines.length)} records as 2 frames a second for ${SECONDS} s: ` +
+        `CPU ${fmt(used, 2)} s over ${fmt(wall, 1)} s = ${fmt((used * 1e6) / lines.length, 1)} µs per record (${fmt((2e6 * used) / lines.length, 1)} µs per bid request); ` +
+        `${pq.files} files, ${fmt(pq.bytes / pq.rows, 1)} B per record; rows ${fmt(pq.rows)}, distinct (type, id) ${fmt(pq.distinct)} of ${fmt(lines.length)}\n`,
+    );
+  } finally {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    admin.disconnect();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
+  if (PROCESS) {
+    const srv = await redisLib.startRedis({});
+    try {
+      await processRun(srv.url, await loadCorpus(srv.url));
+    } finally {
+      await srv.stop();
+    }
+    return;
+  }
   const srv = await redisLib.startRedis({});
   const admin = new Redis(srv.url);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shipcpu-'));

@@ -3,6 +3,9 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 /** Kinds of error the shipper counts (and logs). */
 export type ShipErrorKind = 'redis' | 'lease' | 'stage' | 'load' | 'write' | 'retention' | 'backlog';
 
+/** How often prom-client samples the event-loop delay (`nodejs_eventloop_lag_*`) in the shipper. */
+export const EVENT_LOOP_SAMPLE_MS = 1_000;
+
 /** The shipper's Prometheus registry (its own: the shipper is a process of its own). */
 export class ShipperMetrics {
   readonly registry = new Registry();
@@ -40,7 +43,10 @@ export class ShipperMetrics {
   readonly storageUp = new Gauge({ name: 'shipper_storage_ok', help: '0 while the last attempt to store a batch failed.', registers: [this.registry] });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry });
+    // The event-loop delay is sampled by a timer that wakes the loop: at prom-client's 10 ms that cost
+    // the idle shipper ~6-8 ms of CPU a second (~3 µs per record at the reference load). Its loop is
+    // idle by design (DuckDB works on libuv's pool), so one sample a second says enough.
+    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
     this.storageUp.set(1);
   }
 
