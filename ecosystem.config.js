@@ -133,10 +133,15 @@ module.exports = {
       // (~7.6 µs a request, issue 22) for figures /metrics already has. Checked on a running worker
       // (docs/operations.md, "PM2's agent").
       pmx: false,
-      // GC: V8's defaults, no node_args. Tried and not kept (bench/README.md): --single-threaded-gc
-      // (no less CPU, longer scavenges) and --max-semi-space-size 2-64 (4-14 % more CPU, p99 no
-      // better). The mark-compacts of issue 22 are started by V8 once the old generation is ~6 MB
-      // above the live ~32 MB, so they follow the bytes promoted per second (bench/README.md, GC).
+      // V8's young generation at most 2 x 16 MiB. Left to V8 it doubles up to 2 x 64 MiB within
+      // minutes under load, and each bigger size also keeps more dead Buffers (freed only by a
+      // scavenge) in malloc's main arena: a worker's RSS crept from ~300 to ~370 MB where with
+      // this bound it stays ~200 MB, for no measurable CPU (bench/RESULTS.md, "Worker memory").
+      // PM2 passes node_args to cluster workers (execArgv), a reload too. Tried and not kept
+      // (bench/README.md): --single-threaded-gc (no less CPU, longer scavenges). The mark-compacts
+      // of issue 22 are started by V8 once the old generation is ~6 MB above the live ~32 MB, so
+      // they follow the bytes promoted per second (bench/README.md, GC).
+      node_args: ['--max-semi-space-size=16'],
       // A worker takes traffic only after main.ts sent process.send('ready') (after listen);
       // `pm2 reload` stops an old worker only once its replacement is ready.
       wait_ready: true,

@@ -696,4 +696,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { perfProblem, gcSummary, latestMapEntries, sampleBucket, frameBucket, samplesOf, BUCKETS };
+module.exports = { perfProblem, gcSummary, latestMapEntries, sampleBucket, frameBucket, samplesOf, BUCKETS, startLoad };

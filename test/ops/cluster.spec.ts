@@ -28,6 +28,18 @@ const pm2lib = require(path.join(ROOT, 'scripts', 'pm2.js')) as {
   daemonInfo(home: string): { pid: number; exe: string | null } | null;
 };
 
+/** The bidder's Node options as ecosystem.config.js gives them to PM2 (the young generation's bound, docs/operations.md). */
+const BIDDER_NODE_ARGS = (
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  (require(path.join(ROOT, 'ecosystem.config.js')) as { apps: { name: string; node_args?: string[] }[] }).apps.find((a) => a.name === 'bidder')?.node_args ?? []
+);
+
+/** The options a process's Node was started with: its command line up to the script (PM2's ProcessContainer). */
+function nodeArgsOf(pid: number): string[] {
+  const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(1);
+  return argv.slice(0, argv.findIndex((a) => !a.startsWith('-')));
+}
+
 interface Run {
   status: number;
   stdout: string;
@@ -139,6 +151,7 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
     const procs = pm2lib.appProcesses(pm2Home);
     await run([path.join('scripts', 'start.js'), 'stop'], env).catch(() => undefined);
     // If the stop failed, end what this test started, by PID.
+    for (const p of procs) assert.deepEqual(nodeArgsOf(p.pid), BIDDER_NODE_ARGS, `worker ${p.pid} runs with ecosystem.config.js's node_args`);
     const daemon = pm2lib.daemonInfo(pm2Home);
     for (const pid of [...procs.map((p) => p.pid), ...(daemon ? [daemon.pid] : [])]) {
       // A stopped PM2 process reports pid 0: kill(0) would signal this whole process group.
@@ -213,6 +226,8 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
     assert.equal(load.failed, 0, `failed: ${JSON.stringify(load.failures)}`);
     const afterPids = (await waitOnline(3)).map((p) => p.pid);
     for (const p of afterPids) assert.ok(!before.includes(p), `worker ${p} was not replaced`);
+    // PM2 keeps node_args with the app: a reloaded worker gets them too.
+    for (const p of afterPids) assert.deepEqual(nodeArgsOf(p), BIDDER_NODE_ARGS, `reloaded worker ${p} runs with ecosystem.config.js's node_args`);
   });
 
   it('pm2 scale bidder 2 under a steady stream of requests fails none', async () => {
