@@ -136,8 +136,9 @@ module.exports = {
       // V8's young generation at most 2 x 16 MiB. Left to V8 it doubles up to 2 x 64 MiB within
       // minutes under load, and each bigger size also keeps more dead Buffers (freed only by a
       // scavenge) in malloc's main arena: a worker's RSS crept from ~300 to ~370 MB where with
-      // this bound it stays ~200 MB, for no measurable CPU (bench/RESULTS.md, "Worker memory").
-      // PM2 passes node_args to cluster workers (execArgv), a reload too. Tried and not kept
+      // this bound it stays ~200-240 MB, for no measurable CPU (bench/RESULTS.md, "Worker memory").
+      // PM2 passes node_args to cluster workers (execArgv) when it starts the app; `pm2 reload
+      // bidder` replaces them with the CLI's, none (docs/operations.md). Tried and not kept
       // (bench/README.md): --single-threaded-gc (no less CPU, longer scavenges). The mark-compacts
       // of issue 22 are started by V8 once the old generation is ~6 MB above the live ~32 MB, so
       // they follow the bytes promoted per second (bench/README.md, GC).
