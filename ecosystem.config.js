@@ -137,8 +137,8 @@ module.exports = {
       // minutes under load, and each bigger size also keeps more dead Buffers (freed only by a
       // scavenge) in malloc's main arena: a worker's RSS crept from ~300 to ~370 MB where with
       // this bound it stays ~200-240 MB, for no measurable CPU (bench/RESULTS.md, "Worker memory").
-      // PM2 passes node_args to cluster workers (execArgv) when it starts the app; `pm2 reload
-      // bidder` replaces them with the CLI's, none (docs/operations.md). Tried and not kept
+      // PM2 passes node_args to cluster workers (execArgv), after a reload too (each worker logs
+      // its execArgv at start). Tried and not kept
       // (bench/README.md): --single-threaded-gc (no less CPU, longer scavenges). The mark-compacts
       // of issue 22 are started by V8 once the old generation is ~6 MB above the live ~32 MB, so
       // they follow the bytes promoted per second (bench/README.md, GC).

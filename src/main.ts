@@ -69,7 +69,9 @@ async function main(): Promise<void> {
   shutdownWatchdog(config, logger);
   for (const w of configWarnings(config)) logger.warn(w);
   const url = await listen(app, config);
-  logger.log({ msg: 'listening', url, admin: adminUrl(app), node: process.version, accessLog: config.accessLog });
+  // execArgv: the Node options the worker runs with (ecosystem.config.js's node_args; PM2 sets the
+  // process title, so /proc/<pid>/cmdline does not show them).
+  logger.log({ msg: 'listening', url, admin: adminUrl(app), node: process.version, execArgv: process.execArgv, accessLog: config.accessLog });
   // PM2 wait_ready: take traffic only once listening.
   if (typeof process.send === 'function') process.send('ready');
 }

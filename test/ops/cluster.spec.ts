@@ -34,10 +34,20 @@ const BIDDER_NODE_ARGS = (
   (require(path.join(ROOT, 'ecosystem.config.js')) as { apps: { name: string; node_args?: string[] }[] }).apps.find((a) => a.name === 'bidder')?.node_args ?? []
 );
 
-/** The options a process's Node was started with: its command line up to the script (PM2's ProcessContainer). */
-function nodeArgsOf(pid: number): string[] {
-  const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(1);
-  return argv.slice(0, argv.findIndex((a) => !a.startsWith('-')));
+/**
+ * The Node options a worker said it runs with in its 'listening' log line (PM2 sets the process
+ * title: /proc/<pid>/cmdline does not show them), waiting up to 10 s for PM2 to write the line.
+ */
+async function nodeArgsOf(runDir: string, pid: number): Promise<string[] | undefined> {
+  for (let i = 0; i < 40; i++) {
+    for (const l of fs.readFileSync(path.join(runDir, 'logs', 'bidder.out.log'), 'utf8').split('\n')) {
+      if (!l.includes('"msg":"listening"')) continue;
+      const r = JSON.parse(l) as { pid?: number; execArgv?: string[] };
+      if (r.pid === pid) return r.execArgv;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return undefined;
 }
 
 interface Run {
@@ -186,7 +196,7 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
       assert.equal((JSON.parse(entry.slice('pm2_env='.length)) as { pmx?: unknown }).pmx, false, `worker ${p.pid} runs without PM2's agent`);
     }
     // ecosystem.config.js's node_args (the young generation's bound) reach each worker's command line.
-    for (const p of procs) assert.deepEqual(nodeArgsOf(p.pid), BIDDER_NODE_ARGS, `worker ${p.pid} runs with ecosystem.config.js's node_args`);
+    for (const p of procs) assert.deepEqual(await nodeArgsOf(runDir, p.pid), BIDDER_NODE_ARGS, `worker ${p.pid} runs with ecosystem.config.js's node_args`);
     const daemon = pm2lib.daemonInfo(pm2Home);
     assert.ok(daemon && daemon.exe && realpath(daemon.exe) === realpath(process.execPath), 'the PM2 daemon runs on the project\'s Node');
 
@@ -227,6 +237,8 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
     assert.equal(load.failed, 0, `failed: ${JSON.stringify(load.failures)}`);
     const afterPids = (await waitOnline(3)).map((p) => p.pid);
     for (const p of afterPids) assert.ok(!before.includes(p), `worker ${p} was not replaced`);
+    // Does PM2 keep node_args with the app on a reload? (It did not for issue 4059's `pm2 restart`.)
+    for (const p of afterPids) assert.deepEqual(await nodeArgsOf(runDir, p), BIDDER_NODE_ARGS, `reloaded worker ${p} runs with ecosystem.config.js's node_args`);
   });
 
   it('pm2 scale bidder 2 under a steady stream of requests fails none', async () => {
