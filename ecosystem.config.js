@@ -135,8 +135,8 @@ module.exports = {
       pmx: false,
       // V8's young generation at most 2 x 16 MiB. Left to V8 it doubles up to 2 x 64 MiB within
       // minutes under load, and each bigger size also keeps more dead Buffers (freed only by a
-      // scavenge) in malloc's main arena: a worker's RSS crept from ~300 to ~370 MB where with
-      // this bound it stays ~200-240 MB, for no measurable CPU (bench/RESULTS.md, "Worker memory").
+      // scavenge) in malloc's main arena: a worker ended 14-minute runs at 348-364 MB, with this
+      // bound at 198-255 MB, for no CPU the runs could measure (bench/RESULTS.md, "Worker memory").
       // PM2 passes node_args to cluster workers (execArgv), after a reload too (each worker logs
       // its execArgv at start). Tried and not kept
       // (bench/README.md): --single-threaded-gc (no less CPU, longer scavenges). The mark-compacts
