@@ -19,20 +19,19 @@
 import { execSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import * as zlib from 'node:zlib';
 import 'reflect-metadata';
 import Redis from 'ioredis';
-import { createApp, listen } from '../src/app';
 import { type Config, loadConfig } from '../src/config/config';
 import { LogService } from '../src/log/log.service';
 import type { RawJson } from '../src/log/log-line';
 import type { LogRecord } from '../src/bidlog/records';
 import { RedisService } from '../src/redis/redis.service';
 import { sampleRequests as loadSamples } from '../test/support/samples';
+import { loggedLines } from './ship-corpus';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -83,18 +82,6 @@ function perturb(sample: Json): string {
   return JSON.stringify(r);
 }
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
-function post(url: string, body: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const q = http.request(`${url}/openrtb2/bid`, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    q.on('error', reject);
-    q.end(body);
-  });
-}
-
 interface Entry {
   record: LogRecord;
   raw: { key: string; json: string } | undefined;
@@ -107,41 +94,9 @@ interface Call {
 }
 
 /** Sends `n` perturbed sample requests through the real app; returns the records it logged. */
-async function corpus(redisUrl: string, n: number): Promise<{ lines: string[]; statuses: Record<number, number> }> {
-  const spill = fs.mkdtempSync(path.join(os.tmpdir(), 'logbench-'));
-  const config = loadConfig({
-    ...quiet,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    ADMIN_PORT: '0',
-    REDIS_URL: redisUrl,
-    LOG_REDIS_KEY: 'bench:corpus',
-    LOG_SPILL_DIR: spill,
-    CAMPAIGNS_FILE: path.join(ROOT, 'data', 'campaigns.demo.json'),
-    WORKER_ID: '0',
-  });
-  const app = await createApp(config);
-  const url = (await listen(app, config)).replace('[::1]', '127.0.0.1');
+function corpus(redisUrl: string, n: number): Promise<{ lines: string[]; statuses: Record<number, number> }> {
   const samples = sampleRequests();
-  const statuses: Record<number, number> = {};
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: 8 }, async () => {
-      while (next < n) {
-        next++;
-        const s = await post(url, perturb(pick(samples)));
-        statuses[s] = (statuses[s] ?? 0) + 1;
-      }
-    }),
-  );
-  await app.close();
-  fs.rmSync(spill, { recursive: true, force: true });
-  const c = new Redis(redisUrl);
-  const frames = await c.lrangeBuffer('bench:corpus', 0, -1);
-  await c.del('bench:corpus');
-  c.disconnect();
-  const lines = frames.flatMap((f) => zlib.zstdDecompressSync(f).toString('utf8').split('\n').filter(Boolean));
-  return { lines, statuses };
+  return loggedLines(redisUrl, n, () => perturb(pick(samples)), { ...quiet, ADMIN_PORT: '0', CAMPAIGNS_FILE: path.join(ROOT, 'data', 'campaigns.demo.json') });
 }
 
 /** Turns logged lines back into log() calls (request body / response body as raw JSON, like the bid path). */
@@ -523,7 +478,6 @@ async function main(): Promise<void> {
     }
   } finally {
     await redisSrv.stop();
-    agent.destroy();
     for (const d of spillDirs) fs.rmSync(d, { recursive: true, force: true });
   }
 

@@ -37,9 +37,9 @@ function vary(sample: Json): string {
   return JSON.stringify(r);
 }
 
-function post(url: string, body: string): Promise<number> {
+function post(agent: http.Agent, url: string, body: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const q = http.request(`${url}/openrtb2/bid`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+    const q = http.request(`${url}/openrtb2/bid`, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
@@ -48,22 +48,36 @@ function post(url: string, body: string): Promise<number> {
   });
 }
 
-export async function corpus(redisUrl: string, n: number): Promise<{ lines: string[]; statuses: Record<number, number> }> {
-  const spill = fs.mkdtempSync(path.join(os.tmpdir(), 'shipbench-'));
-  const config = loadConfig({ LOG_LEVEL: 'error', PORT: '0', HOST: '127.0.0.1', REDIS_URL: redisUrl, LOG_REDIS_KEY: 'bench:corpus', LOG_SPILL_DIR: spill, WORKER_ID: '0' });
+/**
+ * Boots the bidder in-process on `redisUrl` (its log under the key `bench:corpus`, deleted after),
+ * sends it `n` bid requests over HTTP, 8 at a time, the i-th body from `body(i)`, and returns the
+ * NDJSON lines it logged and the answers' statuses. `env` adds to or overrides the bidder's settings.
+ */
+export async function loggedLines(
+  redisUrl: string,
+  n: number,
+  body: (i: number) => string,
+  env: Record<string, string> = {},
+): Promise<{ lines: string[]; statuses: Record<number, number> }> {
+  const spill = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-corpus-'));
+  const config = loadConfig({ LOG_LEVEL: 'error', PORT: '0', HOST: '127.0.0.1', REDIS_URL: redisUrl, LOG_REDIS_KEY: 'bench:corpus', LOG_SPILL_DIR: spill, WORKER_ID: '0', ...env });
   const app = await createApp(config);
   const url = (await listen(app, config)).replace('[::1]', '127.0.0.1');
-  const all = samples();
   const statuses: Record<number, number> = {};
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
   let next = 0;
-  await Promise.all(
-    Array.from({ length: 8 }, async () => {
-      while (next < n) {
-        const s = await post(url, vary(all[next++ % all.length]));
-        statuses[s] = (statuses[s] ?? 0) + 1;
-      }
-    }),
-  );
+  try {
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < n) {
+          const s = await post(agent, url, body(next++));
+          statuses[s] = (statuses[s] ?? 0) + 1;
+        }
+      }),
+    );
+  } finally {
+    agent.destroy();
+  }
   await app.close();
   fs.rmSync(spill, { recursive: true, force: true });
   const c = new Redis(redisUrl);
@@ -71,6 +85,12 @@ export async function corpus(redisUrl: string, n: number): Promise<{ lines: stri
   await c.del('bench:corpus');
   c.disconnect();
   return { lines: frames.flatMap((f) => zlib.zstdDecompressSync(f).toString('utf8').split('\n').filter(Boolean)), statuses };
+}
+
+/** The records the bidder logs for `n` varied copies of the OpenRTB samples. */
+export function corpus(redisUrl: string, n: number): Promise<{ lines: string[]; statuses: Record<number, number> }> {
+  const all = samples();
+  return loggedLines(redisUrl, n, (i) => vary(all[i % all.length]));
 }
 
 /** `n` lines cycling through the corpus, ids replaced by fresh ones (everywhere in the line), ts from `t0` at `perSecond`. */
