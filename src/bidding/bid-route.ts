@@ -2,17 +2,12 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common';
 import { Exchanges } from '../exchanges/exchanges.module';
-import { UNKNOWN } from '../exchanges/exchanges';
-import { errorAnswer, type HttpAnswer, JSON_TYPE } from '../http/answer';
+import { type HttpAnswer, JSON_TYPE } from '../http/answer';
 import { HttpServers } from '../http/http.module';
 import type { HttpRoute, RouteRequest } from '../http/server';
 import { type BidAnswer, BiddingService, SHED } from './bidding.service';
 
 export const BID_PATH = '/openrtb2/bid';
-
-function notExchange(): HttpAnswer {
-  return errorAnswer(403, 'caller is not a configured exchange (EXCHANGES_FILE)');
-}
 
 /**
  * `POST /openrtb2/bid` on the public port: HTTP in and out; the server (src/http/server.ts) has read
@@ -26,23 +21,28 @@ export class BidRoute implements HttpRoute, OnModuleInit {
     private readonly bidding: BiddingService,
     private readonly exchanges: Exchanges,
   ) {
-    if (!exchanges.gate.open) this.admit = (headers, remoteAddress) => (exchanges.admit(headers, remoteAddress) ? null : notExchange());
+    if (!exchanges.gate.open) this.admit = exchanges.admit;
   }
 
   onModuleInit(): void {
     this.servers?.public.route({ method: 'POST', path: BID_PATH, route: this });
   }
 
-  /** With EXCHANGES_FILE: an unknown caller gets its 403 from the request's head, its body unread. */
-  readonly admit?: (headers: IncomingHttpHeaders, remoteAddress: string | undefined) => HttpAnswer | null;
+  /**
+   * With EXCHANGES_FILE: the exchanges module's admission. The calling exchange is identified once,
+   * from the request's head (its source index reaches `handle` as `r.caller`); an unknown caller
+   * gets its 403 there, its body unread.
+   */
+  readonly admit?: (headers: IncomingHttpHeaders, remoteAddress: string | undefined) => HttpAnswer | number;
 
   handle(r: RouteRequest): HttpAnswer {
-    const source = this.exchanges.identify(r.headers, r.remoteAddress);
-    if (source === UNKNOWN) return notExchange();
+    const source = this.admit === undefined ? this.exchanges.open() : r.caller;
     return this.http(this.bidding.bid(r.body!, r.receivedAt, r.arrivedAt, source), r.headers);
   }
 
   refused(status: 400 | 413, reason: string, r: RouteRequest): HttpAnswer {
+    // Counted per exchange as every request its admission let through (a refused body too).
+    if (this.admit === undefined) this.exchanges.open();
     return this.http(this.bidding.refuse(status, reason, r.receivedAt), r.headers);
   }
 

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, Module, type OnModuleInit } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
+import { errorAnswer, type HttpAnswer } from '../http/answer';
 import { ComputedCounter, type MetricSample } from '../metrics/fast-metrics';
 import { MetricsService } from '../metrics/metrics.service';
 import { ExchangeGate, UNKNOWN } from './exchanges';
@@ -48,21 +49,23 @@ export class Exchanges implements OnModuleInit {
   }
 
   /**
-   * Bid path, from the request's head before its body is read: whether the caller is a configured
-   * exchange (a refusal is counted and, now and then, logged; an admitted one is counted by `identify`).
+   * The bid route's admission (EXCHANGES_FILE set), from the request's head before its body is read:
+   * the caller's source index, counted, or a 403 (counted as refused and, now and then, logged).
    */
-  admit(headers: Parameters<ExchangeGate['identify']>[0], remoteAddress: string | undefined): boolean {
-    if (this.gate.identify(headers, remoteAddress) !== UNKNOWN) return true;
-    this.refusedOne(remoteAddress);
-    return false;
-  }
-
-  /** Bid path: the caller's source index, or UNKNOWN (then counted and, now and then, logged). */
-  identify(headers: Parameters<ExchangeGate['identify']>[0], remoteAddress: string | undefined): number {
+  readonly admit = (headers: Parameters<ExchangeGate['identify']>[0], remoteAddress: string | undefined): HttpAnswer | number => {
     const s = this.gate.identify(headers, remoteAddress);
-    if (s === UNKNOWN) this.refusedOne(remoteAddress);
-    else this.accepted[s]++;
-    return s;
+    if (s !== UNKNOWN) {
+      this.accepted[s]++;
+      return s;
+    }
+    this.refusedOne(remoteAddress);
+    return errorAnswer(403, 'caller is not a configured exchange (EXCHANGES_FILE)');
+  };
+
+  /** Bid path, EXCHANGES_FILE unset: a request of the open endpoint (source 0), counted. */
+  open(): number {
+    this.accepted[0]++;
+    return 0;
   }
 
   private refusedOne(remoteAddress: string | undefined): void {

@@ -24,6 +24,7 @@ import type pino from 'pino';
 import { errorAnswer, type HttpAnswer, internalError } from './answer';
 import { BodyError, decodeBody, readBody } from './body';
 import { Connections } from './connections';
+import { type AnswerBarrier, Outbox } from './outbox';
 import { TurnClock } from './turn-clock';
 
 /** What a route gets. */
@@ -45,7 +46,12 @@ export interface RouteRequest {
    * waited at most `receivedAt - arrivedAt` before the bidder looked at it.
    */
   readonly arrivedAt: number;
+  /** What the route's `admit` said of the caller (0 for a route without one). */
+  readonly caller: number;
 }
+
+/** A Fastify request as the admission hook leaves it. */
+type Admitted = FastifyRequest & { caller: number };
 
 export interface HttpRoute {
   /** The answer (a promise only when it waits on I/O). May throw: the answer is then a 500. */
@@ -53,10 +59,11 @@ export interface HttpRoute {
   /** The answer to a body refused before the route ran (413 too large, 400 empty, bad encoding or aborted). */
   refused?(status: 400 | 413, reason: string, r: RouteRequest): HttpAnswer;
   /**
-   * Looks at a request's head before its body is read: null lets it through, an answer refuses it
-   * (sent at once with `Connection: close`; the body is neither buffered nor decoded).
+   * Looks at a request's head before its body is read: a number lets it through (who the caller is,
+   * handed to `handle` as `r.caller`), an answer refuses it (sent at once with `Connection: close`;
+   * the body is neither buffered nor decoded).
    */
-  admit?(headers: http.IncomingHttpHeaders, remoteAddress: string | undefined): HttpAnswer | null;
+  admit?(headers: http.IncomingHttpHeaders, remoteAddress: string | undefined): HttpAnswer | number;
 }
 
 export interface RouteSpec {
@@ -96,15 +103,6 @@ export interface ServerDeps {
   readonly errors: { error(o: object): void };
 }
 
-/**
- * What must be on disk before an answer leaves: the bid log's crash journal (LogService.journal).
- * Answers wait while `pending()`; `commit()` writes, once for all the answers held in one turn.
- */
-export interface AnswerBarrier {
-  pending(): boolean;
-  commit(): void;
-}
-
 /** The body as the parser leaves it for the route: the bytes, or why they were refused. */
 interface ReadBody {
   readonly bytes: Buffer | null;
@@ -119,10 +117,8 @@ export class HttpServer {
   readonly fastify: FastifyInstance;
   readonly server: http.Server;
   readonly connections: Connections;
-  private barrier: AnswerBarrier | null = null;
-  /** Answers waiting for the barrier's commit: reply, answer, reply, answer, ... */
-  private held: Array<FastifyReply | HttpAnswer> = [];
-  private releaseQueued = false;
+  /** Where every answer leaves: after the crash journal's commit (outbox.ts). */
+  private readonly outbox: Outbox;
   /** Requests that asked `Expect: 100-continue`, until their body is read: their answer, to send the 100 on. */
   private readonly awaitingContinue = new WeakMap<http.IncomingMessage, http.ServerResponse>();
 
@@ -133,6 +129,7 @@ export class HttpServer {
   ) {
     const s = settings;
     const stats = deps.stats;
+    this.outbox = new Outbox(stats, deps.errors);
     this.connections = new Connections(s.maxConnections, (reason) => stats.cut[reason]++);
     const turns = deps.turns;
     const conns = this.connections;
@@ -183,6 +180,8 @@ export class HttpServer {
     this.server = server!;
     this.connections.watch(this.server);
     const f = this.fastify;
+    // Every request has the field the admission hook sets, so that all have one shape.
+    f.decorateRequest('caller', 0);
     f.removeAllContentTypeParsers();
     // JSON named as well as every other type: Fastify caches its lookup of a named type only.
     f.addContentTypeParser('application/json', this.parseBody);
@@ -207,7 +206,7 @@ export class HttpServer {
   /** Unknown paths (404) and Fastify's own refusals (a Content-Type it cannot read, 415), worded as the routes word theirs. */
   private handleErrors(): void {
     this.fastify.setNotFoundHandler((_req, reply) => {
-      this.send(reply, errorAnswer(404, 'not found'));
+      this.outbox.send(reply, errorAnswer(404, 'not found'));
     });
     this.fastify.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
       const route = (req.routeOptions.config as { route?: HttpRoute }).route;
@@ -217,7 +216,7 @@ export class HttpServer {
       }
       const status = err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
       if (status === 500) this.deps.errors.error({ msg: 'route failed', url: req.url.slice(0, 200), err });
-      this.send(reply, status === 500 ? internalError() : errorAnswer(status, err.message));
+      this.outbox.send(reply, status === 500 ? internalError() : errorAnswer(status, err.message));
     });
   }
 
@@ -249,11 +248,11 @@ export class HttpServer {
         }
         if (a instanceof Promise) {
           a.then(
-            (x) => this.send(reply, x),
-            (x: unknown) => this.send(reply, this.failed(x, req.url)),
+            (x) => this.outbox.send(reply, x),
+            (x: unknown) => this.outbox.send(reply, this.failed(x, req.url)),
           );
         } else {
-          this.send(reply, a);
+          this.outbox.send(reply, a);
         }
       },
     });
@@ -262,19 +261,20 @@ export class HttpServer {
   private admitting(admit: NonNullable<HttpRoute['admit']>): onRequestHookHandler {
     return (req, reply, done) => {
       const raw = req.raw;
-      let a: HttpAnswer | null;
+      let a: HttpAnswer | number;
       try {
         a = admit(raw.headers, raw.socket.remoteAddress);
       } catch (x) {
         a = this.failed(x, req.url);
       }
-      if (a === null) {
+      if (typeof a === 'number') {
+        (req as Admitted).caller = a;
         done();
         return;
       }
       // The unread body is not worth reading before a next request would be: close (Node discards what still arrives).
       a.headers.connection = 'close';
-      this.send(reply, a);
+      this.outbox.send(reply, a);
     };
   }
 
@@ -292,6 +292,7 @@ export class HttpServer {
       body: read?.bytes ?? null,
       receivedAt: read?.receivedAt ?? now,
       arrivedAt: this.connections.arrivedAt(raw.socket, now),
+      caller: (req as Admitted).caller,
     };
   }
 
@@ -305,7 +306,7 @@ export class HttpServer {
     }
     // The rest of a body over the limit (or not read at all) is not worth reading before a next request would be: close.
     if (refusal.status === 413 || unread) a.headers.connection = 'close';
-    this.send(reply, a);
+    this.outbox.send(reply, a);
   }
 
   /** Listens; resolves with `http://host:port` (127.0.0.1 for a wildcard address). */
@@ -353,63 +354,9 @@ export class HttpServer {
     return internalError();
   }
 
-  /**
-   * Answers leave only after what `barrier` guards is committed (the crash journal: a worker killed
-   * right after answering has the records of that answer on disk). Answers computed while it is
-   * pending are held until the check phase of this event-loop turn, after every request the poll
-   * phase read: one commit (one write(2)) then covers all of them.
-   */
+  /** What must be committed before answers leave (the crash journal): see outbox.ts. */
   setBarrier(barrier: AnswerBarrier | null): void {
-    this.barrier = barrier;
-  }
-
-  private send(reply: FastifyReply, a: HttpAnswer): void {
-    if (this.barrier !== null && this.barrier.pending()) {
-      this.held.push(reply, a);
-      if (!this.releaseQueued) {
-        this.releaseQueued = true;
-        setImmediate(this.release);
-      }
-      return;
-    }
-    this.sendNow(reply, a);
-  }
-
-  private readonly release = (): void => {
-    this.releaseQueued = false;
-    const held = this.held;
-    this.held = [];
-    try {
-      this.barrier?.commit();
-    } catch (e) {
-      // The journal reports its own write errors; an answer is never lost to it.
-      this.deps.errors.error({ msg: 'journal commit failed', err: e });
-    }
-    for (let i = 0; i < held.length; i += 2) this.sendNow(held[i] as FastifyReply, held[i + 1] as HttpAnswer);
-  };
-
-  /**
-   * Sends an answer. Never throws: an answer Node refuses (a header value it rejects, say) becomes a
-   * plain 500, and when even that cannot be written the connection is closed.
-   */
-  private sendNow(reply: FastifyReply, a: HttpAnswer): void {
-    if (reply.sent) return;
-    try {
-      reply.code(a.status).headers(a.headers).send(a.payload);
-    } catch (e) {
-      this.deps.stats.sendErrors++;
-      this.deps.errors.error({ msg: 'answer could not be sent', url: reply.request.url.slice(0, 200), err: e });
-      const res = reply.raw;
-      try {
-        if (res.headersSent) throw e;
-        const fallback = internalError();
-        res.removeHeader('location');
-        res.writeHead(500, { 'content-type': fallback.headers['content-type'], 'content-length': Buffer.byteLength(fallback.payload as string) });
-        res.end(fallback.payload);
-      } catch {
-        res.destroy();
-      }
-    }
+    this.outbox.setBarrier(barrier);
   }
 
   /**

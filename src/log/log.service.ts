@@ -105,6 +105,12 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
     this.pipeline.append(head, tail, lineBreaks);
   }
 
+  /** A bid request's two records, `request` then `response`, one after the other in the queue. */
+  logPair(request: LogRecord, requestRaw: RawJson, response: LogRecord, responseRaw?: RawJson): void {
+    this.log(request, requestRaw);
+    this.log(response, responseRaw);
+  }
+
   /**
    * The crash journal as the HTTP servers see it: an answer is sent only once the records logged
    * before it are in the journal. `pending` says whether any are not yet; `commit` writes them

@@ -9,8 +9,9 @@
  * The same id always gives the same key under one secret, so caps and logs can still join on it;
  * rotating the secret unlinks everything before it.
  *
- * Computed with src/crypto/hmac.ts (~1 µs per id). The last id and its hash are kept: the bid path
- * hashes the user's id for the user key and again when it redacts the request for the log.
+ * Computed with src/crypto/hmac.ts (~1 µs per id). The last few ids and their hashes are kept: one
+ * request hashes the user's id for the user key and its ids (`device.ifa`, `user.id`,
+ * `user.buyeruid`) for the request record, so each distinct id costs one MAC.
  */
 import { Hmac } from '../crypto/hmac';
 
@@ -18,11 +19,15 @@ import { Hmac } from '../crypto/hmac';
 export const PII_HASH_BYTES = 16;
 /** Ids longer than this (characters) are cut before hashing: real ids are under 100; the cut bounds the work. */
 export const PII_HASH_MAX_INPUT_CHARS = 1024;
+/** Ids remembered with their hashes: the three a request record hashes, and one more. */
+const MEMO = 4;
 
 export class PiiHasher {
   private readonly mac: Hmac;
-  private lastId = '';
-  private lastHash = '';
+  /** The last MEMO ids hashed and their hashes, written round-robin. */
+  private readonly ids: string[] = new Array<string>(MEMO).fill('');
+  private readonly hashes: string[] = new Array<string>(MEMO).fill('');
+  private next = 0;
 
   constructor(secret: Uint8Array | string) {
     const key = typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret;
@@ -33,11 +38,12 @@ export class PiiHasher {
 
   /** The keyed hash of `id` (its UTF-8 bytes), 22 base64url characters. */
   hash(id: string): string {
-    if (id === this.lastId && id !== '') return this.lastHash;
+    if (id !== '') for (let i = 0; i < MEMO; i++) if (this.ids[i] === id) return this.hashes[i];
     const text = id.length > PII_HASH_MAX_INPUT_CHARS ? id.slice(0, PII_HASH_MAX_INPUT_CHARS) : id;
     const h = this.mac.mac(text).toString('base64url', 0, PII_HASH_BYTES);
-    this.lastId = id;
-    this.lastHash = h;
+    this.ids[this.next] = id;
+    this.hashes[this.next] = h;
+    this.next = (this.next + 1) % MEMO;
     return h;
   }
 }

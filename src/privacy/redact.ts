@@ -282,3 +282,22 @@ export function requestLogJson(body: unknown, hasher: PiiHasher, opts: RedactOpt
   if (opts.keepRawPii) return JSON.stringify(body) ?? 'null';
   return JSON.stringify(projectObject(body, REQUEST, hasher) ?? null);
 }
+
+/** What the bidder keeps of a request's identities, made in one place (`pseudonymize`). */
+export interface Pseudonymized {
+  /** The request record's text (requestLogJson). */
+  readonly record: string;
+  /** The user as frequency caps and tracking payloads know them: the keyed hash of `userId`, or ''. */
+  readonly userKey: string;
+}
+
+/**
+ * The request record and the user key of one request. `userId` is the typed request's (`user.id`,
+ * else `device.ifa`), `userData` whether the privacy decision lets user-level data be used (else the
+ * key is ''). The record hashes that same id (unless it is kept raw), and the hasher remembers
+ * the ids of the request it just hashed: one MAC per distinct id.
+ */
+export function pseudonymize(body: unknown, userId: string, userData: boolean, hasher: PiiHasher, opts: RedactOptions): Pseudonymized {
+  const record = requestLogJson(body, hasher, opts);
+  return { record, userKey: userData && userId !== '' ? hasher.hash(userId) : '' };
+}

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { PII_HASH_BYTES, PII_HASH_MAX_INPUT_CHARS, PiiHasher } from '../../src/privacy/pii-hasher';
-import { requestLogJson, truncateIp } from '../../src/privacy/redact';
+import { pseudonymize, requestLogJson, truncateIp } from '../../src/privacy/redact';
 
 const SECRET = 'test-pii-secret-0123456789abcdef';
 const hasher = new PiiHasher(SECRET);
@@ -208,5 +208,35 @@ describe('privacy: PiiHasher', () => {
     const long = 'y'.repeat(PII_HASH_MAX_INPUT_CHARS);
     assert.equal(hasher.hash(`${long}tail`), hasher.hash(long));
     assert.notEqual(hasher.hash(long.slice(1)), hasher.hash(long));
+  });
+});
+
+describe('privacy: pseudonymize (the request record and the user key, made together)', () => {
+  const mac = (id: string): string => createHmac('sha256', SECRET).update(id).digest().subarray(0, PII_HASH_BYTES).toString('base64url');
+  const body = { id: 'r1', device: { ifa: 'ifa-1', ip: '203.0.113.7' }, user: { id: 'user-1', buyeruid: 'buyer-1' } };
+
+  it('keys the user by the keyed hash of the id, the same the record holds, only with user data', () => {
+    const h = new PiiHasher(SECRET);
+    const a = pseudonymize(body, 'user-1', true, h, { keepRawPii: false });
+    const rec = JSON.parse(a.record);
+    assert.equal(a.userKey, mac('user-1'));
+    assert.equal(rec.user.id, a.userKey);
+    assert.equal(rec.device.ifa, mac('ifa-1'));
+    assert.equal(rec.user.buyeruid, mac('buyer-1'));
+    assert.equal(rec.device.ip, '203.0.113.0');
+    assert.equal(pseudonymize(body, 'user-1', false, h, { keepRawPii: false }).userKey, '', 'no user data: no key');
+    assert.equal(pseudonymize(body, '', true, h, { keepRawPii: false }).userKey, '', 'no id: no key');
+  });
+
+  it('keeps the request raw with keepRawPii and still keys the user', () => {
+    const a = pseudonymize(body, 'user-1', true, new PiiHasher(SECRET), { keepRawPii: true });
+    assert.deepEqual(JSON.parse(a.record), body);
+    assert.equal(a.userKey, mac('user-1'));
+  });
+
+  it('gives every id its own hash when more ids than the hasher remembers go through it', () => {
+    const h = new PiiHasher(SECRET);
+    const ids = ['a', 'b', 'c', 'd', 'e', 'f', 'a', 'c', 'f', 'b', 'a', 'a', 'e'];
+    for (const id of ids) assert.equal(h.hash(id), mac(id), id);
   });
 });

@@ -1,0 +1,121 @@
+import type { Config } from '../config/config';
+import { CurrencyService } from '../currency/currency.service';
+import { Clock } from '../delivery/clock';
+import { PacingGate } from '../delivery/pacing.gate';
+import { ShadingService } from '../delivery/shading.service';
+import { SpendService } from '../delivery/spend.service';
+import { MetricsService } from '../metrics/metrics.service';
+import type { BidRequest } from '../openrtb/types';
+import { Auction, CampaignStore, type Explanation } from '../targeting/campaign-store';
+import type { NoBidReason } from '../targeting/types';
+import { PayloadCodec } from '../tracking/payload';
+import { BidWriter, ENVELOPE_BYTES } from './response-json';
+
+/** What the bid route sends back. `body` is '' for 204. */
+export interface BidAnswer {
+  status: 200 | 204 | 400 | 413;
+  body: string;
+  /** `body` in UTF-8, on a bid: encoded once, for the log and for the socket. */
+  bytes?: Buffer;
+  /** The no-bid or error reason (null on a bid). */
+  reason: string | null;
+  /** Bids dropped to keep the answer within ANSWER_MAX_BYTES (undefined: none). */
+  dropped?: number;
+}
+
+/** One imp as `/debug/explain` reports it: the auction's reason (null: it bids) and every candidate's verdict. */
+export interface ImpExplained {
+  impid: string;
+  reason: NoBidReason | null;
+  candidates: Explanation[];
+}
+
+/** The no-bid reason when not even the first bid fits in ANSWER_MAX_BYTES. */
+export const ANSWER_SIZE = 'answer_size';
+
+/**
+ * The auction of one prepared request (src/bidding/prepare.ts), imp by imp: the currency, the
+ * winning candidate of each imp (src/targeting/select.ts, asking the pacing gate about it), its
+ * price (first price: shaded), its bid's JSON (response-json.ts) within the answer's size budget,
+ * and the budget it commits. Synchronous and free of I/O.
+ */
+export class BidAuction {
+  private readonly selector: Auction;
+  private readonly writer: BidWriter;
+  private readonly answerMaxBytes: number;
+
+  constructor(
+    config: Config,
+    private readonly store: CampaignStore,
+    private readonly metrics: MetricsService,
+    gate: PacingGate,
+    private readonly spend: SpendService,
+    codec: PayloadCodec,
+    private readonly currency: CurrencyService,
+    private readonly shading: ShadingService,
+    private readonly clock: Clock,
+  ) {
+    this.selector = new Auction(gate);
+    this.writer = new BidWriter(config.trackingBaseUrl, config.dsaDomain, codec);
+    this.answerMaxBytes = config.answerMaxBytes;
+  }
+
+  /**
+   * Runs the auction for every imp; at most one bid per imp. `userData`: whether the request allows
+   * user-level data (else user-targeted campaigns do not bid). Prices and floors use the rates in
+   * use now (CurrencyService), one table for the whole request. With `explained` (explain), every
+   * imp's verdicts are collected there and no bid is priced, built or committed: the answer has the
+   * status and reason, and no body.
+   */
+  run(req: BidRequest, userData: boolean, explained: ImpExplained[] | null = null): BidAnswer {
+    const rates = this.currency.current();
+    const cur = rates.chooseBidCurrency(req.cur);
+    if (cur === null) {
+      if (explained !== null) for (const imp of req.imps) explained.push({ impid: imp.id, reason: 'currency', candidates: [] });
+      return { status: 204, body: '', reason: 'currency' };
+    }
+    const index = this.store.current();
+    const now = this.clock.now();
+    let bids: string | null = null;
+    let reason: NoBidReason | null = null;
+    const idJson = JSON.stringify(req.id);
+    // The answer's size budget (ANSWER_MAX_BYTES): bids are kept in imp order while they fit, one
+    // that does not is dropped (a later, smaller one may still fit). Measured as 3 bytes per UTF-16
+    // unit, an upper bound of UTF-8, until that bound nears the budget; exactly from then on.
+    let room = this.answerMaxBytes - ENVELOPE_BYTES - 3 * (idJson.length + cur.length);
+    let exact = false;
+    let dropped = 0;
+    for (let i = 0; i < req.imps.length; i++) {
+      const imp = req.imps[i];
+      const m = this.selector.select(index, imp, req, cur, rates, userData);
+      if (explained !== null) {
+        explained.push({ impid: imp.id, reason: typeof m === 'string' ? m : null, candidates: this.selector.explain(index, imp, req, cur, rates, userData).candidates });
+        if (typeof m !== 'string') bids = '';
+      }
+      if (typeof m === 'string') {
+        if (reason === null) reason = m;
+        continue;
+      }
+      if (explained !== null) continue;
+      // First price: the shaded price; the value otherwise.
+      const price = req.at === 1 ? this.shading.price(req, imp, m, cur, rates, now, this.spend.pressure(m.candidate)) : m.price;
+      const bid = this.writer.bid(req, imp, m, cur, now, price, this.shading.noticeParam(req, m));
+      let size = 3 * bid.length + 1;
+      if (size > room && !exact) {
+        exact = true;
+        room = this.answerMaxBytes - ENVELOPE_BYTES - Buffer.byteLength(idJson) - Buffer.byteLength(cur) - (bids === null ? 0 : Buffer.byteLength(bids));
+      }
+      if (exact) size = Buffer.byteLength(bid) + 1;
+      if (size > room) {
+        dropped++;
+        continue;
+      }
+      room -= size;
+      if (!req.test) this.spend.commit(m.candidate, req.source);
+      bids = bids === null ? bid : `${bids},${bid}`;
+      this.metrics.bidPrice(price);
+    }
+    if (bids === null) return { status: 204, body: '', reason: dropped > 0 ? ANSWER_SIZE : (reason ?? 'no_candidates'), dropped: dropped > 0 ? dropped : undefined };
+    return { status: 200, body: explained !== null ? '' : this.writer.envelope(idJson, cur, bids), reason: null, dropped: dropped > 0 ? dropped : undefined };
+  }
+}
