@@ -20,11 +20,11 @@ const { parseArgs } = require('node:util');
 const { spawn } = require('node:child_process');
 const { startRedis, freePort, waitFor } = require('./lib/redis');
 const { startLoad } = require('./profile');
+const { mappings } = require('./lib/loadtest-proc');
 
 const ROOT = path.resolve(__dirname, '..');
 const USAGE = 'usage: npm run memory -- [--minutes 12] [--rate 400] [--variant default] [--variant="MALLOC_ARENA_MAX=2,--max-semi-space-size=16"] [--json <file>]';
 const SAMPLE_MS = 10_000;
-const ARENA = 64 * 1024 * 1024;
 
 function parseOptions(argv) {
   const { values } = parseArgs({
@@ -75,40 +75,6 @@ function statusKb(pid) {
   for (const line of fs.readFileSync(`/proc/${pid}/status`, 'utf8').split('\n')) {
     const m = /^(VmRSS|RssAnon|RssFile|Threads):\s+(\d+)/.exec(line);
     if (m) out[m[1]] = Number(m[2]);
-  }
-  return out;
-}
-
-/**
- * Resident kB of the mappings by kind: glibc arenas of other threads (an anonymous 64 MiB-aligned
- * region whose used and reserved parts add up to 64 MiB), the main arena ([heap]), and the rest.
- */
-function mappings(pid) {
-  const maps = [];
-  let cur = null;
-  for (const line of fs.readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
-    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+)\s*(.*)$/.exec(line);
-    if (head) {
-      cur = { start: parseInt(head[1], 16), end: parseInt(head[2], 16), perms: head[3], inode: Number(head[4]), name: head[5], rss: 0 };
-      maps.push(cur);
-      continue;
-    }
-    const rss = /^Rss:\s+(\d+) kB/.exec(line);
-    if (rss && cur) cur.rss = Number(rss[1]);
-  }
-  const out = { arenas: 0, arenaCount: 0, heap: 0, otherAnon: 0, file: 0 };
-  for (let i = 0; i < maps.length; i++) {
-    const m = maps[i];
-    if (m.name === '[heap]') out.heap += m.rss;
-    else if (m.inode !== 0 || m.name.startsWith('/')) out.file += m.rss;
-    else if (m.start % ARENA === 0 && m.perms.startsWith('rw')) {
-      const next = maps[i + 1];
-      const reserved = next && next.start === m.end && next.perms.startsWith('---') && next.inode === 0 ? next.end - next.start : 0;
-      if (m.end - m.start + reserved === ARENA) {
-        out.arenas += m.rss;
-        out.arenaCount++;
-      } else out.otherAnon += m.rss;
-    } else out.otherAnon += m.rss;
   }
   return out;
 }

@@ -24,6 +24,50 @@ function cpuSeconds(pid) {
   return ticks / HZ;
 }
 
+/** glibc's arenas of threads other than the main one: 64 MiB each, reserved and used together. */
+const ARENA = 64 * 1024 * 1024;
+
+/**
+ * Resident kB of the mappings by kind: glibc arenas of other threads (an anonymous 64 MiB-aligned
+ * region whose used and reserved parts add up to 64 MiB), the main arena ([heap]), and the rest;
+ * null when the process is gone.
+ */
+function mappings(pid) {
+  let text;
+  try {
+    text = fs.readFileSync(`/proc/${pid}/smaps`, 'utf8');
+  } catch {
+    return null;
+  }
+  const maps = [];
+  let cur = null;
+  for (const line of text.split('\n')) {
+    const head = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ (\d+)\s*(.*)$/.exec(line);
+    if (head) {
+      cur = { start: parseInt(head[1], 16), end: parseInt(head[2], 16), perms: head[3], inode: Number(head[4]), name: head[5], rss: 0 };
+      maps.push(cur);
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (rss && cur) cur.rss = Number(rss[1]);
+  }
+  const out = { arenas: 0, arenaCount: 0, heap: 0, otherAnon: 0, file: 0 };
+  for (let i = 0; i < maps.length; i++) {
+    const m = maps[i];
+    if (m.name === '[heap]') out.heap += m.rss;
+    else if (m.inode !== 0 || m.name.startsWith('/')) out.file += m.rss;
+    else if (m.start % ARENA === 0 && m.perms.startsWith('rw')) {
+      const next = maps[i + 1];
+      const reserved = next && next.start === m.end && next.perms.startsWith('---') && next.inode === 0 ? next.end - next.start : 0;
+      if (m.end - m.start + reserved === ARENA) {
+        out.arenas += m.rss;
+        out.arenaCount++;
+      } else out.otherAnon += m.rss;
+    } else out.otherAnon += m.rss;
+  }
+  return out;
+}
+
 /** {rssMB, hwmMB} from /proc/<pid>/status, or null when the process is gone. */
 function memory(pid) {
   let text;
@@ -135,4 +179,4 @@ function pin(pids, cpus) {
   return failed;
 }
 
-module.exports = { cpuSeconds, memory, machineCpu, machine, pm2, pm2DaemonPid, pm2Processes, cpuSplit, pin, MIN_PINNED_CPUS, PM2_BIN };
+module.exports = { cpuSeconds, memory, mappings, machineCpu, machine, pm2, pm2DaemonPid, pm2Processes, cpuSplit, pin, MIN_PINNED_CPUS, PM2_BIN };

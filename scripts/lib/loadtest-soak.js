@@ -5,7 +5,7 @@
 // /metrics); the verdict on those samples; and its section and plots of the report.
 const http = require('node:http');
 const path = require('node:path');
-const { memory, pm2Processes, pm2DaemonPid } = require('./loadtest-proc');
+const { mappings, memory, pm2Processes, pm2DaemonPid } = require('./loadtest-proc');
 const { lineChart } = require('./loadtest-svg');
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -39,6 +39,8 @@ const LOG_FAMILIES = {
   bidder_log_spill_files: 'max',
   bidder_log_backlog_bytes: 'max',
   bidder_log_backlog_frames: 'max',
+  // ArrayBuffer memory (request bodies, log chunks, frames): the largest worker's.
+  nodejs_external_memory_bytes: 'max',
 };
 const SHIPPER_FAMILIES = ['shipper_backlog_bytes', 'shipper_backlog_frames', 'shipper_processing_frames'];
 
@@ -117,10 +119,15 @@ class SoakSampler {
       const m = pid ? memory(pid) : null;
       return m ? m.rssMB : null;
     };
-    let workers = this.procs.workers.map((p) => ({ pmId: p.pmId, pid: p.pid, rssMB: rss(p.pid) }));
+    // A worker's RSS, and of it malloc's main arena ([heap]): where a step that stays shows first.
+    const worker = (p) => {
+      const parts = mappings(p.pid);
+      return { pmId: p.pmId, pid: p.pid, rssMB: rss(p.pid), heapMB: parts ? parts.heap / 1024 : null };
+    };
+    let workers = this.procs.workers.map(worker);
     if (workers.some((w) => w.rssMB === null)) {
       await this.refreshProcs();
-      workers = this.procs.workers.map((p) => ({ pmId: p.pmId, pid: p.pid, rssMB: rss(p.pid) }));
+      workers = this.procs.workers.map(worker);
     }
     const shipper = this.procs.helpers.find((p) => p.name === 'shipper');
     const s = { t, workers, daemonRssMB: rss(this.procs.daemon), shipperRssMB: shipper ? rss(shipper.pid) : null, redisUsedMB: null, log: {}, shipper: {} };
@@ -201,13 +208,15 @@ function verdict({ sampling, t0, phase, logs }, c = CRITERIA) {
   // Worker RSS, by PM2 id (a restarted worker is the same worker with another pid; restarts fail
   // the run on their own).
   const ids = [...new Set(samples.flatMap((s) => s.workers.map((w) => w.pmId)))].sort((a, b) => a - b);
-  const rssOf = (list, id) => list.map((s) => (s.workers.find((w) => w.pmId === id) || {}).rssMB).filter((v) => typeof v === 'number');
+  const rssOf = (list, id, key = 'rssMB') => list.map((s) => (s.workers.find((w) => w.pmId === id) || {})[key]).filter((v) => typeof v === 'number');
   const early = inRange(win.settleAt, win.settleAt + win.rssWindow);
   const late = inRange(win.end - win.rssWindow, win.end);
   const workers = ids.map((id) => {
     const a = median(rssOf(early, id));
     const b = median(rssOf(late, id));
-    return { pmId: id, atSettleMB: a, atEndMB: b, growth: a && b !== null ? b / a - 1 : null };
+    // Of it, malloc's main arena (absent from samples taken before it was sampled).
+    const heap = { atSettleMB: median(rssOf(early, id, 'heapMB')), atEndMB: median(rssOf(late, id, 'heapMB')) };
+    return { pmId: id, atSettleMB: a, atEndMB: b, growth: a && b !== null ? b / a - 1 : null, heap };
   });
   const growths = workers.map((w) => w.growth).filter((g) => g !== null);
   const rss = { limit: c.rssGrowth, workers, maxGrowth: growths.length ? Math.max(...growths) : null, ok: false, why: '' };
@@ -313,8 +322,11 @@ function section(soak, h) {
       `${soak.redis.keysWithTtlAtEnd ?? '–'} at the end: they are bounded by their TTL, not by this run, and not judged here.`,
   );
   if (soak.rss.workers.length) {
-    lines.push('', '| worker (PM2 id) | RSS at minute 5 | RSS at the end | growth |', '|---|---|---|---|');
-    for (const x of soak.rss.workers) lines.push(`| ${x.pmId} | ${f(x.atSettleMB)} MB | ${f(x.atEndMB)} MB | ${x.growth === null ? '–' : `${f(x.growth * 100, 2)} %`} |`);
+    lines.push('', "| worker (PM2 id) | RSS at minute 5 | RSS at the end | growth | of it malloc's main arena (`[heap]`), minute 5 → end |", '|---|---|---|---|---|');
+    for (const x of soak.rss.workers) {
+      const h = x.heap && x.heap.atSettleMB !== null && x.heap.atEndMB !== null ? `${f(x.heap.atSettleMB)} → ${f(x.heap.atEndMB)} MB` : '–';
+      lines.push(`| ${x.pmId} | ${f(x.atSettleMB)} MB | ${f(x.atEndMB)} MB | ${x.growth === null ? '–' : `${f(x.growth * 100, 2)} %`} | ${h} |`);
+    }
   }
   lines.push('', soak.ok ? '**The soak passed.**' : `**The soak failed: ${[soak.rss, soak.redis, soak.records].filter((v) => !v.ok).map((v) => v.why).join('; ')}.**`);
   return lines;
@@ -348,6 +360,12 @@ function plots(soak, note) {
     color: PALETTE[i % PALETTE.length],
     points: s.map((p) => [p.x, (p.workers.find((x) => x.pmId === id) || {}).rssMB ?? null]),
   }));
+  ids.forEach((id, i) => {
+    const points = s.map((p) => [p.x, (p.workers.find((x) => x.pmId === id) || {}).heapMB ?? null]);
+    if (points.some((pt) => pt[1] !== null)) rssSeries.push({ name: `worker ${id} [heap]`, color: PALETTE[i % PALETTE.length], dash: true, points });
+  });
+  const external = s.map((p) => [p.x, typeof p.log.nodejs_external_memory_bytes === 'number' ? p.log.nodejs_external_memory_bytes / MB : null]);
+  if (external.some((pt) => pt[1] !== null)) rssSeries.push({ name: 'external (largest worker)', color: '#e377c2', dash: true, points: external });
   rssSeries.push({ name: 'PM2 daemon RSS', color: '#7f7f7f', dash: true, points: s.map((p) => [p.x, p.daemonRssMB]) });
   if (s.some((p) => p.shipperRssMB !== null)) rssSeries.push({ name: 'shipper RSS', color: '#bcbd22', dash: true, points: s.map((p) => [p.x, p.shipperRssMB]) });
   const mb = (v) => (typeof v === 'number' && v >= 0 ? v / MB : null);

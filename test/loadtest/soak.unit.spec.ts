@@ -153,6 +153,26 @@ describe('soak: the verdict', () => {
     assert.equal(paths(svgs['soak-log.svg']), 3);
   });
 
+  it("reports and plots each worker's main arena ([heap]) and the external memory when they were sampled", () => {
+    const sampling = samples(healthyRss, healthyRedis);
+    for (const s of sampling.samples) {
+      const x = (s.t - T0) / 1000;
+      for (const w of s.workers) w.heapMB = x < 900 ? 40 + w.pmId : 60 + w.pmId; // a step at minute 15
+      s.log.nodejs_external_memory_bytes = 20 * 1024 * 1024;
+    }
+    const v = soak.verdict({ sampling, t0: T0, phase: PHASE, logs: complete });
+    assert.deepEqual(v.rss.workers.map((w: Obj) => [w.heap.atSettleMB, w.heap.atEndMB]), [
+      [40, 60],
+      [41, 61],
+    ]);
+    const text = soak.section(v, '##').join('\n');
+    assert.match(text, /main arena/);
+    assert.match(text, /\| 0 \| [\d.]+ MB \| [\d.]+ MB \| -?[\d.]+ % \| 40(\.0)? → 60(\.0)? MB \|/);
+    const paths = (svg: string) => (svg.match(/<path /g) ?? []).length;
+    // 2 workers' RSS, their [heap], external, the daemon and the shipper.
+    assert.equal(paths(soak.plots(v, 'note')['soak-rss.svg']), 7);
+  });
+
   it('reads the families it samples from a Prometheus exposition', () => {
     const text = '# TYPE bidder_log_spill_bytes gauge\nbidder_log_spill_bytes{worker="0"} 10\nbidder_log_spill_bytes{worker="1"} 12\nbidder_log_backlog_bytes 5e3\nother 1\n';
     assert.deepEqual(soak.scrape(text, ['bidder_log_spill_bytes', 'bidder_log_backlog_bytes']), { bidder_log_spill_bytes: [10, 12], bidder_log_backlog_bytes: [5000] });
