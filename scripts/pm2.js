@@ -31,10 +31,35 @@ function pm2Home(env = process.env) {
   return env.BIDDER_RUN_DIR ? path.join(runDir(env), 'pm2') : path.join(os.homedir(), '.pm2');
 }
 
-/** The environment every PM2 CLI call gets: PM2_HOME and BIDDER_RUN_DIR pinned. */
+/** Where Debian and its derivatives (and Redis's package, which depends on it) put jemalloc. */
+const JEMALLOC_PATHS = [
+  '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2',
+  '/usr/lib/aarch64-linux-gnu/libjemalloc.so.2',
+  '/usr/lib64/libjemalloc.so.2',
+  '/usr/lib/libjemalloc.so.2',
+];
+
+/**
+ * The memory allocator of the PM2 daemon and so of every process it forks (workers, shipper):
+ * jemalloc through LD_PRELOAD when the machine has it, unless BIDDER_MALLOC=system. glibc's malloc
+ * keeps a worker's main arena at its high-water mark: a burst of requests in flight (an exchange's
+ * retry storm, a stall) leaves it larger for good, while jemalloc gives unused pages back after a
+ * few seconds (bench/RESULTS.md, "Soak"). It must be in the daemon's own environment: a cluster
+ * worker gets the app's environment from PM2 only after Node, and its allocator, have started.
+ */
+function mallocEnv(env = process.env) {
+  if ((env.BIDDER_MALLOC || 'jemalloc') === 'system') return {};
+  const preload = env.LD_PRELOAD || '';
+  if (preload.includes('jemalloc')) return {};
+  const lib = JEMALLOC_PATHS.find((p) => fs.existsSync(p));
+  if (lib === undefined) return {};
+  return { LD_PRELOAD: preload === '' ? lib : `${lib} ${preload}` };
+}
+
+/** The environment every PM2 CLI call gets: PM2_HOME and BIDDER_RUN_DIR pinned, the allocator chosen. */
 function pm2Env(extra = {}, env = process.env) {
   const merged = { ...env, ...extra };
-  return { ...merged, BIDDER_RUN_DIR: runDir(merged), PM2_HOME: pm2Home(merged) };
+  return { ...merged, ...mallocEnv(merged), BIDDER_RUN_DIR: runDir(merged), PM2_HOME: pm2Home(merged) };
 }
 
 function assertNode() {
@@ -139,7 +164,7 @@ function appProcesses(home = pm2Home(), name = APP) {
     }));
 }
 
-module.exports = { appNames, ROOT, PM2_CLI, ECOSYSTEM, APP, SHIPPER, runDir, pm2Home, pm2Env, assertNode, alive, daemonInfo, pm2, appProcesses };
+module.exports = { appNames, ROOT, PM2_CLI, ECOSYSTEM, APP, SHIPPER, runDir, pm2Home, pm2Env, mallocEnv, assertNode, alive, daemonInfo, pm2, appProcesses };
 
 if (require.main === module) {
   assertNode();

@@ -1,6 +1,7 @@
 import { assertNodeVersion } from './node-version';
 assertNodeVersion();
 
+import { readFileSync } from 'node:fs';
 import { Logger } from '@nestjs/common';
 import { adminUrl, createApp, listen } from './app';
 import { ConfigError, configWarnings, EXIT_CONFIG_ERROR, loadConfig, type Config } from './config/config';
@@ -71,7 +72,7 @@ async function main(): Promise<void> {
   const url = await listen(app, config);
   // execArgv: the Node options the worker runs with (ecosystem.config.js's node_args; PM2 sets the
   // process title, so /proc/<pid>/cmdline does not show them).
-  logger.log({ msg: 'listening', url, admin: adminUrl(app), node: process.version, execArgv: process.execArgv, accessLog: config.accessLog });
+  logger.log({ msg: 'listening', url, admin: adminUrl(app), node: process.version, execArgv: process.execArgv, allocator: allocator(), accessLog: config.accessLog });
   // PM2 wait_ready: take traffic only once listening.
   if (typeof process.send === 'function') process.send('ready');
 }
@@ -80,3 +81,12 @@ main().catch((e: unknown) => {
   process.stderr.write(`bidder: failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
   process.exit(1);
 });
+
+/** The memory allocator this process runs with: jemalloc when preloaded (scripts/pm2.js), else the C library's. */
+function allocator(): string {
+  try {
+    return readFileSync('/proc/self/maps', 'utf8').includes('libjemalloc') ? 'jemalloc' : 'libc';
+  } catch {
+    return 'unknown';
+  }
+}

@@ -126,7 +126,8 @@ async function startBidder({ workers, port, redisUrl, redisNodes = null, logKey,
 async function startBaseline({ workers, port, home, log }) {
   fs.mkdirSync(home, { recursive: true });
   const eco = path.join(ROOT, 'bench', 'baseline', 'ecosystem.config.js');
-  const env = { WORKERS: String(workers), PORT: String(port), HOST: '127.0.0.1' };
+  // The same allocator as the bidder's daemon (scripts/pm2.js).
+  const env = { WORKERS: String(workers), PORT: String(port), HOST: '127.0.0.1', ...require(path.join(ROOT, 'scripts', 'pm2.js')).mallocEnv() };
   const stop = async () => {
     if (pm2DaemonPid(home)) await pm2(['kill'], { home }).catch((e) => log(`loadtest: pm2 kill (baseline) failed: ${e.message}`));
     fs.rmSync(home, { recursive: true, force: true });

@@ -41,6 +41,8 @@ const LOG_FAMILIES = {
   bidder_log_backlog_frames: 'max',
   // ArrayBuffer memory (request bodies, log chunks, frames): the largest worker's.
   nodejs_external_memory_bytes: 'max',
+  // Open connections of both ports, all workers (each keeps its socket, parser and buffers).
+  bidder_http_connections_open: 'sum',
 };
 const SHIPPER_FAMILIES = ['shipper_backlog_bytes', 'shipper_backlog_frames', 'shipper_processing_frames'];
 
@@ -278,9 +280,13 @@ function verdict({ sampling, t0, phase, logs }, c = CRITERIA) {
       exitBits += EXIT_BITS[name];
     }
   }
+  // Open connections (reported, not judged): k6 adds connections when answers slow down.
+  const connOf = (list) => list.map((s) => s.log && s.log.bidder_http_connections_open).filter((v) => typeof v === 'number');
+  const allConns = connOf(samples);
+  const connections = { atSettle: median(connOf(early)), atEnd: median(connOf(late)), max: allConns.length ? Math.max(...allConns) : null };
   // The plotted series, in seconds since k6's start.
   const series = samples.map((s) => ({ x: x(s), ...s }));
-  return { criteria: c, windows: win, intervalS, samples: samples.length, rss, redis, records, ok: failed.length === 0, failed, exitBits, series };
+  return { criteria: c, windows: win, intervalS, samples: samples.length, rss, redis, records, connections, ok: failed.length === 0, failed, exitBits, series };
 }
 
 /** The soak's exit status: 0 when it passed, else 8 + the failed criteria's bits (rss 1, redis 2, records 4). */
@@ -327,6 +333,10 @@ function section(soak, h) {
       const h = x.heap && x.heap.atSettleMB !== null && x.heap.atEndMB !== null ? `${f(x.heap.atSettleMB)} → ${f(x.heap.atEndMB)} MB` : '–';
       lines.push(`| ${x.pmId} | ${f(x.atSettleMB)} MB | ${f(x.atEndMB)} MB | ${x.growth === null ? '–' : `${f(x.growth * 100, 2)} %`} | ${h} |`);
     }
+  }
+  const conns = soak.connections;
+  if (conns && conns.max !== null) {
+    lines.push('', `Open HTTP connections, all workers: ${f(conns.atSettle, 0)} at minute 5, ${f(conns.atEnd, 0)} at the end, ${f(conns.max, 0)} at most (k6 opens more when answers slow down; each keeps its socket and parser in a worker's memory).`);
   }
   lines.push('', soak.ok ? '**The soak passed.**' : `**The soak failed: ${[soak.rss, soak.redis, soak.records].filter((v) => !v.ok).map((v) => v.why).join('; ')}.**`);
   return lines;

@@ -1,7 +1,7 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 
 /**
- * An HTTP answer as data: every route computes one and the server sends it (src/http/server.ts), so
+ * An HTTP answer as data: every route computes one and the server sends it (src/http/outbox.ts), so
  * that no route ever writes to a socket itself.
  */
 export interface HttpAnswer {

@@ -152,7 +152,7 @@ export class LogPipeline {
 
   /**
    * Writes what was appended since the last call to the crash journal: one write(2) to the page
-   * cache, usually for every answer of an event-loop turn (src/http/server.ts holds the answers
+   * cache, usually for every answer of an event-loop turn (src/http/outbox.ts holds the answers
    * until then).
    */
   commitJournal(): void {

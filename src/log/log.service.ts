@@ -114,7 +114,7 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
   /**
    * The crash journal as the HTTP servers see it: an answer is sent only once the records logged
    * before it are in the journal. `pending` says whether any are not yet; `commit` writes them
-   * (once per event-loop turn for all the answers of that turn, see src/http/server.ts).
+   * (once per event-loop turn for all the answers of that turn, see src/http/outbox.ts).
    */
   readonly journal: { pending(): boolean; commit(): void } = {
     pending: () => this.pipeline.journalPending(),

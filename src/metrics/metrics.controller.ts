@@ -4,7 +4,7 @@ import type { HttpAnswer } from '../http/answer';
 import { HttpServers } from '../http/http.module';
 import { CUT_REASONS, type RouteRequest } from '../http/server';
 import { ClusterMetrics } from './cluster-metrics';
-import { ComputedCounter } from './fast-metrics';
+import { ComputedCounter, ComputedGauge } from './fast-metrics';
 import { MetricsService } from './metrics.service';
 
 const prometheus = (text: string): HttpAnswer => ({ status: 200, headers: { 'content-type': Registry.PROMETHEUS_CONTENT_TYPE }, payload: text });
@@ -30,6 +30,13 @@ export class MetricsRoutes implements OnModuleInit {
         'Connections cut or refused before any route ran: missed header or request deadline, over HTTP_MAX_CONNECTIONS (the newcomer refused, or the longest-idle connection closed for it), headers too large, malformed HTTP.',
         () => CUT_REASONS.map((reason) => ({ value: s.cut[reason], labels: { reason } })),
       ),
+    );
+    const servers = this.servers;
+    this.metrics.addComputed(
+      new ComputedGauge('bidder_http_connections_open', 'Open HTTP connections, by port (HTTP_MAX_CONNECTIONS caps each).', 'sum', () => [
+        { value: servers.public.connections.size, labels: { port: 'public' } },
+        { value: servers.admin.connections.size, labels: { port: 'admin' } },
+      ]),
     );
     this.metrics.addComputed(
       new ComputedCounter('bidder_http_send_errors_total', 'Answers Node refused to send (answered 500 or closed instead).', () => [

@@ -47,6 +47,25 @@ async function cut(reason: string): Promise<number> {
   return parseProm(r.body.toString()).get('bidder_http_connections_cut_total')?.samples.find((s) => s.labels.reason === reason)?.value ?? 0;
 }
 
+async function open(port: string): Promise<number | undefined> {
+  const r = await request(`${t.adminUrl}/metrics`, { method: 'GET' });
+  return parseProm(r.body.toString()).get('bidder_http_connections_open')?.samples.find((s) => s.labels.port === port)?.value;
+}
+
+describe('open connections', () => {
+  it('are counted per port while open, and no longer once closed', async () => {
+    const base = await open('public');
+    assert.equal(typeof base, 'number');
+    const idle: Idle[] = [];
+    for (let i = 0; i < 5; i++) idle.push(await idleConnection(t.url));
+    assert.equal(await open('public'), base! + 5);
+    assert.ok((await open('admin'))! >= 1, 'the scrape itself is an admin connection');
+    for (const c of idle) c.socket.destroy();
+    for (let i = 0; i < 50 && (await open('public')) !== base; i++) await sleep(20);
+    assert.equal(await open('public'), base);
+  });
+});
+
 describe('idle keep-alive connections at the cap', () => {
   it('a new client is served, and the longest-idle connections are closed first', async () => {
     const idle: Idle[] = [];

@@ -153,12 +153,13 @@ describe('soak: the verdict', () => {
     assert.equal(paths(svgs['soak-log.svg']), 3);
   });
 
-  it("reports and plots each worker's main arena ([heap]) and the external memory when they were sampled", () => {
+  it("reports and plots each worker's main arena ([heap]), the external memory and the open connections when they were sampled", () => {
     const sampling = samples(healthyRss, healthyRedis);
     for (const s of sampling.samples) {
       const x = (s.t - T0) / 1000;
       for (const w of s.workers) w.heapMB = x < 900 ? 40 + w.pmId : 60 + w.pmId; // a step at minute 15
       s.log.nodejs_external_memory_bytes = 20 * 1024 * 1024;
+      s.log.bidder_http_connections_open = x < 900 ? 250 : 400;
     }
     const v = soak.verdict({ sampling, t0: T0, phase: PHASE, logs: complete });
     assert.deepEqual(v.rss.workers.map((w: Obj) => [w.heap.atSettleMB, w.heap.atEndMB]), [
@@ -167,6 +168,7 @@ describe('soak: the verdict', () => {
     ]);
     const text = soak.section(v, '##').join('\n');
     assert.match(text, /main arena/);
+    assert.match(text, /Open HTTP connections, all workers: 250 at minute 5, 400 at the end, 400 at most/);
     assert.match(text, /\| 0 \| [\d.]+ MB \| [\d.]+ MB \| -?[\d.]+ % \| 40(\.0)? → 60(\.0)? MB \|/);
     const paths = (svg: string) => (svg.match(/<path /g) ?? []).length;
     // 2 workers' RSS, their [heap], external, the daemon and the shipper.

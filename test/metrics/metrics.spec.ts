@@ -170,6 +170,7 @@ describe('the app: /metrics, /metrics/cluster, /health', () => {
       'bidder_ready',
       'bidder_log_healthy',
       'bidder_http_connections_cut_total',
+      'bidder_http_connections_open',
       'bidder_notices_total',
       'bidder_pacing_blocked_total',
       'bidder_campaign_reloads_total',
