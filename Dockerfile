@@ -32,6 +32,15 @@ ENV NODE_ENV=production \
     BIDDER_OUT_FILE=/dev/null \
     BIDDER_ERR_FILE=/dev/null
 WORKDIR /app
+# jemalloc for every process of the container (pm2-runtime and the workers it forks), as
+# scripts/pm2.js gives it to `npm start`: glibc's malloc keeps a worker's main arena at its
+# high-water mark after a burst of requests in flight, jemalloc returns unused pages within seconds
+# (bench/RESULTS.md, "Soak"). Linked under one name for every architecture.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libjemalloc2 \
+ && rm -rf /var/lib/apt/lists/* \
+ && ln -s "$(ls /usr/lib/*-linux-gnu/libjemalloc.so.2 | head -n 1)" /usr/local/lib/libjemalloc.so.2
+ENV LD_PRELOAD=/usr/local/lib/libjemalloc.so.2
 COPY --from=build --chown=node:node /app/package.json /app/ecosystem.config.js ./
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist

@@ -328,7 +328,7 @@ function section(soak, h) {
       `${soak.redis.keysWithTtlAtEnd ?? '–'} at the end: they are bounded by their TTL, not by this run, and not judged here.`,
   );
   if (soak.rss.workers.length) {
-    lines.push('', "| worker (PM2 id) | RSS at minute 5 | RSS at the end | growth | of it malloc's main arena (`[heap]`), minute 5 → end |", '|---|---|---|---|---|');
+    lines.push('', "| worker (PM2 id) | RSS at minute 5 | RSS at the end | growth | of it glibc malloc's main arena (`[heap]`; about 0 under jemalloc), minute 5 → end |", '|---|---|---|---|---|');
     for (const x of soak.rss.workers) {
       const h = x.heap && x.heap.atSettleMB !== null && x.heap.atEndMB !== null ? `${f(x.heap.atSettleMB)} → ${f(x.heap.atEndMB)} MB` : '–';
       lines.push(`| ${x.pmId} | ${f(x.atSettleMB)} MB | ${f(x.atEndMB)} MB | ${x.growth === null ? '–' : `${f(x.growth * 100, 2)} %`} | ${h} |`);

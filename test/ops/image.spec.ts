@@ -125,6 +125,16 @@ describe('container image (podman)', { timeout: 1_500_000 }, () => {
     assert.match(quota, /^100000 100000$/);
   });
 
+  it('runs its workers on jemalloc (the Dockerfile preloads it, as scripts/pm2.js does for npm start)', (t) => {
+    if (skip) return t.skip(skip);
+    // Each worker's count of jemalloc mappings, read inside the container (its own process ids; the
+    // pattern is written so that it does not match the shell running it).
+    const script = 'for p in /proc/[0-9]*; do if grep -q "dist/mai[n].js" "$p/cmdline" 2>/dev/null; then grep -c libjemalloc "$p/maps"; fi; done';
+    const counts = podman(['exec', name, 'sh', '-c', script]).stdout.trim().split('\n').filter((l) => l !== '');
+    assert.ok(counts.length >= 1, 'no worker found');
+    for (const c of counts) assert.ok(Number(c) > 0, `a worker without jemalloc: ${counts.join(' ')}`);
+  });
+
   it('runs every process as the unprivileged node user', (t) => {
     if (skip) return t.skip(skip);
     const users = podman(['top', name, 'user', 'args']).stdout.trim().split('\n').slice(1);
