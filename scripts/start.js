@@ -72,15 +72,7 @@ function writeState(state) {
 }
 
 /** A Redis URL as it may be printed: the password replaced by ***. */
-function shown(url) {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString().replace(/\/$/, '');
-  } catch {
-    return String(url).replace(/\/\/[^/@]*@/, '//***@');
-  }
-}
+const shown = redisLib.maskedUrl;
 
 // ---------------------------------------------------------------------------------------- build
 

@@ -83,9 +83,9 @@ async function ensureRedis({ log, dir, cluster = false }) {
  * shipDir is where the bid log shipper that start.js runs beside the workers writes its Parquet files
  * (ecosystem.config.js: $SHIP_DIR, else $BIDDER_RUN_DIR/bidlog).
  */
-async function startBidder({ workers, port, redisUrl, redisNodes = null, logKey, log }) {
+async function startBidder({ workers, port, redisUrl, redisNodes = null, logKey, log, env: baseEnv = process.env }) {
   if (!fs.existsSync(START_JS)) throw new Error('scripts/start.js is missing: the load test starts the bidder through it');
-  const env = { ...process.env, WORKERS: String(workers), REDIS_URL: redisUrl, LOG_REDIS_KEY: logKey };
+  const env = { ...baseEnv, WORKERS: String(workers), REDIS_URL: redisUrl, LOG_REDIS_KEY: logKey };
   if (redisNodes) Object.assign(env, { REDIS_MODE: 'cluster', REDIS_CLUSTER_NODES: redisNodes });
   if (port) env.PORT = String(port);
   const r = await startJs('start', env);
@@ -108,7 +108,7 @@ async function startBidder({ workers, port, redisUrl, redisNodes = null, logKey,
   return {
     app: 'bidder',
     url: base,
-    redisUrl: ready.redisUrl || redisUrl,
+    redisUrl: usableRedisUrl(ready.redisUrl, pm2lib.runDir(env), env) || redisUrl,
     redisNodes: ready.redisClusterNodes || null,
     logKey: key,
     pm2Home,
@@ -120,6 +120,25 @@ async function startBidder({ workers, port, redisUrl, redisNodes = null, logKey,
       if (s.code !== 0) log(`loadtest: scripts/start.js stop failed (exit ${s.code}):\n${s.stdout}${s.stderr}`);
     },
   };
+}
+
+/**
+ * The Redis URL to count the bid log with. start.js prints it with the password masked
+ * (`redis://:***@host:port`, the private Redis `npm start` made); the real one is in its state file
+ * (BIDDER_RUN_DIR/state.json, the owner's only) or in REDIS_URL. Throws when neither matches.
+ */
+function usableRedisUrl(printed, runDir, env) {
+  if (!printed || !printed.includes('***')) return printed;
+  const candidates = [];
+  try {
+    candidates.push(JSON.parse(fs.readFileSync(path.join(runDir, 'state.json'), 'utf8')).redis.url);
+  } catch {
+    // no state file: not started by start.js from this run directory
+  }
+  if (env.REDIS_URL) candidates.push(env.REDIS_URL);
+  const real = candidates.find((u) => typeof u === 'string' && redisLib.maskedUrl(u) === printed);
+  if (real) return real;
+  throw new Error(`the running bidder's Redis (${printed}) needs a password this run cannot find: set REDIS_URL with it, or BIDDER_RUN_DIR to the directory the bidder was started with`);
 }
 
 /** The baseline under its own PM2 daemon (PM2_HOME `home`). Returns {url, pm2Home, stop()}. */

@@ -209,6 +209,17 @@ async function startRedis({ port, dir, daemonize = false, log = console.error, p
   };
 }
 
+/** A Redis URL as it may be printed: the password replaced by ***. */
+function maskedUrl(url) {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    return String(url).replace(/\/\/[^/@]*@/, '//***@');
+  }
+}
+
 /**
  * Sends one inline command (after AUTH when the URL has a password); resolves with the reply's
  * first line (`+OK`, `:0`, `-NOAUTH …`), or null when Redis does not answer in time.
@@ -247,4 +258,4 @@ function command(url, cmd, timeoutMs = 30_000) {
   });
 }
 
-module.exports = { ping, ensureRedisBinary, startRedis, freePort, waitFor, command };
+module.exports = { ping, ensureRedisBinary, startRedis, freePort, waitFor, command, maskedUrl };

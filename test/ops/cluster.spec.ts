@@ -339,6 +339,10 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const redisCommand = (require(path.join(ROOT, 'scripts', 'lib', 'redis.js')) as { command(url: string, cmd: string): Promise<string | null> }).command;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const loadtestCluster = require(path.join(ROOT, 'scripts', 'lib', 'loadtest-cluster.js')) as {
+  startBidder(o: { workers: number; port: number; redisUrl?: string; logKey: string; log: (m: string) => void; env?: NodeJS.ProcessEnv }): Promise<{ redisUrl: string; startedPm2: boolean }>;
+};
 const secretsOf = (runDir: string) => JSON.parse(fs.readFileSync(path.join(runDir, 'secrets.json'), 'utf8')) as Record<string, string>;
 
 describe('npm start on a machine without a Redis, then npm stop', { timeout: 120_000 }, () => {
@@ -396,6 +400,12 @@ describe('npm start on a machine without a Redis, then npm stop', { timeout: 120
       assert.match(fs.readFileSync(`/proc/${redisPid}/cmdline`, 'utf8'), /redis-server/);
       const ok = await postBid(String(info.url), 'fresh-1');
       assert.ok(ok.status === 200 || ok.status === 204);
+
+      // `npm run loadtest` beside it uses the running cluster as it is, and counts the bid log in
+      // its Redis: it needs that Redis's password, which the BIDDER_READY line does not print.
+      const reused = await loadtestCluster.startBidder({ workers: 1, port: Number(env.PORT), redisUrl: env.REDIS_URL, logKey: 'bidlog', log: () => undefined, env });
+      assert.equal(reused.startedPm2, false);
+      assert.equal(await redisCommand(reused.redisUrl, 'PING'), '+PONG', `the load test's Redis URL for the running cluster: ${reused.redisUrl.replace(/\/\/[^@]*@/, '//…@')}`);
 
       const status = await run([path.join('scripts', 'start.js'), 'status'], env);
       assert.equal(status.status, 0, status.stdout);
