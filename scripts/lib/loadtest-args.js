@@ -16,7 +16,8 @@ const HELP = `usage: npm run loadtest -- [options]
                               3m; soak default 30m); ramp: length of each step (default 10s)
   --sample-interval <d>       soak: how often memory and the backlog are sampled (default 10s)
   --rate <n>                  reference, overload, soak: rate of the measured phase (default 1300)
-  --warmup <d>                warm-up length (default 5s); --warmup-rate <n> (default 100)
+  --warmup <d>                warm-up length (default 5s; ramp 15s); --warmup-rate <n> (default
+                              100; ramp: its first step's rate)
   --workers <n>               PM2 workers for the bidder and the baseline (default 2)
   --p99 <ms> --avg <ms>       reference thresholds of the measured phase (default 3 and 1.2)
   --ramp-start <n> --ramp-step <n> --ramp-max <n> --ramp-p99 <ms>

@@ -393,12 +393,15 @@ describe('k6 scenario plan', () => {
       steps.map((x) => x.rate),
       [1000, 2000, 3000, 4000],
     );
-    assert.equal(steps[1].start, 15);
+    // Both servers warm up at the first step's rate for 15 s, unjudged: a cold bidder is still compiling.
+    const warm = p.phases.find((x) => x.name === 'warm_up');
+    assert.deepEqual(warm && { rate: warm.rate, start: warm.start, duration: warm.duration, measured: warm.measured }, { rate: 1000, start: 0, duration: 15, measured: false });
+    assert.equal(steps[1].start, 25);
     const th = p.thresholds['answered_step_02{step:step_02}'][0] as { threshold: string; abortOnFail: boolean; delayAbortEval: string };
     assert.equal(th.threshold, 'p(99)<10');
     assert.equal(th.abortOnFail, true);
-    // Step 2 runs from 15 s to 25 s; it is judged from 17 s (settled) and evaluated from 21 s.
-    assert.equal(th.delayAbortEval, '21s');
+    // Step 2 runs from 25 s to 35 s; it is judged from 27 s (settled) and evaluated from 31 s.
+    assert.equal(th.delayAbortEval, '31s');
     assert.deepEqual((p.thresholds['bid_shed{step:step_02}'][0] as { threshold: string }).threshold, 'count<=16');
     // A synthetic k6 summary: steps 1-2 fine, step 3 over the p99 limit, step 4 never ran.
     // Latency, errors and shed answers are read from the settled part (tag `step`), the rest per step.
