@@ -40,7 +40,7 @@ describe('shipper process (real Redis, real files)', () => {
     return p;
   }
 
-  it('runs every thread at the lowest CPU priority and in the idle I/O class, DuckDB\'s too', async () => {
+  it('runs every thread in the idle scheduling class (nice 19 too) and in the idle I/O class, DuckDB\'s too', async () => {
     const key = 'p-priority';
     const shipDir = dir();
     const { frames, ids } = syntheticFrames(4, 50);
@@ -58,9 +58,14 @@ describe('shipper process (real Redis, real files)', () => {
       // Field 19 is the nice value (fields counted after the command, which ends at the last ')').
       const nice = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
       assert.equal(nice, 19, `thread ${tid} runs at nice ${nice}`);
+      // Field 41 is the scheduling policy: 5 is SCHED_IDLE, whose threads a waking worker preempts
+      // at once (a nice-19 thread may finish its time slice first).
+      const policy = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]);
+      assert.equal(policy, 5, `thread ${tid} runs under scheduling policy ${policy}`);
       assert.match(execFileSync('ionice', ['-p', tid], { encoding: 'utf8' }), /^idle/, `thread ${tid}`);
     }
     assert.match(p.output(), /"msg":"lowered its CPU and I\/O priority"/);
+    assert.match(p.output(), /"cpuClass":"idle"/);
     await p.stop();
   });
 
