@@ -106,7 +106,7 @@ if (env.CAMPAIGNS_FILE) appEnv.CAMPAIGNS_FILE = path.resolve(env.CAMPAIGNS_FILE)
 // The bid log shipper (src/shipper/, docs/log-pipeline.md): one process, Redis list → Parquet. A
 // fixed SHIP_ID per host lets a restarted shipper resume its own batch; its graceful stop finishes
 // the batch under way within SHIP_STOP_TIMEOUT_MS. It lowers itself at start (every thread at nice
-// SHIP_NICE, 19, and the idle I/O class), so that on a shared host it runs on the CPU the workers
+// SHIP_NICE, 19, in the idle scheduling and I/O classes), so that on a shared host it runs on the CPU the workers
 // leave idle; in production run it on its own host or container (`--only shipper`).
 const shipStopMs = int('SHIP_STOP_TIMEOUT_MS', 20000);
 const shipperEnv = {
@@ -142,7 +142,13 @@ module.exports = {
       // (bench/README.md): --single-threaded-gc (no less CPU, longer scavenges). The mark-compacts
       // of issue 22 are started by V8 once the old generation is ~6 MB above the live ~32 MB, so
       // they follow the bytes promoted per second (bench/README.md, GC).
-      node_args: ['--max-semi-space-size=16'],
+      //
+      // --v8-pool-size=1: one V8 helper thread per worker (Node's default is 4) for the concurrent
+      // GC marking, parallel scavenges and background compiles, since there is one worker per core.
+      // With 4 each, 2 workers' 8 helpers took the cores from the main threads in bursts. At
+      // 1000/s on 2 cores, 4 alternating rounds: p99 median 168 → 68 ms, shed 0.66 → 0.04 %, CPU
+      // per bid request 824 → 779 µs (bench/RESULTS.md, "V8's helper threads").
+      node_args: ['--max-semi-space-size=16', '--v8-pool-size=1'],
       // A worker takes traffic only after main.ts sent process.send('ready') (after listen);
       // `pm2 reload` stops an old worker only once its replacement is ready.
       wait_ready: true,
