@@ -20,9 +20,9 @@ export interface PriorityResult {
  * (docs/log-pipeline.md, "Keeping it off the bid path"). A worker that wakes up preempts a SCHED_IDLE
  * thread at once, where a nice-19 one may first finish its time slice (measured, bench/RESULTS.md:
  * no difference in the workers' p99 that stands out of the noise; what the shipper still costs them
- * is not CPU time). Linux keeps the policy, the
- * nice value and the I/O priority per thread, and a new thread inherits its creator's: done once at
- * start, before DuckDB and libuv's pool start theirs, every later thread runs at the same priority.
+ * is not CPU time). Linux keeps the policy, the nice value and the I/O priority per thread, and a
+ * new thread inherits its creator's: done once at start, before DuckDB and libuv's pool start
+ * theirs, every later thread runs at the same priority.
  * The process lowers itself so that this holds however it is started (npm start, pm2 start
  * ecosystem.config.js, pm2-runtime, a container). Node has no system call for either class:
  * util-linux's `chrt` and `ionice` set them. The I/O class takes effect only under an I/O scheduler
