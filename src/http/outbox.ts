@@ -1,3 +1,4 @@
+import { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { type HttpAnswer, internalError } from './answer';
 import type { HttpStats } from './server';
@@ -12,6 +13,37 @@ export interface AnswerBarrier {
 }
 
 /**
+ * Where an answer goes: a Fastify reply, or Node's response itself for a request served before
+ * Fastify (server.ts, `serveFast`), which gets the same headers Fastify would write (`writeAnswer`).
+ */
+export type AnswerTarget = FastifyReply | ServerResponse;
+
+/**
+ * An answer written on Node's response as Fastify's `reply.send` writes the payloads routes give
+ * (a string, a Buffer or none): Content-Length measured unless given, no body, Content-Type or
+ * Content-Length on a 204, `content-length: 0` on a body-less answer of any other status, and the
+ * type Fastify would name for an untyped payload. Header names are lower case, as the routes write them.
+ */
+export function writeAnswer(res: ServerResponse, a: HttpAnswer): void {
+  const headers = a.headers;
+  const status = a.status;
+  let payload = a.payload;
+  if (payload === undefined) {
+    if (status >= 200 && status !== 204 && status !== 304) headers['content-length'] = '0';
+  } else if (status === 204 || status < 200) {
+    delete headers['content-type'];
+    delete headers['content-length'];
+    payload = undefined;
+  } else {
+    if (headers['content-type'] === undefined) headers['content-type'] = typeof payload === 'string' ? 'text/plain; charset=utf-8' : 'application/octet-stream';
+    const length = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
+    if (headers['content-length'] === undefined || Number(headers['content-length']) !== length) headers['content-length'] = String(length);
+  }
+  res.writeHead(status, headers);
+  res.end(payload);
+}
+
+/**
  * The last step of every request: its answer (data, answer.ts) written to the client. Answers leave
  * only after what the barrier guards is committed (the crash journal: a worker killed right after
  * answering has the records of that answer on disk). Answers computed while it is pending are held
@@ -21,7 +53,7 @@ export interface AnswerBarrier {
 export class Outbox {
   private barrier: AnswerBarrier | null = null;
   /** Answers waiting for the barrier's commit: reply, answer, reply, answer, ... */
-  private held: Array<FastifyReply | HttpAnswer> = [];
+  private held: Array<AnswerTarget | HttpAnswer> = [];
   private releaseQueued = false;
 
   constructor(
@@ -33,7 +65,7 @@ export class Outbox {
     this.barrier = barrier;
   }
 
-  send(reply: FastifyReply, a: HttpAnswer): void {
+  send(reply: AnswerTarget, a: HttpAnswer): void {
     if (this.barrier !== null && this.barrier.pending()) {
       this.held.push(reply, a);
       if (!this.releaseQueued) {
@@ -55,21 +87,22 @@ export class Outbox {
       // The journal reports its own write errors; an answer is never lost to it.
       this.errors.error({ msg: 'journal commit failed', err: e });
     }
-    for (let i = 0; i < held.length; i += 2) this.sendNow(held[i] as FastifyReply, held[i + 1] as HttpAnswer);
+    for (let i = 0; i < held.length; i += 2) this.sendNow(held[i] as AnswerTarget, held[i + 1] as HttpAnswer);
   };
 
   /**
    * Sends an answer. Never throws: an answer Node refuses (a header value it rejects, say) becomes a
    * plain 500, and when even that cannot be written the connection is closed.
    */
-  private sendNow(reply: FastifyReply, a: HttpAnswer): void {
-    if (reply.sent) return;
+  private sendNow(to: AnswerTarget, a: HttpAnswer): void {
+    const res = to instanceof ServerResponse ? to : to.raw;
+    if (to instanceof ServerResponse ? res.headersSent || res.writableEnded : to.sent) return;
     try {
-      reply.code(a.status).headers(a.headers).send(a.payload);
+      if (to instanceof ServerResponse) writeAnswer(res, a);
+      else to.code(a.status).headers(a.headers).send(a.payload);
     } catch (e) {
       this.stats.sendErrors++;
-      this.errors.error({ msg: 'answer could not be sent', url: reply.request.url.slice(0, 200), err: e });
-      const res = reply.raw;
+      this.errors.error({ msg: 'answer could not be sent', url: (res.req?.url ?? '').slice(0, 200), err: e });
       try {
         if (res.headersSent) throw e;
         const fallback = internalError();

@@ -19,6 +19,7 @@ let admin: string;
 const seen: RouteRequest[] = [];
 const errors: object[] = [];
 const stats = new HttpStats();
+let fastifyServed = 0;
 
 before(async () => {
   const settings = serverSettings(loadConfig({ BODY_LIMIT_BYTES: '1024', ADMIN_PORT: '0', ADMIN_HOST: '127.0.0.1' }));
@@ -46,6 +47,14 @@ before(async () => {
     method: 'POST',
     path: '/counted',
     route: { handle: () => errorAnswer(200, 'x'), refused: (status, reason) => errorAnswer(status, `route says: ${reason}`) },
+  });
+  pub.route({ method: 'GET', path: '/empty', route: { handle: () => ({ status: 200, headers: { 'x-a': '1' }, payload: undefined }) } });
+  pub.route({ method: 'GET', path: '/no-content', route: { handle: () => ({ status: 204, headers: { 'content-type': 'text/plain' }, payload: 'dropped' }) } });
+  pub.route({ method: 'GET', path: '/text', route: { handle: () => ({ status: 200, headers: {}, payload: 'plain' }) } });
+  // Counts what Fastify itself serves, to tell the fast lane's requests from the rest.
+  pub.fastify.addHook('onRequest', (_req, _reply, done) => {
+    fastifyServed++;
+    done();
   });
   base = await pub.listen(0, '127.0.0.1');
   admin = await adm.listen(0, '127.0.0.1');
@@ -100,5 +109,50 @@ describe('HttpServer', () => {
     assert.equal(r.status, 500);
     assert.equal(stats.sendErrors, 1);
     assert.equal((await request(`${base}/echo`, { body: 'alive' })).body.toString(), 'alive');
+  });
+  it('serves the common case before Fastify, with the answer Fastify gives', async () => {
+    /** Status, body and headers but the date (Node's), as a comparable record. */
+    const seenAs = (r: { status: number; headers: Record<string, unknown>; body: Buffer }): unknown => {
+      const headers = { ...r.headers };
+      delete headers.date;
+      return { status: r.status, headers, body: r.body.toString('base64') };
+    };
+    const bodies: Array<[string, string | Buffer, Record<string, string>]> = [
+      ['/echo', '{"a":1}', {}],
+      ['/echo', zlib.gzipSync('{"zipped":1}'), { 'content-encoding': 'gzip' }],
+      ['/echo', 'x'.repeat(2048), {}],
+      ['/echo', '', {}],
+      ['/echo', 'not gzip', { 'content-encoding': 'gzip' }],
+      ['/counted', Buffer.alloc(2048), {}],
+      ['/throws', '{}', {}],
+    ];
+    for (const [path, body, headers] of bodies) {
+      const before = fastifyServed;
+      const fast = await request(`${base}${path}`, { body, headers: { ...headers, 'content-type': 'application/json' } });
+      assert.equal(fastifyServed, before, `${path}: served before Fastify`);
+      // Another type takes Fastify's path, through the same reader and route.
+      const slow = await request(`${base}${path}`, { body, headers: { ...headers, 'content-type': 'application/x-other' } });
+      assert.equal(fastifyServed, before + 1);
+      assert.deepEqual(seenAs(fast), seenAs(slow), path);
+    }
+    // GET routes: the path as written is served before Fastify; an encoded one takes Fastify's path.
+    for (const [fastPath, slowPath] of [
+      ['/t/win?p=1&s=2', '/t/w%69n?p=1&s=2'],
+      ['/empty', '/%65mpty'],
+      ['/no-content', '/no-cont%65nt'],
+      ['/text', '/t%65xt'],
+      ['/rejects', '/r%65jects'],
+    ]) {
+      const before = fastifyServed;
+      const fast = await request(`${base}${fastPath}`, { method: 'GET' });
+      assert.equal(fastifyServed, before, `${fastPath}: served before Fastify`);
+      const slow = await request(`${base}${slowPath}`, { method: 'GET' });
+      assert.equal(fastifyServed, before + 1);
+      assert.deepEqual(seenAs(fast), seenAs(slow), fastPath);
+    }
+    // HEAD is Fastify's (it answers a GET route's HEAD).
+    const before = fastifyServed;
+    assert.equal((await request(`${base}/text`, { method: 'HEAD' })).status, 200);
+    assert.equal(fastifyServed, before + 1);
   });
 });
