@@ -162,7 +162,18 @@ export class HttpServer {
     const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
       const now = performance.now();
       conns.began(req, res, now, turns.arrivedBy(now));
-      if (!this.fastLane || !this.serveFast(req, res)) handler!(req, res);
+      if (this.fastLane) {
+        let served: boolean;
+        try {
+          served = this.serveFast(req, res);
+        } catch (x) {
+          // A bug of the fast lane itself: a 500, as Fastify answers one (a route's own failures are caught in `serve`).
+          this.outbox.send(res, this.failed(x, req.url ?? ''));
+          return;
+        }
+        if (served) return;
+      }
+      handler!(req, res);
     };
     this.fastLane = deps.accessLog === null;
     this.fastify = Fastify({
