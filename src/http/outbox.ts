@@ -18,11 +18,19 @@ export interface AnswerBarrier {
  */
 export type AnswerTarget = FastifyReply | ServerResponse;
 
+/** A media type of JSON (`application/json`, `application/ld+json`, ...) without a charset parameter. */
+function jsonWithoutCharset(type: string): boolean {
+  const t = type.toLowerCase();
+  const semi = t.indexOf(';');
+  return (semi < 0 ? t : t.slice(0, semi)).includes('json') && !t.includes('charset=');
+}
+
 /**
  * An answer written on Node's response as Fastify's `reply.send` writes the payloads routes give
  * (a string, a Buffer or none): Content-Length measured unless given, no body, Content-Type or
  * Content-Length on a 204, `content-length: 0` on a body-less answer of any other status, and the
- * type Fastify would name for an untyped payload. Header names are lower case, as the routes write them.
+ * type Fastify would name for an untyped payload (and its `; charset=utf-8` after a JSON type that
+ * names none, for a text). Header names are lower case, as the routes write them.
  */
 export function writeAnswer(res: ServerResponse, a: HttpAnswer): void {
   const headers = a.headers;
@@ -35,7 +43,10 @@ export function writeAnswer(res: ServerResponse, a: HttpAnswer): void {
     delete headers['content-length'];
     payload = undefined;
   } else {
-    if (headers['content-type'] === undefined) headers['content-type'] = typeof payload === 'string' ? 'text/plain; charset=utf-8' : 'application/octet-stream';
+    const type = headers['content-type'];
+    if (type === undefined) headers['content-type'] = typeof payload === 'string' ? 'text/plain; charset=utf-8' : 'application/octet-stream';
+    // A JSON text named without its charset gets Fastify's `; charset=utf-8`.
+    else if (typeof payload === 'string' && typeof type === 'string' && jsonWithoutCharset(type)) headers['content-type'] = `${type}; charset=utf-8`;
     const length = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
     if (headers['content-length'] === undefined || Number(headers['content-length']) !== length) headers['content-length'] = String(length);
   }

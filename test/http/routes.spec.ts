@@ -51,6 +51,7 @@ before(async () => {
   pub.route({ method: 'GET', path: '/empty', route: { handle: () => ({ status: 200, headers: { 'x-a': '1' }, payload: undefined }) } });
   pub.route({ method: 'GET', path: '/no-content', route: { handle: () => ({ status: 204, headers: { 'content-type': 'text/plain' }, payload: 'dropped' }) } });
   pub.route({ method: 'GET', path: '/text', route: { handle: () => ({ status: 200, headers: {}, payload: 'plain' }) } });
+  pub.route({ method: 'GET', path: '/json-text', route: { handle: () => ({ status: 200, headers: { 'content-type': 'application/json' }, payload: '{"a":1}' }) } });
   // Counts what Fastify itself serves, to tell the fast lane's requests from the rest.
   pub.fastify.addHook('onRequest', (_req, _reply, done) => {
     fastifyServed++;
@@ -141,6 +142,7 @@ describe('HttpServer', () => {
       ['/empty', '/%65mpty'],
       ['/no-content', '/no-cont%65nt'],
       ['/text', '/t%65xt'],
+      ['/json-text', '/js%6Fn-text'],
       ['/rejects', '/r%65jects'],
     ]) {
       const before = fastifyServed;
