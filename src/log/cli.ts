@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { readArgs, UsageError } from '../cli-args';
 import { ConfigError, loadConfig, MAX_LOG_SHARDS, type RedisTarget } from '../config/config';
 import { assertNodeVersion } from '../node-version';
-import { createRedisClient, describeTarget, redactUrl, untilUsable, type RedisClient } from '../redis/redis.options';
+import { connectUsable, createRedisClient, describeTarget, redactUrl, type RedisClient } from '../redis/redis.options';
 import { ackKey, listKeyFor, logListKeys } from '../bidlog/keys';
 import { decompressFrame, listFrames, splitLines } from '../bidlog/reader';
 import { parseSpillName } from './spill';
@@ -176,9 +176,8 @@ async function* batches(o: Options): AsyncGenerator<ReadBatch> {
   let connected = true;
   try {
     try {
-      await client.connect();
       // On a cluster, connected is not yet usable (every master's connection must be up).
-      if (!(await untilUsable(client))) throw new Error('not every node answered in time');
+      await connectUsable(client);
     } catch (e) {
       connected = false;
       const msg = `cannot reach ${describeTarget(o.redis)}: ${e instanceof Error ? e.message : String(e)}`;
@@ -408,11 +407,22 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   if (e.code === 'EPIPE') process.exit(0); // `| head`
   throw e;
 });
+let settled = false;
+// A command that nothing will ever answer (a client ended with it pending) leaves Node nothing to
+// run, and it would exit 0 in silence: a `check` that printed nothing would look like success.
+process.on('beforeExit', () => {
+  if (settled) return;
+  settled = true;
+  process.stderr.write('logs: cannot reach Redis: a command never got its answer and nothing was left to wait for\n');
+  process.exitCode = 1;
+});
 main(process.argv.slice(2)).then(
   (code) => {
+    settled = true;
     process.exitCode = code;
   },
   (e: unknown) => {
+    settled = true;
     if (e instanceof UsageError) process.stderr.write(`logs: ${e.message}\n\n${USAGE}`);
     else process.stderr.write(`logs: ${e instanceof Error ? e.message : String(e)}\n`);
     process.exitCode = e instanceof UsageError ? 2 : 1;

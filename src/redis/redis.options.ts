@@ -153,6 +153,27 @@ export async function untilUsable(c: RedisClient, timeoutMs = CONNECT_TIMEOUT_MS
   return true;
 }
 
+/**
+ * Connects `c` and resolves once usable(c). Rejects when the connection fails, when the client ends
+ * (it does not reconnect), or after `timeoutMs`. `connect()` alone is not enough: ioredis's
+ * `Cluster.connect()` never settles when its ready check finds the cluster not ok (cluster_state:fail,
+ * e.g. a master down without a replica) and the client does not reconnect, and a process awaiting
+ * it has nothing left to run and exits 0 in silence (test/cluster/reader.spec.ts).
+ */
+export async function connectUsable(c: RedisClient, timeoutMs = CONNECT_TIMEOUT_MS): Promise<void> {
+  let failure: { error: unknown } | null = null;
+  c.connect().catch((e: unknown) => {
+    failure = { error: e };
+  });
+  const end = Date.now() + timeoutMs;
+  while (!usable(c)) {
+    if (failure !== null) throw (failure as { error: unknown }).error;
+    if (c.status === 'end') throw new Error(`the connection ended before it was usable${c instanceof Cluster ? ' (is cluster_state ok?)' : ''}`);
+    if (Date.now() >= end) throw new Error('not every node answered in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 /** Reconnect after 100, 200, 400 … ms, at most 1 s apart, forever. */
 export function reconnectDelay(attempt: number): number {
   return Math.min(100 * 2 ** Math.min(attempt - 1, 10), 1_000);
