@@ -30,22 +30,36 @@ function parseNativePayload(request: unknown, ver: string): { ver: string; paylo
 
 type NativeCore = Omit<NativeImp, 'battr'>;
 
-const NATIVE_CACHE_MAX = 512;
-/** Characters; real native requests are a few hundred. 512 × 8 KiB bounds the cache at ~8 MiB of text (UTF-16). */
+/**
+ * The cache's bounds: entries, and characters of text in all (2 Mi: 2 MiB of one-byte text, 4 MiB at
+ * most), besides the readings themselves (~1 KB each). Real native requests are a few hundred characters; a publisher network sends one
+ * per placement template, and the load test's generated pool holds 680 distinct ones. At 512
+ * entries, oldest out, a rotation over more texts than that never hit (every imp read and frozen
+ * afresh: 19 µs per bid request of `npm run profile -- --mix loadtest`, bench/README.md).
+ */
+const NATIVE_CACHE_MAX = 4096;
+const NATIVE_CACHE_MAX_CHARS = 2 * 1024 * 1024;
+/** Characters; a text longer than this is read every time and never kept. */
 const NATIVE_CACHE_MAX_TEXT = 8 * 1024;
 
 /**
  * Native requests sent as JSON strings, already read, by their text: an exchange sends the same few
  * per placement, and reading one (JSON.parse of the string, then the assets) is most of what a
  * native imp costs the reader. Only requests read without error are kept; bounded in entries and
- * in text length, oldest out. The bid path owns one (BiddingService) and passes it to
- * parseBidRequest; without one every native request is read afresh.
+ * in characters (NATIVE_CACHE_MAX, NATIVE_CACHE_MAX_CHARS), oldest out. The bid path owns one
+ * (BiddingService) and passes it to parseBidRequest; without one every native request is read afresh.
  */
 export class NativeRequestCache {
   private readonly m = new Map<string, { outerVer: string; core: NativeCore | null }>();
+  private textChars = 0;
 
   get size(): number {
     return this.m.size;
+  }
+
+  /** Characters of the texts kept. */
+  get chars(): number {
+    return this.textChars;
   }
 
   /** The reading of `request` under `outerVer`, read and kept on first sight. */
@@ -53,8 +67,16 @@ export class NativeRequestCache {
     let hit = this.m.get(request);
     if (hit === undefined || hit.outerVer !== outerVer) {
       // Frozen: one cached reading is shared by every request that sends this text.
-      hit = { outerVer, core: deepFreeze(parseNativeCore(request, outerVer, path)) };
-      if (this.m.size >= NATIVE_CACHE_MAX) this.m.delete(this.m.keys().next().value!);
+      const core = deepFreeze(parseNativeCore(request, outerVer, path));
+      if (hit === undefined) {
+        this.textChars += request.length;
+        while (this.m.size >= NATIVE_CACHE_MAX || (this.textChars > NATIVE_CACHE_MAX_CHARS && this.m.size > 0)) {
+          const oldest = this.m.keys().next().value!;
+          this.m.delete(oldest);
+          this.textChars -= oldest.length;
+        }
+      }
+      hit = { outerVer, core };
       this.m.set(request, hit);
     }
     return hit.core;

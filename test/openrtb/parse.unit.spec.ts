@@ -143,6 +143,27 @@ describe('parseBidRequest: native requests read once per text (NativeRequestCach
       assert.deepEqual(n.battr, [i]);
     }
   });
+  it('keeps more texts than one rotation of a large publisher sends: 1000 distinct texts read twice are read once', () => {
+    const cache = new NativeRequestCache();
+    const texts = Array.from({ length: 1000 }, (_, i) => JSON.stringify({ ver: '1.2', assets: [{ id: 1, required: 1, title: { len: 25 + i } }] }));
+    const read = (t: string) => parseBidRequest({ id: 'r', imp: [{ id: '1', native: { request: t } }] }, cache).imps[0].native!.assets;
+    const first = texts.map(read);
+    const second = texts.map(read);
+    assert.equal(second.filter((a, i) => a === first[i]).length, 1000, 'every second reading is the kept one');
+    assert.equal(cache.size, 1000);
+  });
+  it('stays within its character bound, oldest out', () => {
+    const cache = new NativeRequestCache();
+    const text = (i: number) => JSON.stringify({ ver: '1.2', assets: [{ id: 1, required: 1, title: { len: 40 } }], ext: { i, pad: 'x'.repeat(7_000) } });
+    const read = (i: number) => parseBidRequest({ id: 'r', imp: [{ id: '1', native: { request: text(i) } }] }, cache).imps[0].native!.assets;
+    for (let i = 0; i < 400; i++) read(i);
+    assert.ok(cache.chars <= 2 * 1024 * 1024, `${cache.chars} characters kept`);
+    assert.ok(cache.size < 400 && cache.size > 250, `${cache.size} texts kept`);
+    assert.equal(read(399), read(399), 'the newest is kept');
+    const n = cache.size;
+    read(0);
+    assert.equal(cache.size, n, 'the oldest went: reading it again put it back and pushed another out');
+  });
   it('reads the text again when the outer native version differs', () => {
     const plain = JSON.stringify({ assets: [{ id: 1, required: 1, title: { len: 40 } }] });
     const v = (ver: string) => parseBidRequest({ id: 'r', imp: [{ id: '1', native: { request: plain, ver } }] }, natives).imps[0].native!.ver;
