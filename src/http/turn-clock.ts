@@ -1,8 +1,11 @@
+import * as fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
 /** How often the loop's stalls are looked for, and how late a tick must be to count as one. */
 const TICK_MS = 20;
 const STALL_MS = 10;
+/** The shortest idle gap before a turn for which the run queue is read (a wait is never longer than the gap). */
+const RUN_QUEUE_GAP_MS = 5;
 
 /**
  * How long a request may have waited before its handler runs (an upper bound; shedding on it errs on
@@ -18,9 +21,16 @@ const STALL_MS = 10;
  *   (the same loop iteration) may have waited since the tick was due. A request read in a later
  *   iteration arrived after that poll, so the stall is forgotten at this iteration's check phase: a
  *   stall while idle is charged to nobody.
+ * - A turn that follows an idle loop began when the thread got a CPU, which can be well after the
+ *   kernel woke it for the request: on a busy host the thread waits in the run queue, and the loop
+ *   counts that wait as idle. Where the kernel says how long the thread has waited for a CPU
+ *   (Linux: /proc/thread-self/schedstat), a turn after an idle gap of RUN_QUEUE_GAP_MS or more is
+ *   charged the wait accrued since the last reading, at most the gap (the thread cannot have
+ *   waited longer than it looked idle). The stall timer takes a reading on each tick, so a reading
+ *   costs ~2-5 µs at most 50 times a second plus once per such gap; a shorter gap is not read, so a
+ *   wait under RUN_QUEUE_GAP_MS is not seen (bench/README.md has the cost of reading every turn).
  * Not seen (bench/README.md, the HTTP layer): work of the same poll batch done before the turn's
- * first request, and time the process waits for a CPU after the kernel woke it (the run queue),
- * which the loop counts as idle.
+ * first request.
  */
 export class TurnClock {
   private inTurn = false;
@@ -32,10 +42,19 @@ export class TurnClock {
   private turnHeldSince = Infinity;
   private due = 0;
   private timer: NodeJS.Timeout | null = null;
+  /** The last reading of the run-queue clock (ms, cumulative). */
+  private queued: number;
+  /** When the thread became runnable for this turn, by the run-queue wait (Infinity: not known, or no idle gap). */
+  private turnWokeAt = Infinity;
   private readonly endTurn = (): void => {
     this.inTurn = false;
     this.lastTurnEnd = performance.now();
   };
+
+  /** `runQueue`: the main thread's cumulative wait for a CPU in ms (null: not known, e.g. not Linux). */
+  constructor(private readonly runQueue: RunQueueClock | null = procRunQueueClock()) {
+    this.queued = runQueue === null ? 0 : runQueue();
+  }
   private readonly forgetStall = (): void => {
     this.heldSince = Infinity;
   };
@@ -46,6 +65,7 @@ export class TurnClock {
       this.heldSince = this.due;
     }
     this.due = now + TICK_MS;
+    if (this.runQueue !== null) this.queued = this.runQueue();
   };
 
   start(): void {
@@ -68,10 +88,67 @@ export class TurnClock {
       this.turnStart = now;
       this.turnHeldSince = this.heldSince;
       this.heldSince = Infinity;
+      this.turnWokeAt = Infinity;
+      // After an idle gap: the thread may have waited for a CPU since the kernel woke it.
+      const gap = now - this.lastTurnEnd;
+      if (this.runQueue !== null && gap >= RUN_QUEUE_GAP_MS) {
+        const queued = this.runQueue();
+        const waited = Math.min(queued - this.queued, gap);
+        this.queued = queued;
+        if (waited > 0) this.turnWokeAt = now - waited;
+      }
       setImmediate(this.endTurn);
     }
     // Busy: the last turn ended (check phase) right before this one began (timers and poll between).
-    const byTurns = this.turnStart - this.lastTurnEnd < 1 ? this.lastTurnStart : this.turnStart;
-    return byTurns < this.turnHeldSince ? byTurns : this.turnHeldSince;
+    let by = this.turnStart - this.lastTurnEnd < 1 ? this.lastTurnStart : this.turnStart;
+    if (this.turnWokeAt < by) by = this.turnWokeAt;
+    return by < this.turnHeldSince ? by : this.turnHeldSince;
   }
+}
+
+/** A thread's cumulative wait for a CPU, in milliseconds. */
+export type RunQueueClock = () => number;
+
+/**
+ * The calling thread's run-queue wait from /proc/thread-self/schedstat (its second field, in ns),
+ * read through a descriptor kept open (one pread, ~2 µs); null where the file cannot be read.
+ * Opened by the thread it measures: /proc/thread-self names the thread that opens it.
+ */
+export function procRunQueueClock(): RunQueueClock | null {
+  let fd: number;
+  try {
+    fd = fs.openSync('/proc/thread-self/schedstat', 'r');
+  } catch {
+    return null;
+  }
+  const buf = Buffer.alloc(96);
+  const parse = (): number => {
+    const n = fs.readSync(fd, buf, 0, buf.length, 0);
+    let i = 0;
+    while (i < n && buf[i] !== 0x20) i++;
+    if (i >= n) throw new Error('unexpected schedstat');
+    let ns = 0;
+    for (i++; i < n; i++) {
+      const d = buf[i] - 0x30;
+      if (d < 0 || d > 9) break;
+      ns = ns * 10 + d;
+    }
+    return ns / 1e6;
+  };
+  let last: number;
+  try {
+    last = parse();
+  } catch {
+    fs.closeSync(fd);
+    return null;
+  }
+  // A read that fails later (it should not) counts as no wait: shedding falls back to the turns alone.
+  return () => {
+    try {
+      last = parse();
+    } catch {
+      /* keep the last reading */
+    }
+    return last;
+  };
 }

@@ -23,7 +23,7 @@ export class AdminServer {
   ) {}
 
   async listen(port: number, host: string): Promise<string> {
-    const server = new HttpServer(SETTINGS, { stats: new HttpStats(), turns: new TurnClock(), accessLog: null, errors: { error: () => undefined } });
+    const server = new HttpServer(SETTINGS, { stats: new HttpStats(), turns: new TurnClock(null), accessLog: null, errors: { error: () => undefined } });
     server.route({ method: 'GET', path: '/metrics', route: { handle: () => this.prometheus() } });
     server.route({ method: 'GET', path: '/health/live', route: { handle: () => jsonAnswer(200, { status: 'ok', shipper: this.shipperId, pid: process.pid }) } });
     server.route({ method: 'GET', path: '/health/ready', route: { handle: () => this.ready() } });

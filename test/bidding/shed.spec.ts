@@ -4,6 +4,7 @@
  * counted and logged with reason `shed`, instead of a bid too late to count.
  */
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
@@ -52,6 +53,20 @@ describe('the shedding budget', () => {
   });
 });
 
+/** POSTs bid requests to `url` over `agent`: the status, whether it was shed, and how long it took. */
+function poster(url: string, agent: http.Agent) {
+  return (id: string, tmax: number) =>
+    new Promise<{ status: number; shed: boolean; ms: number }>((resolve, reject) => {
+      const t0 = performance.now();
+      const r = http.request(url, { method: 'POST', agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, shed: res.headers['x-bidder-shed'] === '1', ms: performance.now() - t0 }));
+      });
+      r.on('error', reject);
+      r.end(body(id, tmax));
+    });
+}
+
 describe('a worker whose event loop is held', () => {
   let redis: TestRedis;
   let dir: string;
@@ -74,18 +89,8 @@ describe('a worker whose event loop is held', () => {
       preload,
     );
     try {
-      const url = `${bidder.url}/openrtb2/bid`;
       const agent = new http.Agent({ keepAlive: true, maxSockets: 10 });
-      const post = (id: string, tmax: number) =>
-        new Promise<{ status: number; shed: boolean; ms: number }>((resolve, reject) => {
-          const t0 = performance.now();
-          const r = http.request(url, { method: 'POST', agent }, (res) => {
-            res.resume();
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, shed: res.headers['x-bidder-shed'] === '1', ms: performance.now() - t0 }));
-          });
-          r.on('error', reject);
-          r.end(body(id, tmax));
-        });
+      const post = poster(`${bidder.url}/openrtb2/bid`, agent);
       // Warm connections, then hold the loop and send while it is held.
       for (const a of await Promise.all(Array.from({ length: 10 }, (_, i) => post(`warm-${i}`, 100)))) assert.equal(a.status, 200);
       bidder.proc.kill('SIGUSR2');
@@ -116,6 +121,50 @@ describe('a worker whose event loop is held', () => {
       const m = await request(`${admin}/metrics`, { method: 'GET' });
       assert.match(m.body.toString(), /bidder_bid_requests_total\{[^}]*outcome="shed"[^}]*\} 10\n/);
     } finally {
+      await bidder.stop('SIGTERM');
+    }
+  });
+
+  // A turn after an idle loop starts when the thread gets a CPU: here a real-time process holds the
+  // worker's only core for 400 ms while requests arrive. The loop saw no stall (it was idle in
+  // epoll_wait, then waited in the run queue), so before the turn clock read the run queue these
+  // requests were answered with bids 400 ms late.
+  it('counts the wait for a CPU after an idle loop: requests that came while another process held its core are shed', async (t) => {
+    const cpus = os.availableParallelism();
+    const tools = ['chrt', 'taskset'].every((tool) => spawnSync(tool, ['--version']).status === 0);
+    if (process.platform !== 'linux' || cpus < 2 || !tools) {
+      t.skip('needs Linux, 2 CPUs, chrt and taskset');
+      return;
+    }
+    const bidder = await spawnBidder({ REDIS_URL: redis.url, LOG_REDIS_KEY: 'shed-rq-log', LOG_FLUSH_INTERVAL_MS: '100', LOG_SPILL_DIR: path.join(dir, 'spill-rq') }, await freePort());
+    const all = ((1n << BigInt(cpus)) - 1n).toString(16);
+    const pin = (pid: number, mask: string) => assert.equal(spawnSync('taskset', ['-a', '-p', mask, String(pid)]).status, 0, `taskset ${mask} ${pid}`);
+    try {
+      pin(bidder.proc.pid!, '2'); // the worker on CPU 1
+      pin(process.pid, '1'); // this test (the client) on CPU 0
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 10 });
+      const post = poster(`${bidder.url}/openrtb2/bid`, agent);
+      for (const a of await Promise.all(Array.from({ length: 10 }, (_, i) => post(`warm-${i}`, 100)))) assert.equal(a.status, 200);
+      await new Promise((r) => setTimeout(r, 50)); // the worker's loop goes idle
+      const hog = spawn('chrt', ['-f', '50', 'taskset', '-c', '1', process.execPath, '-e', "process.stdout.write('go\\n'); const end = Date.now() + 400; while (Date.now() < end);"], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const hogDone = new Promise((r) => hog.once('exit', r));
+      await new Promise<void>((resolve, reject) => {
+        hog.stdout.once('data', () => resolve());
+        hog.once('error', reject);
+      });
+      await new Promise((r) => setTimeout(r, 30));
+      const held = await Promise.all(Array.from({ length: 10 }, (_, i) => post(`rq-${i}`, 100)));
+      await hogDone;
+      for (const a of held) {
+        assert.ok(a.ms > 200, `waited ${a.ms.toFixed(0)} ms: the core was held`);
+        assert.equal(a.status, 204, `answered ${a.status} after ${a.ms.toFixed(0)} ms`);
+        assert.ok(a.shed, 'shed, not a no-bid');
+      }
+      const afterwards = await Promise.all(Array.from({ length: 10 }, (_, i) => post(`rq-after-${i}`, 100)));
+      for (const a of afterwards) assert.equal(a.status, 200);
+      agent.destroy();
+    } finally {
+      pin(process.pid, all);
       await bidder.stop('SIGTERM');
     }
   });

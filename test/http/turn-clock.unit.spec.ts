@@ -1,0 +1,73 @@
+// The turn clock's bound on when a request arrived, with a run-queue clock the test drives: a turn
+// that follows an idle loop is charged the wait for a CPU accrued since the last turn ended.
+import assert from 'node:assert/strict';
+import { performance } from 'node:perf_hooks';
+import { describe, it } from 'node:test';
+import { procRunQueueClock, TurnClock } from '../../src/http/turn-clock';
+
+/** Lets the turn end (its check-phase callback runs), then the loop idle for `ms`. */
+async function nextTurn(ms = 30): Promise<void> {
+  await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setTimeout(r, ms));
+}
+
+describe('TurnClock and the run queue', () => {
+  it('charges a turn after an idle gap with the wait for a CPU since the last reading', async () => {
+    let queued = 100;
+    const clock = new TurnClock(() => queued);
+    clock.arrivedBy(performance.now());
+    await nextTurn(); // 30 ms idle, of which the thread waited 20 for a CPU before its next turn
+    queued += 20;
+    const now = performance.now();
+    assert.equal(clock.arrivedBy(now), now - 20);
+    assert.equal(clock.arrivedBy(now + 1), now - 20, 'every request of that turn');
+    await nextTurn();
+    const later = performance.now();
+    assert.equal(clock.arrivedBy(later), later, 'no wait since: the turn itself');
+  });
+
+  it('charges at most the idle gap (the thread cannot have waited longer than it looked idle)', async () => {
+    let queued = 0;
+    const clock = new TurnClock(() => queued);
+    clock.arrivedBy(performance.now());
+    await new Promise((r) => setImmediate(r));
+    const ended = performance.now();
+    await nextTurn(10);
+    queued += 500; // e.g. waits of the turn before, while it was busy: already in its wall-clock time
+    const now = performance.now();
+    const by = clock.arrivedBy(now);
+    assert.ok(by >= ended - 1 && by < now - 9, `${now - by} ms charged after ${now - ended} ms idle`);
+  });
+
+  it('reads nothing after a gap shorter than 5 ms (a wait is never longer than the gap)', async () => {
+    let reads = 0;
+    const clock = new TurnClock(() => {
+      reads++;
+      return 0;
+    });
+    clock.arrivedBy(performance.now());
+    const before = reads;
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setImmediate(r));
+      clock.arrivedBy(performance.now());
+    }
+    assert.equal(reads, before);
+  });
+
+  it('without a run-queue clock, a turn after an idle loop starts its own bound', async () => {
+    const clock = new TurnClock(null);
+    clock.arrivedBy(performance.now());
+    await nextTurn();
+    const now = performance.now();
+    assert.equal(clock.arrivedBy(now), now);
+  });
+
+  it('reads this thread’s wait from /proc/thread-self/schedstat on Linux', { skip: process.platform !== 'linux' }, () => {
+    const rq = procRunQueueClock();
+    assert.ok(rq !== null, 'the file can be read');
+    const a = rq();
+    const b = rq();
+    assert.ok(Number.isFinite(a) && a >= 0, `${a}`);
+    assert.ok(b >= a, 'cumulative');
+  });
+});
