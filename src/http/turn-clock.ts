@@ -27,7 +27,7 @@ const RUN_QUEUE_GAP_MS = 5;
  *   (Linux: /proc/thread-self/schedstat), a turn after an idle gap of RUN_QUEUE_GAP_MS or more is
  *   charged the wait accrued since the last reading, at most the gap (the thread cannot have
  *   waited longer than it looked idle). The stall timer takes a reading on each tick, so a reading
- *   costs ~2-5 µs at most 50 times a second plus once per such gap; a shorter gap is not read, so a
+ *   costs ~2-6 µs at most 50 times a second plus once per such gap; a shorter gap is not read, so a
  *   wait under RUN_QUEUE_GAP_MS is not seen (bench/README.md has the cost of reading every turn).
  * Not seen (bench/README.md, the HTTP layer): work of the same poll batch done before the turn's
  * first request.
