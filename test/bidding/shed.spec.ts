@@ -131,9 +131,10 @@ describe('a worker whose event loop is held', () => {
   // requests were answered with bids 400 ms late.
   it('counts the wait for a CPU after an idle loop: requests that came while another process held its core are shed', async (t) => {
     const cpus = os.availableParallelism();
-    const tools = ['chrt', 'taskset'].every((tool) => spawnSync(tool, ['--version']).status === 0);
+    // chrt must be allowed to make a real-time process (root, or CAP_SYS_NICE).
+    const tools = spawnSync('taskset', ['-c', '0', 'chrt', '-f', '1', 'true']).status === 0;
     if (process.platform !== 'linux' || cpus < 2 || !tools) {
-      t.skip('needs Linux, 2 CPUs, chrt and taskset');
+      t.skip('needs Linux, 2 CPUs, taskset and a permitted chrt -f');
       return;
     }
     const bidder = await spawnBidder({ REDIS_URL: redis.url, LOG_REDIS_KEY: 'shed-rq-log', LOG_FLUSH_INTERVAL_MS: '100', LOG_SPILL_DIR: path.join(dir, 'spill-rq') }, await freePort());
@@ -151,6 +152,7 @@ describe('a worker whose event loop is held', () => {
       await new Promise<void>((resolve, reject) => {
         hog.stdout.once('data', () => resolve());
         hog.once('error', reject);
+        hog.once('exit', (code) => reject(new Error(`the real-time process exited (${code}) before it began`)));
       });
       await new Promise((r) => setTimeout(r, 30));
       const held = await Promise.all(Array.from({ length: 10 }, (_, i) => post(`rq-${i}`, 100)));
