@@ -50,11 +50,6 @@ export class TurnClock {
     this.inTurn = false;
     this.lastTurnEnd = performance.now();
   };
-
-  /** `runQueue`: the main thread's cumulative wait for a CPU in ms (null: not known, e.g. not Linux). */
-  constructor(private readonly runQueue: RunQueueClock | null = procRunQueueClock()) {
-    this.queued = runQueue === null ? 0 : runQueue();
-  }
   private readonly forgetStall = (): void => {
     this.heldSince = Infinity;
   };
@@ -67,6 +62,11 @@ export class TurnClock {
     this.due = now + TICK_MS;
     if (this.runQueue !== null) this.queued = this.runQueue();
   };
+
+  /** `runQueue`: the main thread's cumulative wait for a CPU in ms (null: not known, e.g. not Linux). */
+  constructor(private readonly runQueue: RunQueueClock | null = procRunQueueClock()) {
+    this.queued = runQueue === null ? 0 : runQueue();
+  }
 
   start(): void {
     if (this.timer !== null) return;

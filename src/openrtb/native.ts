@@ -32,10 +32,11 @@ type NativeCore = Omit<NativeImp, 'battr'>;
 
 /**
  * The cache's bounds: entries, and characters of text in all (2 Mi: 2 MiB of one-byte text, 4 MiB at
- * most), besides the readings themselves (~1 KB each, measured on the load test's texts). Real native requests are a few hundred characters; a publisher network sends one
- * per placement template, and the load test's generated pool holds 680 distinct ones. At 512
- * entries, oldest out, a rotation over more texts than that never hit (every imp read and frozen
- * afresh: 19 µs per bid request of `npm run profile -- --mix loadtest`, bench/README.md).
+ * most), besides the readings themselves (~1 KB each, measured on the load test's texts). Real
+ * native requests are a few hundred characters; a publisher network sends one per placement
+ * template, and the load test's generated pool holds 680 distinct ones. At 512 entries, oldest out,
+ * a rotation over more texts than that never hit (every imp read and frozen afresh: 19 µs per bid
+ * request of `npm run profile -- --mix loadtest`, bench/README.md).
  */
 const NATIVE_CACHE_MAX = 4096;
 const NATIVE_CACHE_MAX_CHARS = 2 * 1024 * 1024;
