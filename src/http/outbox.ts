@@ -13,6 +13,14 @@ export interface AnswerBarrier {
 }
 
 /**
+ * How long an answer may wait for the commit of its turn (ms). A turn usually lasts well under this
+ * (one to a few requests); after a stall the poll phase may read tens of requests at once, and
+ * their answers would otherwise all wait for the last one's. Costs one more write(2) per this much
+ * of a long turn.
+ */
+export const HOLD_MAX_MS = 2;
+
+/**
  * Where an answer goes: a Fastify reply, or Node's response itself for a request served before
  * Fastify (server.ts, `serveFast`), which gets the same headers Fastify would write (`writeAnswer`).
  */
@@ -59,17 +67,23 @@ export function writeAnswer(res: ServerResponse, a: HttpAnswer): void {
  * only after what the barrier guards is committed (the crash journal: a worker killed right after
  * answering has the records of that answer on disk). Answers computed while it is pending are held
  * until the check phase of this event-loop turn, after every request the poll phase read: one commit
- * (one write(2)) then covers all of them. Sending never throws.
+ * (one write(2)) then covers all of them. A long turn (a burst read at once after a stall) does not
+ * hold the first answers until its end: once the oldest held answer has waited HOLD_MAX_MS, the
+ * commit and the sending happen then, within the turn. Sending never throws.
  */
 export class Outbox {
   private barrier: AnswerBarrier | null = null;
   /** Answers waiting for the barrier's commit: reply, answer, reply, answer, ... */
   private held: Array<AnswerTarget | HttpAnswer> = [];
+  /** When the oldest held answer was held (performance.now()). */
+  private heldSince = 0;
   private releaseQueued = false;
 
   constructor(
     private readonly stats: HttpStats,
     private readonly errors: { error(o: object): void },
+    private readonly holdMaxMs = HOLD_MAX_MS,
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   setBarrier(barrier: AnswerBarrier | null): void {
@@ -78,10 +92,13 @@ export class Outbox {
 
   send(reply: AnswerTarget, a: HttpAnswer): void {
     if (this.barrier !== null && this.barrier.pending()) {
+      if (this.held.length === 0) this.heldSince = this.now();
       this.held.push(reply, a);
       if (!this.releaseQueued) {
         this.releaseQueued = true;
         setImmediate(this.release);
+      } else if (this.now() - this.heldSince >= this.holdMaxMs) {
+        this.flush();
       }
       return;
     }
@@ -90,6 +107,11 @@ export class Outbox {
 
   private readonly release = (): void => {
     this.releaseQueued = false;
+    this.flush();
+  };
+
+  /** Commits the barrier and sends every held answer. */
+  private flush(): void {
     const held = this.held;
     this.held = [];
     try {
@@ -99,7 +121,7 @@ export class Outbox {
       this.errors.error({ msg: 'journal commit failed', err: e });
     }
     for (let i = 0; i < held.length; i += 2) this.sendNow(held[i] as AnswerTarget, held[i + 1] as HttpAnswer);
-  };
+  }
 
   /**
    * Sends an answer. Never throws: an answer Node refuses (a header value it rejects, say) becomes a
