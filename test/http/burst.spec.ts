@@ -72,8 +72,6 @@ process.on('SIGUSR2', () => { const end = Date.now() + 300; while (Date.now() < 
       // The turn lasted at least N × BID_MS = 90 ms. Held to its end, every answer would come
       // within a few ms of the others; sent as they are done, the first ones come that much sooner.
       assert.ok(spread >= (N * BID_MS) / 3, `the answers of the burst came within ${spread.toFixed(1)} ms of each other`);
-      const early = times.filter((t) => t - times[0] < (N * BID_MS) / 3).length;
-      assert.ok(early < N, `${early} of ${N} answers came in the first third of the burst`);
     } finally {
       await bidder.stop('SIGTERM');
     }
