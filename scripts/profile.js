@@ -300,32 +300,37 @@ function ready(url) {
   });
 }
 
-/** Starts one target process; returns { pid, url, child, stop() }. */
-async function startTarget(name, { redisUrl, nodeArgs, cpu, dir }) {
+/**
+ * Starts one target process; returns { pid, url, child, stop() }. `kind` is bidder or baseline
+ * (default: `name`), `root` the checkout whose build it runs (default: this one), `perfMap` whether
+ * V8 writes the perf map (`npm run ab` runs without), `env` variables set over the defaults.
+ */
+async function startTarget(name, { redisUrl, nodeArgs, cpu, dir, kind = name, root = ROOT, perfMap = true, env: extraEnv = {} }) {
   const port = await freePort();
   const adminPort = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const script = name === 'bidder' ? path.join(ROOT, 'dist', 'main.js') : path.join(ROOT, 'bench', 'baseline', 'server.js');
+  const script = kind === 'bidder' ? path.join(root, 'dist', 'main.js') : path.join(root, 'bench', 'baseline', 'server.js');
   const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1' };
   delete env.NODE_OPTIONS;
-  if (name === 'bidder') {
+  if (kind === 'bidder') {
     const spill = path.join(dir, 'spill');
     Object.assign(env, {
       NODE_ENV: 'production',
       ADMIN_PORT: String(adminPort),
       REDIS_URL: redisUrl,
-      LOG_REDIS_KEY: `profile:${process.pid}:bidlog`,
+      LOG_REDIS_KEY: `profile:${process.pid}:${name}:bidlog`,
       LOG_SPILL_DIR: spill,
       TRACKING_BASE_URL: base,
       TRACKING_SECRET: crypto.randomBytes(32).toString('base64url'),
       PII_HASH_SECRET: crypto.randomBytes(32).toString('base64url'),
     });
   }
-  const args = ['--perf-basic-prof', '--interpreted-frames-native-stack', ...nodeArgs, script];
+  Object.assign(env, extraEnv);
+  const args = [...(perfMap ? ['--perf-basic-prof', '--interpreted-frames-native-stack'] : []), ...nodeArgs, script];
   const logFile = path.join(dir, `${name}.log`);
   const out = fs.openSync(logFile, 'a');
   const [cmd, cmdArgs] = cpu !== null ? ['taskset', ['-c', String(cpu), process.execPath, ...args]] : [process.execPath, args];
-  const child = spawn(cmd, cmdArgs, { cwd: ROOT, env, stdio: ['ignore', out, out] });
+  const child = spawn(cmd, cmdArgs, { cwd: root, env, stdio: ['ignore', out, out] });
   fs.closeSync(out);
   let exited = null;
   child.once('exit', (code, signal) => (exited = signal || `exit code ${code}`));
@@ -696,4 +701,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { perfProblem, gcSummary, latestMapEntries, sampleBucket, frameBucket, samplesOf, BUCKETS, startLoad };
+module.exports = { perfProblem, gcSummary, latestMapEntries, sampleBucket, frameBucket, samplesOf, BUCKETS, startLoad, startTarget, cpuSeconds };
