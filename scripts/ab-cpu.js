@@ -1,12 +1,13 @@
 'use strict';
 // `npm run ab -- --against <dir>`: the CPU per bid request of two bidder builds measured side by side
-// (bench/README.md, "Comparing two builds"). This checkout's build (A) and the one in <dir> (B: a
+// (bench/README.md, "Comparing two builds"). This checkout's build (A, or the one in `--a <dir>`) and the one in <dir> (B: a
 // worktree of another commit, built, with node_modules) run at the same time, pinned to the same
 // CPU, each under its own open-loop load of the same rate and mix (scripts/profile.js's generator,
 // with notices), with one Redis. Every round reads both processes' CPU from /proc over the same
 // window, so the machine's noise (other tenants, steal, the hypervisor) falls on both alike, where
 // two runs in turn differ by ±10 % on this kind of VM. `--against .` compares the build with itself:
-// the spread of that ratio is what the method can resolve.
+// the spread of that ratio is what the method can resolve. `--against baseline` runs the bare-Fastify
+// baseline (bench/baseline/server.js) as B.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -16,7 +17,7 @@ const { startLoad, startTarget, cpuSeconds } = require('./profile');
 const { startRedis } = require('./lib/redis');
 
 const ROOT = path.resolve(__dirname, '..');
-const USAGE = `usage: npm run ab -- --against <dir> [--rounds 8] [--seconds 10] [--warmup 25] [--rate 650]
+const USAGE = `usage: npm run ab -- [--a <dir>] --against <dir>|baseline [--rounds 8] [--seconds 10] [--warmup 25] [--rate 650]
        [--mix samples|loadtest] [--notices 0.1] [--node-args="<flags>"] [--node-args-b="<flags>"]
        [--env-b NAME=value ...] [--json <file>] [--out <dir>] [--no-pin]`;
 
@@ -24,6 +25,7 @@ function parse(argv) {
   const { values: v } = parseArgs({
     args: argv,
     options: {
+      a: { type: 'string' },
       against: { type: 'string' },
       rounds: { type: 'string', default: '8' },
       seconds: { type: 'string', default: '10' },
@@ -41,7 +43,7 @@ function parse(argv) {
     },
   });
   if (v.help) return { help: true };
-  if (!v.against) throw new Error('--against <dir> is required (a checkout of the other build, or . for this one)');
+  if (!v.against) throw new Error('--against <dir> is required (a checkout of the other build, . for this one, or baseline)');
   const num = (k, lo, hi) => {
     const n = Number(v[k]);
     if (!Number.isFinite(n) || n < lo || n > hi) throw new Error(`--${k} ${v[k]}: expected a number from ${lo} to ${hi}`);
@@ -56,7 +58,8 @@ function parse(argv) {
     envB[m[1]] = m[2];
   }
   return {
-    against: path.resolve(v.against),
+    a: v.a ? path.resolve(v.a) : ROOT,
+    against: v.against === 'baseline' ? 'baseline' : path.resolve(v.against),
     rounds: num('rounds', 1, 1000),
     seconds: num('seconds', 1, 600),
     warmup: num('warmup', 0, 600),
@@ -103,7 +106,7 @@ async function main() {
     console.log(USAGE);
     return;
   }
-  for (const root of [ROOT, o.against]) {
+  for (const root of o.against === 'baseline' ? [o.a] : [o.a, o.against]) {
     if (!fs.existsSync(path.join(root, 'dist', 'main.js'))) {
       console.error(`ab: ${path.join(root, 'dist', 'main.js')} is missing: npm run build there first`);
       process.exit(2);
@@ -134,15 +137,16 @@ async function main() {
   try {
     redis = await startRedis({ dir: path.join(dir, 'redis'), log });
     if (pin) spawnSync('taskset', ['-a', '-p', '-c', '1', String(redis.pid)], { stdio: 'ignore' });
-    for (const [name, root, nodeArgs, env] of [
-      ['a', ROOT, o.nodeArgsA, {}],
-      ['b', o.against, o.nodeArgsB, o.envB],
+    const baseline = o.against === 'baseline';
+    for (const [name, root, nodeArgs, env, kind] of [
+      ['a', o.a, o.nodeArgsA, {}, 'bidder'],
+      ['b', baseline ? ROOT : o.against, o.nodeArgsB, o.envB, baseline ? 'baseline' : 'bidder'],
     ]) {
       const sideDir = path.join(dir, name);
       fs.mkdirSync(sideDir, { recursive: true });
       const side = { name, root, nodeArgs, target: null, load: null };
       sides.push(side);
-      side.target = await startTarget(name, { kind: 'bidder', root, redisUrl: redis.url, nodeArgs, cpu: pin ? 0 : null, dir: sideDir, perfMap: false, env });
+      side.target = await startTarget(name, { kind, root, redisUrl: redis.url, nodeArgs, cpu: pin ? 0 : null, dir: sideDir, perfMap: false, env });
     }
     // The generator started first sends first in every millisecond's batch, so its build reads the
     // requests first and the other finds the caches as the first left them (the build with itself
@@ -152,7 +156,7 @@ async function main() {
       for (const s of first === 0 ? sides : [...sides].reverse()) s.load = startLoad({ url: s.target.url, rate: o.rate, mix: o.mix, notices: o.notices });
     };
     await startLoads(0);
-    log(`ab: A ${ROOT} (pid ${sides[0].target.pid}), B ${o.against} (pid ${sides[1].target.pid}), ${o.rate}/s each; warm-up ${o.warmup} s`);
+    log(`ab: A ${o.a} (pid ${sides[0].target.pid}), B ${o.against} (pid ${sides[1].target.pid}), ${o.rate}/s each; warm-up ${o.warmup} s`);
     await sleep(o.warmup * 1000);
     const rounds = [];
     for (let i = 0; i < o.rounds; i++) {
@@ -185,7 +189,7 @@ async function main() {
       `ab: ${o.rounds} rounds of ${o.seconds} s after ${o.warmup} s of warm-up, ${o.rate} bid requests/s to each build at once, ` +
         `${o.mix === 'samples' ? 'the sample requests of bench/ab-http.js' : "the load test's generated requests"}, notices for ${o.notices * 100} % of them; ` +
         `Node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`,
-      `A: ${ROOT}${o.nodeArgsA.length ? ` (${o.nodeArgsA.join(' ')})` : ''}`,
+      `A: ${o.a}${o.nodeArgsA.length ? ` (${o.nodeArgsA.join(' ')})` : ''}`,
       `B: ${o.against}${o.nodeArgsB.length ? ` (${o.nodeArgsB.join(' ')})` : ''}${Object.keys(o.envB).length ? `, with ${Object.entries(o.envB).map(([k, x]) => `${k}=${x}`).join(' ')}` : ''}`,
       '',
       '| round | sent first | A, µs of CPU per bid request | B | B / A | bid requests A / B | shed or failed A / B |',

@@ -32,6 +32,7 @@ describe('npm run ab (scripts/ab-cpu.js)', () => {
     assert.deepEqual([other.nodeArgsA, other.nodeArgsB], [['--a'], ['--b', '--c']]);
     assert.deepEqual(ab.parse(['--against', '.', '--env-b', 'LOG_JOURNAL=0', '--env-b', 'X=a=b']).envB, { LOG_JOURNAL: '0', X: 'a=b' });
     assert.throws(() => ab.parse(['--against', '.', '--env-b', 'no-equals']), /--env-b no-equals: expected NAME=value/);
+    assert.equal(ab.parse(['--against', 'baseline']).against, 'baseline');
   });
 
   it('measures the build against itself, both at once, round by round', { timeout: 120_000 }, () => {
