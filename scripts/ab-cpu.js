@@ -11,9 +11,8 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
 const { parseArgs } = require('node:util');
-const { startLoad, startTarget, cpuSeconds } = require('./profile');
+const { startLoad, startTarget, cpuSeconds, cliOptions, canPin, pinTo, onInterrupt } = require('./profile');
 const { startRedis } = require('./lib/redis');
 
 const ROOT = path.resolve(__dirname, '..');
@@ -95,17 +94,8 @@ function delta(a, b) {
 }
 
 async function main() {
-  let o;
-  try {
-    o = parse(process.argv.slice(2));
-  } catch (e) {
-    console.error(`ab: ${e.message}\n${USAGE}`);
-    process.exit(2);
-  }
-  if (o.help) {
-    console.log(USAGE);
-    return;
-  }
+  const o = cliOptions('ab', USAGE, parse);
+  if (o === null) return;
   for (const root of o.against === 'baseline' ? [o.a] : [o.a, o.against]) {
     if (!fs.existsSync(path.join(root, 'dist', 'main.js'))) {
       console.error(`ab: ${path.join(root, 'dist', 'main.js')} is missing: npm run build there first`);
@@ -115,9 +105,9 @@ async function main() {
   const log = (s) => console.error(s);
   const dir = o.out || fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-ab-'));
   fs.mkdirSync(dir, { recursive: true });
-  const pin = o.pin && os.availableParallelism() >= 2 && spawnSync('sh', ['-c', 'command -v taskset'], { encoding: 'utf8' }).stdout.trim() !== '';
+  const pin = canPin(o.pin);
   if (pin) {
-    spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+    pinTo(process.pid, 1);
     log('ab: both builds pinned to CPU 0, the load generators and Redis to CPU 1 (--no-pin to leave them free)');
   }
   const sides = [];
@@ -128,15 +118,10 @@ async function main() {
     if (redis) await redis.stop();
     if (!o.out) fs.rmSync(dir, { recursive: true, force: true });
   };
-  const onSignal = () => {
-    log('ab: interrupted, stopping what it started');
-    cleanup().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const uninterruptible = onInterrupt('ab', cleanup);
   try {
     redis = await startRedis({ dir: path.join(dir, 'redis'), log });
-    if (pin) spawnSync('taskset', ['-a', '-p', '-c', '1', String(redis.pid)], { stdio: 'ignore' });
+    if (pin) pinTo(redis.pid, 1);
     const baseline = o.against === 'baseline';
     for (const [name, root, nodeArgs, env, kind] of [
       ['a', o.a, o.nodeArgsA, {}, 'bidder'],
@@ -201,8 +186,7 @@ async function main() {
     console.log(lines.join('\n'));
     if (o.json) fs.writeFileSync(o.json, `${JSON.stringify({ options: o, rounds, summary }, null, 2)}\n`);
   } finally {
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
+    uninterruptible();
     await cleanup();
   }
 }

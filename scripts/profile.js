@@ -623,18 +623,49 @@ function table(o, results) {
   return lines.join('\n');
 }
 
-async function main() {
+/** The options `parse` reads from this process's arguments; exits 2 with `usage` on a bad one, null after printing it for --help. */
+function cliOptions(tag, usage, parse) {
   let o;
   try {
-    o = parseOptions(process.argv.slice(2));
+    o = parse(process.argv.slice(2));
   } catch (e) {
-    console.error(`profile: ${e.message}\n${USAGE}`);
+    console.error(`${tag}: ${e.message}\n${usage}`);
     process.exit(2);
   }
   if (o.help) {
-    console.log(USAGE);
-    return;
+    console.log(usage);
+    return null;
   }
+  return o;
+}
+
+/** Whether processes can be pinned to CPUs here: asked for, two CPUs or more, and taskset present. */
+function canPin(wanted) {
+  return wanted && os.availableParallelism() >= 2 && spawnSync('sh', ['-c', 'command -v taskset'], { encoding: 'utf8' }).stdout.trim() !== '';
+}
+
+/** Pins every thread of `pid` to `cpu` (taskset). */
+function pinTo(pid, cpu) {
+  spawnSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
+}
+
+/** On SIGINT or SIGTERM: `cleanup`, then exit 130. Returns the function that removes the handlers. */
+function onInterrupt(tag, cleanup) {
+  const onSignal = () => {
+    console.error(`${tag}: interrupted, stopping what it started`);
+    cleanup().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return () => {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  };
+}
+
+async function main() {
+  const o = cliOptions('profile', USAGE, parseOptions);
+  if (o === null) return;
   const log = (s) => console.error(s);
   const problem = perfProblem();
   if (problem) {
@@ -647,12 +678,11 @@ async function main() {
   }
   const dir = o.out || fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-profile-'));
   fs.mkdirSync(dir, { recursive: true });
-  const cpus = os.availableParallelism();
-  const pin = o.pin && cpus >= 2 && spawnSync('sh', ['-c', 'command -v taskset'], { encoding: 'utf8' }).stdout.trim() !== '';
+  const pin = canPin(o.pin);
   const ctx = { dir, keep: o.out !== null, perf: findPerf(), running: new Set(), redisUrl: null, redisPid: null, serverCpu: pin ? 0 : null, clientCpu: pin ? 1 : null, log };
   if (pin) {
     // The load and perf on CPU 1, each target on CPU 0 (as bench/ab-http.js is used).
-    spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+    pinTo(process.pid, 1);
     log('profile: targets pinned to CPU 0, the load generator, Redis and perf to CPU 1 (--no-pin to leave them free)');
   }
   let redis = null;
@@ -664,18 +694,13 @@ async function main() {
     if (redis) await redis.stop();
     if (!ctx.keep) fs.rmSync(dir, { recursive: true, force: true });
   };
-  const onSignal = () => {
-    log('profile: interrupted, stopping what it started');
-    cleanup().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const uninterruptible = onInterrupt('profile', cleanup);
   try {
     if (o.targets.includes('bidder')) {
       redis = await startRedis({ dir: path.join(dir, 'redis'), log });
       ctx.redisUrl = redis.url;
       ctx.redisPid = redis.pid;
-      if (pin) spawnSync('taskset', ['-a', '-p', '-c', '1', String(redis.pid)], { stdio: 'ignore' });
+      if (pin) pinTo(redis.pid, 1);
     }
     const results = {};
     for (const name of o.targets) results[name] = await profileTarget(name, o, ctx);
@@ -688,8 +713,7 @@ async function main() {
     console.log(text);
     if (o.json) fs.writeFileSync(o.json, `${JSON.stringify({ options: o, buckets: BUCKETS, results }, null, 2)}\n`);
   } finally {
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
+    uninterruptible();
     await cleanup();
   }
 }
@@ -701,4 +725,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { perfProblem, gcSummary, latestMapEntries, sampleBucket, frameBucket, samplesOf, BUCKETS, startLoad, startTarget, cpuSeconds };
+module.exports = { perfProblem, gcSummary, latestMapEntries, sampleBucket, frameBucket, samplesOf, BUCKETS, startLoad, startTarget, cpuSeconds, cliOptions, canPin, pinTo, onInterrupt };
