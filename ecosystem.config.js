@@ -139,16 +139,22 @@ module.exports = {
       // bound at 198-255 MB, for no CPU the runs could measure (bench/RESULTS.md, "Worker memory").
       // PM2 passes node_args to cluster workers (execArgv), after a reload too (each worker logs
       // its execArgv at start). Tried and not kept
-      // (bench/README.md): --single-threaded-gc (no less CPU, longer scavenges). The mark-compacts
-      // of issue 22 are started by V8 once the old generation is ~6 MB above the live ~32 MB, so
-      // they follow the bytes promoted per second (bench/README.md, GC).
+      // (bench/README.md): --single-threaded-gc (no less CPU, longer scavenges).
+      //
+      // --heap-growing-percent=300: the old generation may grow to 4x what the last mark-compact
+      // left (V8's own upper factor) before V8 marks it again. Left to V8, a worker with ~29 MB live
+      // ran a mark-compact every 3.5-6.5 s at 650 bid requests/s, each started at a heap of only
+      // 36-45 MB (a few scavenges' promotions). With it: one a minute,
+      // 4-8 % less CPU per bid request side by side (npm run ab; npm run memory), for ~30-75 MB
+      // more resident per worker: Buffers promoted by the scavenges wait longer to be freed
+      // (docs/operations.md, "Memory per worker"; bench/README.md, "GC").
       //
       // --v8-pool-size=1: one V8 helper thread per worker (Node's default is 4) for the concurrent
       // GC marking, parallel scavenges and background compiles, since there is one worker per core.
       // With 4 each, 2 workers' 8 helpers took the cores from the main threads in bursts. At
       // 1000/s on 2 cores, 4 alternating rounds: p99 median 168 → 68 ms, shed 0.66 → 0.04 %, CPU
       // per bid request 824 → 779 µs (bench/RESULTS.md, "V8's helper threads").
-      node_args: ['--max-semi-space-size=16', '--v8-pool-size=1'],
+      node_args: ['--max-semi-space-size=16', '--v8-pool-size=1', '--heap-growing-percent=300'],
       // A worker takes traffic only after main.ts sent process.send('ready') (after listen);
       // `pm2 reload` stops an old worker only once its replacement is ready.
       wait_ready: true,
