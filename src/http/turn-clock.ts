@@ -18,7 +18,8 @@ const RUN_QUEUE_GAP_MS = 5;
  *   and ends in the check phase (one setImmediate per turn, none while idle).
  * - Anything else that holds the loop (a long callback, a GC pause) delays the next turn: a timer
  *   every TICK_MS notices when it runs late, and the requests read in the poll phase right after it
- *   (the same loop iteration) may have waited since the tick was due. A request read in a later
+ *   (the same loop iteration) may have waited since the tick was due, or since the last turn began
+ *   when that was later (that turn read what had come by then). A request read in a later
  *   iteration arrived after that poll, so the stall is forgotten at this iteration's check phase: a
  *   stall while idle is charged to nobody.
  * - A turn that follows an idle loop began when the thread got a CPU, which can be well after the
@@ -55,9 +56,14 @@ export class TurnClock {
   };
   private readonly tick = (): void => {
     const now = performance.now();
-    if (now - this.due > STALL_MS && this.due < this.heldSince) {
+    // A turn that began after the tick was due read every request that had arrived by then (and
+    // was charged its own wait): what is read from here on arrived after that turn began. That
+    // happens when the loop wakes from an idle wait for a CPU: the poll phase runs before the
+    // overdue timer.
+    const since = this.turnStart > this.due ? this.turnStart : this.due;
+    if (now - this.due > STALL_MS && since < this.heldSince) {
       if (this.heldSince === Infinity) setImmediate(this.forgetStall);
-      this.heldSince = this.due;
+      this.heldSince = since;
     }
     this.due = now + TICK_MS;
     if (this.runQueue !== null) this.queued = this.runQueue();

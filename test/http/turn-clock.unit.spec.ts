@@ -1,6 +1,7 @@
 // The turn clock's bound on when a request arrived, with a run-queue clock the test drives: a turn
 // that follows an idle loop is charged the wait for a CPU accrued since the last turn ended.
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { describe, it } from 'node:test';
 import { procRunQueueClock, TurnClock } from '../../src/http/turn-clock';
@@ -52,6 +53,40 @@ describe('TurnClock and the run queue', () => {
       clock.arrivedBy(performance.now());
     }
     assert.equal(reads, before);
+  });
+
+  // The loop slept in epoll_wait while its thread waited for a CPU: on waking it runs the poll
+  // phase first (that turn is charged the wait by the run-queue clock), and the stall timer, overdue
+  // by the same wait, runs only in the next iteration. A request read in that iteration's poll phase
+  // arrived after the charged turn began, not when the timer was due.
+  it('does not charge the wait a turn after an idle gap was charged to the requests read after that turn', async () => {
+    let queued = 0;
+    const clock = new TurnClock(() => queued);
+    clock.start();
+    try {
+      clock.arrivedBy(performance.now());
+      await nextTurn(10);
+      const { held, after } = await new Promise<{ held: { now: number; by: number }; after: { now: number; by: number } }>((resolve, reject) => {
+        // An I/O callback (the poll phase), as a request's read is.
+        fs.access(__filename, () => {
+          const t0 = performance.now();
+          while (performance.now() - t0 < 60); // the wait for a CPU, past two of the timer's ticks
+          queued += 60;
+          const now = performance.now();
+          const held = { now, by: clock.arrivedBy(now) };
+          // The next request's read completes in the next iteration's poll phase, after its timers.
+          fs.access(__filename, (e) => {
+            if (e) reject(e);
+            const later = performance.now();
+            resolve({ held, after: { now: later, by: clock.arrivedBy(later) } });
+          });
+        });
+      });
+      assert.ok(held.now - held.by >= 59, `the turn after the wait is charged it: ${(held.now - held.by).toFixed(1)} ms`);
+      assert.ok(after.by >= held.now - 1, `the request read after that turn arrived after it began: charged ${(after.now - after.by).toFixed(1)} ms`);
+    } finally {
+      clock.stop();
+    }
   });
 
   it('without a run-queue clock, a turn after an idle loop starts its own bound', async () => {
