@@ -45,6 +45,8 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
   private nextRetentionAt = 0;
   private nextBacklogAt = 0;
   private waitingForLease = false;
+  /** Whether the heartbeat leases were taken at start: not ready before (another shipper could still adopt its list). */
+  private leasesTaken = false;
   private drainUntil = 0;
 
   constructor(
@@ -120,6 +122,7 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
     if (this.stopping) problems.push('stopping');
     if (!this.redis.ready()) problems.push('redis not connected');
     if (this.waitingForLease) problems.push(`waiting for the heartbeat lease of SHIP_ID=${this.config.shipperId} (another process holds it)`);
+    else if (!this.leasesTaken && !this.stopping) problems.push('taking the heartbeat lease');
     if (this.failures > 0 && this.lastError) problems.push(`${this.lastError.kind}: ${this.lastError.message}`);
     return { ready: problems.length === 0, problems };
   }
@@ -298,6 +301,7 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
         }
         if (all) {
           this.waitingForLease = false;
+          this.leasesTaken = true;
           return;
         }
         this.waitingForLease = true;
