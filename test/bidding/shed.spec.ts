@@ -145,7 +145,7 @@ describe('a worker whose event loop is held', () => {
       pin(process.pid, '1'); // this test (the client) on CPU 0
       const agent = new http.Agent({ keepAlive: true, maxSockets: 10 });
       const post = poster(`${bidder.url}/openrtb2/bid`, agent);
-      for (const a of await Promise.all(Array.from({ length: 10 }, (_, i) => post(`warm-${i}`, 100)))) assert.equal(a.status, 200, `warm-up: ${a.status}${a.shed ? " (shed)" : ""} after ${a.ms.toFixed(0)} ms`);
+      for (const a of await Promise.all(Array.from({ length: 10 }, (_, i) => post(`warm-${i}`, 100)))) assert.equal(a.status, 200, `warm-up: ${a.status}${a.shed ? ' (shed)' : ''} after ${a.ms.toFixed(0)} ms`);
       await new Promise((r) => setTimeout(r, 50)); // the worker's loop goes idle
       const hog = spawn('chrt', ['-f', '50', 'taskset', '-c', '1', process.execPath, '-e', "process.stdout.write('go\\n'); const end = Date.now() + 400; while (Date.now() < end);"], { stdio: ['ignore', 'pipe', 'inherit'] });
       const hogDone = new Promise((r) => hog.once('exit', r));
@@ -163,7 +163,7 @@ describe('a worker whose event loop is held', () => {
         assert.ok(a.shed, 'shed, not a no-bid');
       }
       const afterwards = await Promise.all(Array.from({ length: 10 }, (_, i) => post(`rq-after-${i}`, 100)));
-      for (const a of afterwards) assert.equal(a.status, 200, `afterwards: ${a.status}${a.shed ? " (shed)" : ""} after ${a.ms.toFixed(0)} ms`);
+      for (const a of afterwards) assert.equal(a.status, 200, `afterwards: ${a.status}${a.shed ? ' (shed)' : ''} after ${a.ms.toFixed(0)} ms`);
       agent.destroy();
     } finally {
       pin(process.pid, own);

@@ -76,7 +76,7 @@ describe('TurnClock and the run queue', () => {
           const held = { now, by: clock.arrivedBy(now) };
           // The next request's read completes in the next iteration's poll phase, after its timers.
           fs.access(__filename, (e) => {
-            if (e) reject(e);
+            if (e) return reject(e);
             const later = performance.now();
             resolve({ held, after: { now: later, by: clock.arrivedBy(later) } });
           });
