@@ -141,20 +141,24 @@ module.exports = {
       // its execArgv at start). Tried and not kept
       // (bench/README.md): --single-threaded-gc (no less CPU, longer scavenges).
       //
-      // --heap-growing-percent=300: the old generation may grow to 4x what the last mark-compact
-      // left (V8's own upper factor) before V8 marks it again. Left to V8, a worker with ~29 MB live
-      // ran a mark-compact every 3.5-6.5 s at 650 bid requests/s, each started at a heap of only
-      // 36-45 MB (a few scavenges' promotions). With it: one a minute,
-      // 4-8 % less CPU per bid request side by side (npm run ab; npm run memory), for ~30-75 MB
-      // more resident per worker: Buffers promoted by the scavenges wait longer to be freed
-      // (docs/operations.md, "Memory per worker"; bench/README.md, "GC").
+      // --heap-growing-percent=200: after a mark-compact the old generation may grow to 3x what it
+      // left before V8 marks it again. V8 starts marking as soon as the room left below that limit
+      // is smaller than the young generation (2 x 16 MiB here; deps/v8/src/heap/heap.cc,
+      // IncrementalMarkingLimitReached). Left to V8, the factor it picked (~1.6 at ~36 MB live) left
+      // ~22 MB of room, so each mark-compact started the next one within seconds: one every 3.5-6.5 s
+      // at 650 bid requests/s, started by a task, not by the heap reaching its limit
+      // (--trace-incremental-marking). A factor of 3 leaves twice the live heap, more than 32 MiB for
+      // any worker (its live heap stays above ~20 MB). Side by side (npm run memory, 6 minutes at
+      // 450/s): V8's own factor 469 µs of CPU per bid request, 150 437, 300 432; then 150 / 200 / 300
+      // 391 / 387 / 383 µs at 212 / 217 / 231 MB resident (docs/operations.md, "Memory per worker";
+      // bench/README.md, "GC").
       //
       // --v8-pool-size=1: one V8 helper thread per worker (Node's default is 4) for the concurrent
       // GC marking, parallel scavenges and background compiles, since there is one worker per core.
       // With 4 each, 2 workers' 8 helpers took the cores from the main threads in bursts. At
       // 1000/s on 2 cores, 4 alternating rounds: p99 median 168 → 68 ms, shed 0.66 → 0.04 %, CPU
       // per bid request 824 → 779 µs (bench/RESULTS.md, "V8's helper threads").
-      node_args: ['--max-semi-space-size=16', '--v8-pool-size=1', '--heap-growing-percent=300'],
+      node_args: ['--max-semi-space-size=16', '--v8-pool-size=1', '--heap-growing-percent=200'],
       // A worker takes traffic only after main.ts sent process.send('ready') (after listen);
       // `pm2 reload` stops an old worker only once its replacement is ready.
       wait_ready: true,
