@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplica
 import { HttpAdapterHost } from '@nestjs/core';
 import { AggregatorRegistry, type Metric } from 'prom-client';
 import { CONFIG, type Config } from '../config/config';
-import { createRedisClient, type RedisClient } from '../redis/redis.options';
+import { createRedisClient, stopSlotsRefresh, type RedisClient } from '../redis/redis.options';
 import { ComputedGauge, type MetricFamily } from './fast-metrics';
 import { MetricsService, WINDOW_MS } from './metrics.service';
 
@@ -99,6 +99,7 @@ export class ClusterMetrics implements OnApplicationBootstrap, OnApplicationShut
     await Promise.race([removeOwn().catch(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, 1_000)))]);
     clearTimeout(timer);
     redis.disconnect();
+    stopSlotsRefresh(redis);
   }
 
   /** The Redis key of this machine's bidder (by the port all workers share). */

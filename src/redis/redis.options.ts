@@ -179,6 +179,21 @@ export function reconnectDelay(attempt: number): number {
   return Math.min(100 * 2 ** Math.min(attempt - 1, 10), 1_000);
 }
 
+/**
+ * After `quit()` or `disconnect()` of a cluster client: makes sure its periodic slot-map refresh
+ * stays stopped. ioredis (5.x) schedules the next refresh when one completes without checking
+ * whether the client was closed meanwhile, so a refresh in flight at the close re-arms the timer,
+ * which then fires every `slotsRefreshInterval` for good and keeps the process from exiting
+ * (test/cluster/redis.spec.ts). `disconnect()` clears the timer: at once when the refresh has
+ * completed, else in a callback queued behind it (run after it re-armed the timer). Nothing to do
+ * for a single server's client.
+ */
+export function stopSlotsRefresh(client: RedisClient): void {
+  if (!(client instanceof Cluster)) return;
+  if ((client as unknown as { isRefreshing?: boolean }).isRefreshing === true) client.refreshSlotsCache(() => client.disconnect());
+  else client.disconnect();
+}
+
 /** The Redis Cluster hash slot of a key (its hash tag's, when it has one). */
 export function slotOf(key: string): number {
   return calculateSlot(key);

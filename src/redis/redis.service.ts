@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { Cluster } from 'ioredis';
 import { CONFIG, type Config } from '../config/config';
-import { createRedisClient, describeTarget, lastClientError, untilUsable, usable, type RedisClient } from './redis.options';
+import { createRedisClient, describeTarget, lastClientError, stopSlotsRefresh, untilUsable, usable, type RedisClient } from './redis.options';
 import { defineScripts, type ScriptSet } from './scripts';
 import { ChannelSubscriber, type SubscriberHandlers } from './subscriber';
 
@@ -177,9 +177,13 @@ async function close(w: Watched): Promise<void> {
       ),
       1_000,
     );
-    if (quit === true) return;
+    if (quit === true) {
+      stopSlotsRefresh(w.client);
+      return;
+    }
   }
   w.client.disconnect();
+  stopSlotsRefresh(w.client);
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T | undefined> {

@@ -1,5 +1,5 @@
 import type { RedisTarget } from '../config/config';
-import { createRedisClient, untilUsable, usable, type RedisClient } from '../redis/redis.options';
+import { createRedisClient, stopSlotsRefresh, untilUsable, usable, type RedisClient } from '../redis/redis.options';
 import { defineScripts } from '../redis/scripts';
 import { heartbeatKey, procKey, shippersKey } from '../bidlog/keys';
 import { readBacklog, type Backlog } from '../bidlog/reader';
@@ -134,6 +134,7 @@ export class ShipperRedis {
       await this.client.quit().catch(() => undefined);
     }
     this.client.disconnect();
+    stopSlotsRefresh(this.client);
   }
 }
 

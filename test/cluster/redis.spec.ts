@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as zlib from 'node:zlib';
-import type { Cluster } from 'ioredis';
+import { Cluster } from 'ioredis';
 import { createApp } from '../../src/app';
 import { loadConfig, type Config } from '../../src/config/config';
 import { spendKeys } from '../../src/delivery/keys';
@@ -21,7 +21,7 @@ import { SpendService } from '../../src/delivery/spend.service';
 import { ackKey } from '../../src/bidlog/keys';
 import { RedisFrameSink } from '../../src/log/log-sink';
 import { LogService } from '../../src/log/log.service';
-import { masterFor, slotOf } from '../../src/redis/redis.options';
+import { clusterClientOptions, masterFor, slotOf, stopSlotsRefresh } from '../../src/redis/redis.options';
 import { RedisService } from '../../src/redis/redis.service';
 import { CampaignStore } from '../../src/targeting/campaign-store';
 import { sleep, until } from '../log/support';
@@ -40,6 +40,7 @@ before(async () => {
 
 after(async () => {
   admin?.disconnect();
+  if (admin) stopSlotsRefresh(admin);
   await cluster?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
@@ -250,5 +251,34 @@ describe('the bid log on a Redis Cluster', () => {
     const records = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: string; type: string });
     assert.ok(records.length > 0, `no record read; stderr: ${r.stderr.slice(0, 2_000)}`);
     assertOnce(records, traffic.ids);
+  });
+});
+
+describe('closing a cluster client', () => {
+  it('leaves no slot-map refresh timer behind when a refresh was in flight at the close', async () => {
+    // ioredis starts its next periodic refresh when one completes, even if the client was closed
+    // meanwhile: the timer then fires every interval and keeps the process alive (a test file's
+    // process did not exit). A short interval makes a refresh in flight easy to catch.
+    const target = loadConfig(clusterEnv(cluster, { TRACKING_SECRET: 'test-secret' })).redis;
+    let caught = 0;
+    for (let round = 0; round < 20 && caught < 5; round++) {
+      const client = new Cluster(cluster.nodes.map(({ host, port }) => ({ host, port })), { ...clusterClientOptions(target, 'refresh-test'), slotsRefreshInterval: 2 });
+      client.on('error', () => undefined);
+      client.on('node error', () => undefined);
+      await client.connect();
+      const inFlight = (): boolean => (client as unknown as { isRefreshing: boolean }).isRefreshing;
+      const until = Date.now() + 2_000;
+      while (!inFlight() && Date.now() < until) await new Promise((r) => setImmediate(r));
+      const wasInFlight = inFlight();
+      await client.quit().catch(() => undefined);
+      stopSlotsRefresh(client);
+      await sleep(100);
+      const timer = (client as unknown as { slotsTimer: NodeJS.Timeout | null }).slotsTimer;
+      client.disconnect();
+      if (!wasInFlight) continue;
+      caught++;
+      assert.equal(timer, null, `round ${round}: a refresh timer was armed after the close`);
+    }
+    assert.ok(caught > 0, 'no refresh was caught in flight');
   });
 });
