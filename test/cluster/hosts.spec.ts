@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Cluster } from 'ioredis';
 import { spendKeys } from '../../src/delivery/keys';
+import { stopSlotsRefresh } from '../../src/redis/redis.options';
 import { procKey } from '../../src/bidlog/keys';
 import { postBid, sleep, spawnBidder, until, type Bidder } from '../log/support';
 import { assertShippedOnce, readShipped, spawnShipper } from '../shipper/support';
@@ -86,6 +87,7 @@ before(async () => {
 after(async () => {
   for (const h of hosts) await h.stop('SIGKILL').catch(() => undefined);
   admin?.disconnect();
+  if (admin) stopSlotsRefresh(admin);
   await cluster?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
