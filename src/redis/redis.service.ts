@@ -177,12 +177,10 @@ async function close(w: Watched): Promise<void> {
       ),
       1_000,
     );
-    if (quit === true) {
-      stopSlotsRefresh(w.client);
-      return;
-    }
+    if (quit !== true) w.client.disconnect();
+  } else {
+    w.client.disconnect();
   }
-  w.client.disconnect();
   stopSlotsRefresh(w.client);
 }
 
