@@ -15,6 +15,7 @@
  * (a user's counts and markers share the user's hash tag), and PUBLISH reaches every node.
  */
 import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { RedisBatch } from '../redis/batch';
 import { RedisService } from '../redis/redis.service';
 import { DeliveryRedis } from './delivery-redis';
 import type { ChannelSubscriber } from '../redis/subscriber';
@@ -26,8 +27,6 @@ import { utcDay } from './utc-day';
 
 const CHANNEL = 'bidder:fcap:capped';
 const DAY_TTL_SECONDS = 2 * 24 * 3600;
-/** How long impressions gather before they are counted in Redis together (one round trip). */
-const IMPRESSION_BATCH_MS = 50;
 /** Capped pairs held locally; past this the oldest are forgotten (they may then bid once more). */
 const MAX_CAPPED = 1_000_000;
 
@@ -42,7 +41,8 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
   private reloadPending = false;
   private pending: Array<{ day: string; bidId: string; userKey: string; campaignId: string; crid: string; resolve: (counted: boolean) => void; reject: (e: unknown) => void }> =
     [];
-  private flushTimer: NodeJS.Timeout | null = null;
+  /** Whether a flush of `pending` is queued on the batch. */
+  private flushQueued = false;
   /** `impressions`: counted; `repeated`: seen before for the same bid (not counted again). */
   readonly stats = { impressions: 0, repeated: 0, cappedPairs: 0, reloads: 0, errors: 0, blockedBids: 0 };
 
@@ -51,6 +51,7 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly db: DeliveryRedis,
     private readonly store: CampaignStore,
     private readonly clock: Clock,
+    private readonly batch: RedisBatch,
   ) {}
 
   /** Subscribes to cap news and loads today's capped pairs (start-up waits at most 2 s for it). */
@@ -86,10 +87,7 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
 
   /** Impressions still gathering are counted while Redis is still there (every onApplicationShutdown runs after this). */
   async beforeApplicationShutdown(): Promise<void> {
-    if (this.flushTimer !== null) {
-      clearTimeout(this.flushTimer);
-      await this.flushImpressions().catch(() => undefined);
-    }
+    await this.batch.drain();
   }
 
   onApplicationShutdown(): void {
@@ -160,25 +158,27 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
    * Counts the impression of a bid (from the impression tracker), once per bid: resolves true when it
    * was counted, false when this bid's impression was seen before. With a user, it counts toward the
    * user's caps, and when it reaches the campaign's cap every worker is told. Impressions are counted
-   * in batches: the first one starts an IMPRESSION_BATCH_MS timer and everything recorded until it
-   * fires goes to Redis in one pipeline (one round trip instead of one per impression; the cap news
-   * leaves that much later). Rejects when Redis cannot be reached.
+   * in batches (src/redis/batch.ts): everything recorded within REDIS_BATCH_MS goes to Redis in one
+   * write with the other batched commands (the cap news leaves that much later). Rejects when Redis
+   * cannot be reached.
    */
   recordImpression(bidId: string, userKey: string, campaignId: string, crid: string): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
       this.pending.push({ day: this.clock.today(), bidId, userKey, campaignId, crid, resolve, reject });
-      this.flushTimer ??= setTimeout(() => void this.flushImpressions(), IMPRESSION_BATCH_MS);
+      if (this.flushQueued) return;
+      this.flushQueued = true;
+      this.batch.later(() => this.flushImpressions());
     });
   }
 
   private async flushImpressions(): Promise<void> {
-    this.flushTimer = null;
+    this.flushQueued = false;
     const batch = this.pending;
     this.pending = [];
     if (batch.length === 0) return;
     let counts: number[];
     try {
-      // One command per impression, sent together (the client writes them back to back).
+      // One command per impression, issued in the batch's turn: one write for all of them.
       counts = await Promise.all(
         batch.map((i) =>
           i.userKey === ''

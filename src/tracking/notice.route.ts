@@ -12,6 +12,7 @@ import { HttpServers } from '../http/http.module';
 import type { HttpRoute, RouteRequest } from '../http/server';
 import { LogService } from '../log/log.service';
 import type { NoticeRecord } from '../bidlog/records';
+import { RedisBatch } from '../redis/batch';
 import { RedisService } from '../redis/redis.service';
 import { CampaignStore } from '../targeting/campaign-store';
 import { isNoticeEvent, NoticeError, readNotice, type Notice } from './notice';
@@ -53,6 +54,7 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
     private readonly redis: RedisService,
     private readonly shading: ShadingService,
     private readonly clock: Clock,
+    private readonly batch: RedisBatch,
   ) {
     this.maxAgeMs = config.billDedupeTtlSeconds * 1000;
     // A marker outlives every notice of its bid: older ones are refused (410) anyway.
@@ -151,21 +153,28 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
    * Win, loss and click: the answer goes at once; the record follows when Redis has said whether
    * this is the bid's first notice of the kind (`counted`: true the first time, false for a repeat,
    * null when Redis failed), as bills and impressions say it. `first` runs for the first one only.
+   * The marker is set with the next batch of commands (src/redis/batch.ts: within REDIS_BATCH_MS,
+   * one write to Redis for all of them), not at once: nothing waits for it but the record.
    */
   private once(p: TrackingPayload, record: NoticeRecord, outcome: string, first?: () => void): void {
     const event = record.type;
-    this.redis.connection().set(noticeMarker(event, p.bidId), '1', 'EX', this.markerTtlSeconds, 'NX').then(
-      (ok) => {
-        const counted = ok !== null;
-        this.stats.count(event, counted ? outcome : 'repeated');
-        this.log.log({ ...record, counted });
-        if (counted) first?.();
-      },
-      (e: unknown) => {
-        this.stats.count(event, 'error');
-        this.log.log({ ...record, counted: null });
-        this.logger.warn(`${event} notice not checked for repeats: ${(e as Error).message}`);
-      },
+    this.batch.later(() =>
+      this.redis
+        .connection()
+        .set(noticeMarker(event, p.bidId), '1', 'EX', this.markerTtlSeconds, 'NX')
+        .then(
+          (ok) => {
+            const counted = ok !== null;
+            this.stats.count(event, counted ? outcome : 'repeated');
+            this.log.log({ ...record, counted });
+            if (counted) first?.();
+          },
+          (e: unknown) => {
+            this.stats.count(event, 'error');
+            this.log.log({ ...record, counted: null });
+            this.logger.warn(`${event} notice not checked for repeats: ${(e as Error).message}`);
+          },
+        ),
     );
   }
 

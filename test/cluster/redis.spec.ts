@@ -22,10 +22,12 @@ import { ackKey } from '../../src/bidlog/keys';
 import { RedisFrameSink } from '../../src/log/log-sink';
 import { LogService } from '../../src/log/log.service';
 import { clusterClientOptions, masterFor, slotOf, stopSlotsRefresh } from '../../src/redis/redis.options';
+import { RedisBatch } from '../../src/redis/batch';
 import { RedisService } from '../../src/redis/redis.service';
 import { CampaignStore } from '../../src/targeting/campaign-store';
 import { sleep, until } from '../log/support';
 import { startTestRedisCluster, type TestRedisCluster } from '../support/redis-cluster';
+import { countWrites, type WriteCounter } from '../support/socket-writes';
 import { adminClient, clusterEnv, clusterLogKeys, masterPortOf, readClusterLog, runCliOnCluster } from './support';
 
 let cluster: TestRedisCluster;
@@ -96,6 +98,32 @@ describe('RedisService on a Redis Cluster', () => {
       assert.equal(node?.options.port, await masterPortOf(admin, list));
       assert.equal(slotOf(list), slotOf(ackKey(list, 'f-1')));
     } finally {
+      await redis.onApplicationShutdown();
+    }
+  });
+
+  it('a batch of commands on keys of every master leaves in one write per master, each command on its own node', async () => {
+    const redis = await service(config());
+    const batch = new RedisBatch(redis);
+    const client = redis.connection() as Cluster;
+    const writes = new Map<number, WriteCounter>();
+    for (const node of client.nodes('master')) writes.set(node.options.port ?? 0, countWrites(node.stream));
+    const restore = () => {
+      for (const w of writes.values()) w.stop();
+    };
+    try {
+      const keys = Array.from({ length: 30 }, (_, i) => `bidder:notice:{batch-${i}}:win`);
+      const ok: Array<string | null> = [];
+      for (const k of keys) batch.later(() => client.set(k, '1', 'EX', 60, 'NX').then((r) => void ok.push(r)));
+      await batch.drain();
+      restore();
+      assert.deepEqual(ok, Array(30).fill('OK'));
+      const masters = new Set(await Promise.all(keys.map((k) => masterPortOf(admin, k))));
+      assert.equal(masters.size, 3, 'the keys span every master');
+      for (const port of masters) assert.equal(writes.get(port)?.n, 1, `one write to the master on ${port}`);
+      for (const k of keys) assert.equal(await admin.get(k), '1');
+    } finally {
+      restore();
       await redis.onApplicationShutdown();
     }
   });

@@ -120,11 +120,18 @@ describe('notice round trips', () => {
   });
 
   it('counts notices by type and outcome in /metrics', async () => {
-    const text = (await get(`${t.adminUrl}/metrics`)).body.toString();
+    let text = '';
     const value = (labels: string) => {
       const m = new RegExp(`^bidder_notices_total\\{[^}]*${labels}[^}]*\\} (\\d+)`, 'm').exec(text);
       return m ? Number(m[1]) : 0;
     };
+    // A click is counted once Redis has said it is the bid's first: its marker goes with the next
+    // batch of commands (src/redis/batch.ts), up to REDIS_BATCH_MS after the answer.
+    for (const end = Date.now() + 2_000; ; ) {
+      text = (await get(`${t.adminUrl}/metrics`)).body.toString();
+      if (value('type="click",outcome="ok"') > 0 || Date.now() > end) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
     assert.equal(value('type="bill",outcome="duplicate"'), 1);
     assert.ok(value('type="bill",outcome="ok"') >= 1);
     assert.ok(value('type="bill",outcome="rejected"') >= 3, 'forged, tampered, unsigned and too-high bills');
