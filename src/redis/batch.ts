@@ -5,6 +5,11 @@ import { RedisService } from './redis.service';
 
 /** How long commands that may wait gather before they leave together. */
 export const REDIS_BATCH_MS = 50;
+/**
+ * The most commands a batch gathers: a flood of notices (a signed URL replayed, say) leaves in
+ * batches of this many at once instead of queueing without bound for REDIS_BATCH_MS.
+ */
+export const REDIS_BATCH_MAX = 1024;
 
 /**
  * Runs `fn`, which issues commands on `client`, with the client's connections corked: the commands
@@ -51,7 +56,8 @@ export class RedisBatch implements BeforeApplicationShutdown {
 
   /**
    * Calls `send` (which issues its commands synchronously, and whose promise settles when their
-   * replies are handled) with the other commands of the next batch, within REDIS_BATCH_MS.
+   * replies are handled) with the other commands of the next batch, within REDIS_BATCH_MS, or at
+   * once when it is the batch's REDIS_BATCH_MAX-th.
    */
   later(send: () => Promise<unknown>): void {
     if (this.stopping) {
@@ -59,7 +65,8 @@ export class RedisBatch implements BeforeApplicationShutdown {
       return;
     }
     this.queue.push(send);
-    this.timer ??= setTimeout(() => this.flush(), REDIS_BATCH_MS);
+    if (this.queue.length >= REDIS_BATCH_MAX) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), REDIS_BATCH_MS);
   }
 
   /** Issues everything queued now, in one corked turn. */

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import type * as net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/config';
-import { corked, REDIS_BATCH_MS, RedisBatch } from '../../src/redis/batch';
+import { corked, REDIS_BATCH_MAX, REDIS_BATCH_MS, RedisBatch } from '../../src/redis/batch';
 import type { RedisClient } from '../../src/redis/redis.options';
 import { RedisService } from '../../src/redis/redis.service';
 import { startTestRedis, type TestRedis } from '../support/redis';
@@ -72,6 +72,21 @@ describe('Redis command batch', () => {
     // The timer sends it by itself too.
     const late = new Promise<string | null>((resolve) => batch.later(() => client.set('marker:0', '1', 'EX', 60, 'NX').then(resolve)));
     assert.equal(await late, null, 'a repeat');
+  });
+
+  it('a flood does not queue without bound: the REDIS_BATCH_MAX-th command sends the batch at once', async () => {
+    const batch = new RedisBatch(service);
+    const writes = countWrites(client);
+    let done = 0;
+    const n = 2 * REDIS_BATCH_MAX + 5;
+    for (let i = 0; i < n; i++) batch.later(() => client.incr('flood').then(() => void done++));
+    // Two full batches left in the same turn, one write each; the last 5 wait for the timer.
+    assert.equal(writes.n, 2);
+    await batch.drain();
+    writes.stop();
+    assert.equal(writes.n, 3);
+    assert.equal(done, n);
+    assert.equal(await client.get('flood'), String(n));
   });
 
   it('from shutdown on, sends at once and waits for what was queued', async () => {
