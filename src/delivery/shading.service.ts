@@ -46,6 +46,16 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   private readonly logger = new Logger('Shading');
   readonly settings: ShadingSettings;
   private readonly segments = new Map<string, Segment>();
+  /**
+   * The same segments found without a key string: by publisher, then by `segmentCode` (ad size, device
+   * type and hour in one small integer). Filled from `segments` on a miss, so a segment made by the
+   * sync (by its key) is found here too. Building and hashing the key text took about a third of a
+   * shaded price (bench/RESULTS-bid.md).
+   */
+  private readonly byPublisher = new Map<string, Map<number, Segment>>();
+  /** Small integers naming the ad sizes seen (`sizeOf`), and each candidate's, made once per candidate. */
+  private readonly sizeIds = new Map<string, number>();
+  private readonly candidateSizes = new WeakMap<Candidate, number>();
   private readonly pool: Segment;
   private readonly basePrior: Float64Array;
   private readonly dirty = new Set<Segment>();
@@ -99,7 +109,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     const perUsd = m.price / c.price;
     let floorCur = 0;
     if (imp.bidfloor > 0) floorCur = rates.convert(imp.bidfloor, imp.bidfloorcur, cur) ?? 0;
-    const seg = this.segment(segmentKey(req.publisher, sizeOf(c), req.deviceType, hourOf(now)));
+    const seg = this.segmentOf(req.publisher, c, req.deviceType, hourOf(now));
     const draw = this.random.next();
     const usd = bestBid(seg !== null && seg.weight > 0 ? seg.cdf : this.pool.cdf, c.price, floorCur / perUsd, this.settings, draw, pressure);
     const j = gridBelow(usd);
@@ -116,6 +126,34 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   /** The notice query parameter a shaded bid carries (its segment's device type), '' for others. */
   noticeParam(req: BidRequest, m: Match): string {
     return this.enabled && req.at === 1 && m.dealId === null ? `&sd=${req.deviceType}` : '';
+  }
+
+  /** The segment of a bid of candidate `c` (null when MAX_SEGMENTS are kept and this is not one of them). */
+  private segmentOf(publisher: string, c: Candidate, deviceType: number, hour: number): Segment | null {
+    const code = this.segmentCode(c, deviceType, hour);
+    let inner = this.byPublisher.get(publisher);
+    const found = code < 0 ? undefined : inner?.get(code);
+    if (found !== undefined) return found;
+    const s = this.segment(segmentKey(publisher, sizeOf(c), deviceType, hour));
+    if (s !== null && code >= 0) {
+      if (inner === undefined) this.byPublisher.set(publisher, (inner = new Map()));
+      inner.set(code, s);
+    }
+    return s;
+  }
+
+  /** Ad size, device type and hour as one small integer; -1 (no code: the key string is used) for a device type outside 0-1023. */
+  private segmentCode(c: Candidate, deviceType: number, hour: number): number {
+    if (!Number.isInteger(deviceType) || deviceType < 0 || deviceType > 1023) return -1;
+    let size = this.candidateSizes.get(c);
+    if (size === undefined) {
+      const name = sizeOf(c);
+      size = this.sizeIds.get(name);
+      if (size === undefined) this.sizeIds.set(name, (size = this.sizeIds.size));
+      this.candidateSizes.set(c, size);
+    }
+    // 24 hours × 1024 device types per size: a small integer below 2^30 for up to ~43,000 sizes.
+    return size < 40_000 ? (size * 1024 + deviceType) * 24 + hour : -1;
   }
 
   private segment(key: string): Segment | null {
@@ -143,7 +181,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     if (c === undefined) return;
     const j = gridBelow(bidUsd);
     if (j < 0) return;
-    const seg = this.segment(segmentKey(p.publisher, sizeOf(c), deviceType, hourOf(p.ts)));
+    const seg = this.segmentOf(p.publisher, c, deviceType, hourOf(p.ts));
     for (const s of seg === null ? [this.pool] : [seg, this.pool]) {
       const o = s.own;
       o.answered[j]++;
