@@ -25,6 +25,8 @@ import { bestBid, binOf, Counts, DEFAULT_SHADING, gridBelow, logNormalBins, Segm
 
 /** Most segments kept; beyond, new segments bid from the pooled estimate and are not learned apart. */
 const MAX_SEGMENTS = 20_000;
+/** Ad sizes given a small integer for the segment index ((size × 1024 + device type) × 24 + hour stays below 2^30). */
+const MAX_SIZE_IDS = 40_000;
 const POOL = '*';
 const SHARE_KEY = (member: string): string => `bidder:shade:${member}`;
 /** OpenRTB loss reasons that say the price lost: 102 lost to a higher bid, 103 lost to a deal. */
@@ -142,18 +144,22 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     return s;
   }
 
-  /** Ad size, device type and hour as one small integer; -1 (no code: the key string is used) for a device type outside 0-1023. */
+  /** Ad size, device type and hour as one small integer; -1 (no code: the key string is used) for a device type outside 0-1023 or a size past MAX_SIZE_IDS. */
   private segmentCode(c: Candidate, deviceType: number, hour: number): number {
     if (!Number.isInteger(deviceType) || deviceType < 0 || deviceType > 1023) return -1;
     let size = this.candidateSizes.get(c);
     if (size === undefined) {
       const name = sizeOf(c);
       size = this.sizeIds.get(name);
-      if (size === undefined) this.sizeIds.set(name, (size = this.sizeIds.size));
+      if (size === undefined) {
+        // Sizes come from the campaigns; past MAX_SIZE_IDS of them (never, in practice) the rest go by key.
+        size = this.sizeIds.size < MAX_SIZE_IDS ? this.sizeIds.size : -1;
+        if (size >= 0) this.sizeIds.set(name, size);
+      }
       this.candidateSizes.set(c, size);
     }
-    // 24 hours × 1024 device types per size: a small integer below 2^30 for up to ~43,000 sizes.
-    return size < 40_000 ? (size * 1024 + deviceType) * 24 + hour : -1;
+    // 24 hours × 1024 device types per size: a small integer below 2^30.
+    return size < 0 ? -1 : (size * 1024 + deviceType) * 24 + hour;
   }
 
   private segment(key: string): Segment | null {

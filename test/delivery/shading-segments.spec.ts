@@ -86,6 +86,17 @@ describe('shading segments', () => {
     assert.equal(s.price(req('pub-c', 3), imp, match(banner), 'USD', rates, NOW), prior);
   });
 
+  it('ad sizes given a small integer are bounded (40,000); further sizes go by key', () => {
+    const s = service();
+    for (let i = 0; i < 40_010; i++) {
+      const c = { id: `cr-${i}`, campaignId: 'c1', price: 2, banner: { w: 1 + (i % 1000), h: 1 + Math.floor(i / 1000) }, video: null } as unknown as Candidate;
+      s.price(req('pub-e', 2), imp, match(c), 'USD', rates, NOW);
+    }
+    assert.equal((s as unknown as { sizeIds: Map<string, number> }).sizeIds.size, 40_000);
+    // Segments stay bounded too (MAX_SEGMENTS): the later sizes bid from the pool.
+    assert.equal(segments(s).size, 20_000);
+  });
+
   it('a device type outside 0-1023 or not an integer is a segment of its own, reached by key', () => {
     const s = service();
     const prior = s.price(req('pub-d', 2.5), imp, match(banner), 'USD', rates, NOW);
