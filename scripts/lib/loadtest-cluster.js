@@ -94,7 +94,7 @@ async function startBidder({ workers, port, redisUrl, redisNodes = null, logKey,
     throw new Error(`scripts/start.js start failed (exit ${r.code}):\n${r.stdout}${r.stderr}`);
   }
   const ready = JSON.parse(line.slice('BIDDER_READY '.length));
-  // The PM2_HOME start.js used (scripts/pm2.js: $PM2_HOME, else $BIDDER_RUN_DIR/pm2, else .run/pm2).
+  // The PM2_HOME start.js used (scripts/pm2.js: $PM2_HOME, else $BIDDER_RUN_DIR/pm2, else PM2's ~/.pm2).
   const pm2lib = require(path.join(ROOT, 'scripts', 'pm2.js'));
   const pm2Home = ready.pm2Home || pm2lib.pm2Home(env);
   const shipDir = env.SHIP_DIR ? path.resolve(env.SHIP_DIR) : path.join(pm2lib.runDir(env), 'bidlog');
