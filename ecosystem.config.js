@@ -158,7 +158,16 @@ module.exports = {
       // With 4 each, 2 workers' 8 helpers took the cores from the main threads in bursts. At
       // 1000/s on 2 cores, 4 alternating rounds: p99 median 168 → 68 ms, shed 0.66 → 0.04 %, CPU
       // per bid request 824 → 779 µs (bench/RESULTS.md, "V8's helper threads").
-      node_args: ['--max-semi-space-size=16', '--v8-pool-size=1', '--heap-growing-percent=200'],
+      //
+      // --no-memory-reducer: once a worker's allocation rate drops (a lull in traffic), V8's memory
+      // reducer runs full GCs that shrink its heap, and the first seconds after traffic resumes
+      // cost more CPU. Two builds side by side, idle 60 s before each 10 s round at 650/s
+      // (`npm run ab -- --against . --idle 60 --node-args-b=<these, and this flag>`): 0.957 and
+      // 0.949 of the default's CPU per bid request pooled (8 and 12 rounds); 0.989 under steady load
+      // (16 rounds, no idle: the reducer acts only in lulls). A worker's RSS moved by ~3 MB
+      // (237-240 against 241-243 MB while idle): the young generation is bounded above and jemalloc
+      // holds most of the rest (bench/README.md, "GC").
+      node_args: ['--max-semi-space-size=16', '--v8-pool-size=1', '--heap-growing-percent=200', '--no-memory-reducer'],
       // A worker takes traffic only after main.ts sent process.send('ready') (after listen);
       // `pm2 reload` stops an old worker only once its replacement is ready.
       wait_ready: true,

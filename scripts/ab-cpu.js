@@ -17,7 +17,7 @@ const { startRedis } = require('./lib/redis');
 
 const ROOT = path.resolve(__dirname, '..');
 const USAGE = `usage: npm run ab -- [--a <dir>] --against <dir>|baseline [--rounds 8] [--seconds 10] [--warmup 25] [--rate 650]
-       [--mix samples|loadtest] [--notices 0.1] [--node-args="<flags>"] [--node-args-b="<flags>"]
+       [--mix samples|loadtest] [--notices 0.1] [--idle 0] [--node-args="<flags>"] [--node-args-b="<flags>"]
        [--env-b NAME=value ...] [--json <file>] [--out <dir>] [--no-pin]`;
 
 function parse(argv) {
@@ -32,6 +32,7 @@ function parse(argv) {
       rate: { type: 'string', default: '650' },
       mix: { type: 'string', default: 'samples' },
       notices: { type: 'string', default: '0.1' },
+      idle: { type: 'string', default: '0' },
       'node-args': { type: 'string', default: '' },
       'node-args-b': { type: 'string' },
       'env-b': { type: 'string', multiple: true, default: [] },
@@ -65,6 +66,7 @@ function parse(argv) {
     rate: num('rate', 1, 20000),
     mix: v.mix,
     notices: num('notices', 0, 1),
+    idle: num('idle', 0, 3600),
     nodeArgsA: args(v['node-args']),
     nodeArgsB: args(v['node-args-b'] ?? v['node-args']),
     envB,
@@ -146,7 +148,17 @@ async function main() {
     const rounds = [];
     for (let i = 0; i < o.rounds; i++) {
       const first = i % 2;
+      let pausedMs = 0;
       if (i > 0) {
+        if (o.idle > 0) {
+          const t0 = Date.now();
+          // Both builds idle (no load) before each round after the first: what traffic resuming
+          // after a lull costs, e.g. with V8's memory reducer shrinking the heap meanwhile.
+          for (const s of sides) await s.load?.stop();
+          for (const s of sides) s.load = null;
+          await sleep(o.idle * 1000);
+          pausedMs = Date.now() - t0;
+        }
         await startLoads(first);
         await sleep(2000);
       }
@@ -154,7 +166,7 @@ async function main() {
       await sleep(o.seconds * 1000);
       const after = sides.map(reading);
       const [a, b] = [delta(before[0], after[0]), delta(before[1], after[1])];
-      rounds.push({ first: first === 0 ? 'A' : 'B', a, b, ratio: +(b.usPerBidRequest / a.usPerBidRequest).toFixed(3) });
+      rounds.push({ first: first === 0 ? 'A' : 'B', pausedMs, a, b, ratio: +(b.usPerBidRequest / a.usPerBidRequest).toFixed(3) });
       log(`ab: round ${i + 1} (${rounds[i].first}'s requests sent first): A ${a.usPerBidRequest} µs, B ${b.usPerBidRequest} µs per bid request, B/A ${rounds[i].ratio}`);
     }
     const pooled = (k) => {
@@ -171,7 +183,7 @@ async function main() {
     };
     summary.pooledRatio = +(summary.pooledB / summary.pooledA).toFixed(3);
     const lines = [
-      `ab: ${o.rounds} rounds of ${o.seconds} s after ${o.warmup} s of warm-up, ${o.rate} bid requests/s to each build at once, ` +
+      `ab: ${o.rounds} rounds of ${o.seconds} s after ${o.warmup} s of warm-up${o.idle > 0 ? `, each after the first preceded by ${o.idle} s without load and 2 s with it` : ''}, ${o.rate} bid requests/s to each build at once, ` +
         `${o.mix === 'samples' ? 'the sample requests of bench/ab-http.js' : "the load test's generated requests"}, notices for ${o.notices * 100} % of them; ` +
         `Node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`,
       `A: ${o.a}${o.nodeArgsA.length ? ` (${o.nodeArgsA.join(' ')})` : ''}`,

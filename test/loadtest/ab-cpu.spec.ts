@@ -12,7 +12,7 @@ const ROOT = path.resolve(__dirname, '..', '..', '..');
 const SCRIPT = path.join(ROOT, 'scripts', 'ab-cpu.js');
 
 /* eslint-disable-next-line @typescript-eslint/no-require-imports */
-const ab = require(SCRIPT) as { parse(argv: string[]): { against: string; nodeArgsA: string[]; nodeArgsB: string[]; envB: Record<string, string> } };
+const ab = require(SCRIPT) as { parse(argv: string[]): { against: string; idle: number; nodeArgsA: string[]; nodeArgsB: string[]; envB: Record<string, string> } };
 
 interface Side {
   bidRequests: number;
@@ -33,21 +33,24 @@ describe('npm run ab (scripts/ab-cpu.js)', () => {
     assert.deepEqual(ab.parse(['--against', '.', '--env-b', 'LOG_JOURNAL=0', '--env-b', 'X=a=b']).envB, { LOG_JOURNAL: '0', X: 'a=b' });
     assert.throws(() => ab.parse(['--against', '.', '--env-b', 'no-equals']), /--env-b no-equals: expected NAME=value/);
     assert.equal(ab.parse(['--against', 'baseline']).against, 'baseline');
+    assert.equal(ab.parse(['--against', '.']).idle, 0);
+    assert.equal(ab.parse(['--against', '.', '--idle', '60']).idle, 60);
+    assert.throws(() => ab.parse(['--against', '.', '--idle=-1']), /--idle -1: expected a number from 0 to 3600/);
   });
 
-  it('measures the build against itself, both at once, round by round', { timeout: 120_000 }, () => {
+  it('measures the build against itself, both at once, round by round (with a pause without load before the second)', { timeout: 120_000 }, () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ab-spec-'));
     try {
       const json = path.join(dir, 'ab.json');
       const rate = 150;
       const seconds = 3;
-      const r = spawnSync(process.execPath, [SCRIPT, '--against', ROOT, '--rounds', '2', '--seconds', String(seconds), '--warmup', '2', '--rate', String(rate), '--json', json], {
+      const r = spawnSync(process.execPath, [SCRIPT, '--against', ROOT, '--rounds', '2', '--seconds', String(seconds), '--warmup', '2', '--rate', String(rate), '--idle', '1', '--json', json], {
         encoding: 'utf8',
         timeout: 100_000,
       });
       assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
       const out = JSON.parse(fs.readFileSync(json, 'utf8')) as {
-        rounds: { first: string; a: Side; b: Side; ratio: number }[];
+        rounds: { first: string; pausedMs: number; a: Side; b: Side; ratio: number }[];
         summary: { pooledA: number; pooledB: number; pooledRatio: number; medianRatio: number };
       };
       assert.deepEqual(
@@ -55,6 +58,9 @@ describe('npm run ab (scripts/ab-cpu.js)', () => {
         ['A', 'B'],
         'the order in which the two loads send alternates',
       );
+      // No load for --idle's second before the second round (the generators stopped, then started again).
+      assert.equal(out.rounds[0].pausedMs, 0);
+      assert.ok(out.rounds[1].pausedMs >= 1000, `paused ${out.rounds[1].pausedMs} ms before round 2`);
       for (const [i, round] of out.rounds.entries()) {
         for (const [name, side] of [
           ['A', round.a],
@@ -70,6 +76,7 @@ describe('npm run ab (scripts/ab-cpu.js)', () => {
       }
       assert.equal(out.summary.pooledRatio, +(out.summary.pooledB / out.summary.pooledA).toFixed(3));
       assert.match(r.stdout, /^\| 2 \| B \| [\d.]+ \| [\d.]+ \| [\d.]+ \|/m);
+      assert.match(r.stdout, /each after the first preceded by 1 s without load and 2 s with it/);
       assert.match(r.stdout, /B \/ A: median [\d.]+ \([\d.]+–[\d.]+ over 2 rounds\); pooled/);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
