@@ -9,6 +9,9 @@ import { Lifecycle } from './health/lifecycle';
 import { ClusterMetrics } from './metrics/cluster-metrics';
 import { HttpServers } from './http/http.module';
 import { LogService } from './log/log.service';
+import { BiddingService } from './bidding/bidding.service';
+import { warmUp, warmUpBodies, type WarmUpResult } from './bidding/warm-up';
+import { CampaignStore } from './targeting/campaign-store';
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 
@@ -132,9 +135,27 @@ export async function createApp(config: Config): Promise<NestFastifyApplication>
   return app;
 }
 
-/** Starts listening (public port, then admin port) and marks the worker ready; resolves with the public URL. */
-export async function listen(app: NestFastifyApplication, config: Config): Promise<string> {
+/** Longest a warm-up may take (WARM_UP_REQUESTS is cut short past it). */
+const WARM_UP_MAX_MS = 3_000;
+
+/**
+ * Runs the bid path's warm-up (src/bidding/warm-up.ts) over requests made from the campaigns in
+ * use: WARM_UP_REQUESTS of them, at most WARM_UP_MAX_MS.
+ */
+export function warmUpBidPath(app: NestFastifyApplication, config: Config): WarmUpResult {
+  const bodies = warmUpBodies(app.get(CampaignStore).current().candidates, 64);
+  return warmUp(app.get(BiddingService), bodies, config.warmUpRequests, WARM_UP_MAX_MS);
+}
+
+/**
+ * Starts listening (public port, then admin port) and marks the worker ready; resolves with the
+ * public URL. The bid path is warmed up first (`warmed` is told what that did).
+ */
+export async function listen(app: NestFastifyApplication, config: Config, warmed?: (r: WarmUpResult) => void): Promise<string> {
   await app.init();
+  // Before the first connection: under PM2 a worker takes traffic as soon as it listens.
+  const warm = warmUpBidPath(app, config);
+  warmed?.(warm);
   const servers = app.get(HttpServers);
   const url = await servers.public.listen(config.port, config.host);
   await app.listen(config.adminPort, config.adminHost);

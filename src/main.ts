@@ -4,6 +4,7 @@ assertNodeVersion();
 import { readFileSync } from 'node:fs';
 import { Logger } from '@nestjs/common';
 import { adminUrl, createApp, listen } from './app';
+import type { WarmUpResult } from './bidding/warm-up';
 import { ConfigError, configWarnings, EXIT_CONFIG_ERROR, loadConfig, type Config } from './config/config';
 import { DRAIN_MAX_MS } from './health/lifecycle';
 import { LogService } from './log/log.service';
@@ -69,10 +70,11 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (e) => fatal('unhandled rejection', e));
   shutdownWatchdog(config, logger);
   for (const w of configWarnings(config)) logger.warn(w);
-  const url = await listen(app, config);
+  let warmUp: WarmUpResult | null = null;
+  const url = await listen(app, config, (r) => (warmUp = r));
   // execArgv: the Node options the worker runs with (ecosystem.config.js's node_args; PM2 sets the
   // process title, so /proc/<pid>/cmdline does not show them).
-  logger.log({ msg: 'listening', url, admin: adminUrl(app), node: process.version, execArgv: process.execArgv, allocator: allocator(), accessLog: config.accessLog });
+  logger.log({ msg: 'listening', url, admin: adminUrl(app), node: process.version, execArgv: process.execArgv, allocator: allocator(), accessLog: config.accessLog, warmUp });
   // PM2 wait_ready: take traffic only once listening.
   if (typeof process.send === 'function') process.send('ready');
 }

@@ -48,12 +48,17 @@ export class BidAuction {
     config: Config,
     private readonly store: CampaignStore,
     private readonly metrics: MetricsService,
-    gate: PacingGate,
+    gate: PacingGate | null,
     private readonly spend: SpendService,
     codec: PayloadCodec,
     private readonly currency: CurrencyService,
     private readonly shading: ShadingService,
     private readonly clock: Clock,
+    /**
+     * The warm-up's auction (warm-up.ts): bids are written as usual, at their value, and nothing is
+     * learnt, committed or counted (no shading, no spend, no price metric).
+     */
+    private readonly dry = false,
   ) {
     this.selector = new Auction(gate);
     this.writer = new BidWriter(config.trackingBaseUrl, config.dsaDomain, codec);
@@ -98,7 +103,7 @@ export class BidAuction {
       }
       if (explained !== null) continue;
       // First price: the shaded price; the value otherwise.
-      const price = req.at === 1 ? this.shading.price(req, imp, m, cur, rates, now, this.spend.pressure(m.candidate)) : m.price;
+      const price = req.at === 1 && !this.dry ? this.shading.price(req, imp, m, cur, rates, now, this.spend.pressure(m.candidate)) : m.price;
       const bid = this.writer.bid(req, imp, m, cur, now, price, this.shading.noticeParam(req, m));
       let size = 3 * bid.length + 1;
       if (size > room && !exact) {
@@ -111,8 +116,9 @@ export class BidAuction {
         continue;
       }
       room -= size;
-      if (!req.test) this.spend.commit(m.candidate, req.source);
       bids = bids === null ? bid : `${bids},${bid}`;
+      if (this.dry) continue;
+      if (!req.test) this.spend.commit(m.candidate, req.source);
       this.metrics.bidPrice(price);
     }
     if (bids === null) return { status: 204, body: '', reason: dropped > 0 ? ANSWER_SIZE : (reason ?? 'no_candidates'), dropped: dropped > 0 ? dropped : undefined };

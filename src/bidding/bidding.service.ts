@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import type { LogRecord } from '../bidlog/records';
+import { lineHead } from '../log/log-line';
 import { LogService } from '../log/log.service';
 import { MetricsService, type BidOutcome } from '../metrics/metrics.service';
 import { InvalidRequestError } from '../openrtb/parse';
@@ -46,6 +47,8 @@ export class BiddingService {
   private readonly logger = new Logger('Bidding');
   private readonly requests: RequestPreparer;
   private readonly auction: BidAuction;
+  /** The warm-up's auction (warm-up.ts): the same code without the pacing gate, whose checks count what they see. */
+  private readonly warmAuction: BidAuction;
   /** Source names by index (src/exchanges/exchanges.ts), for the log records. */
   private readonly sourceNames: readonly string[];
 
@@ -66,6 +69,7 @@ export class BiddingService {
   ) {
     this.requests = new RequestPreparer(policy, hasher, config);
     this.auction = new BidAuction(config, store, metrics, gate, spend, codec, currency, shading, clock);
+    this.warmAuction = new BidAuction(config, store, metrics, null, spend, codec, currency, shading, clock, true);
     this.sourceNames = [OPEN_SOURCE, ...(config.exchanges ?? []).map((e) => e.name)];
   }
 
@@ -158,6 +162,21 @@ export class BiddingService {
   private failed(startedAt: number): BidAnswer {
     this.metrics.bidRequest('error', null, (performance.now() - startedAt) / 1000);
     return { status: 204, body: '', reason: 'internal_error' };
+  }
+
+  /**
+   * The warm-up's pass over one body (warm-up.ts): the bid path's preparation, request record
+   * included, its auction with the bids written (at their value: no shading) without the pacing
+   * gate, the answer's bytes and the log lines' heads. Nothing is logged, counted, reserved or
+   * learnt. Throws what `prepare` throws.
+   */
+  warm(raw: Buffer): number {
+    const { req, privacy, record } = this.requests.prepare(raw, 0, 0, true);
+    if (req === null) return 0;
+    const answer = this.warmAuction.run(req, privacy.userData);
+    const head = lineHead(Date.now(), '0', '""', { type: 'request', id: req.id, name: req.publisher, exchange: OPEN_SOURCE, test: undefined }, 'req');
+    const bytes = answer.status === 200 ? Buffer.from(answer.body, 'utf8').length : 0;
+    return head.length + record.length + bytes;
   }
 
   /**

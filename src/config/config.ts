@@ -108,6 +108,8 @@ export interface Config {
   readonly campaignsWatchMs: number;
   /** Enables POST /debug/explain (per-candidate filter verdicts); off by default. */
   readonly debugEndpoints: boolean;
+  /** Requests the bid path runs, without effects, before the worker listens (src/bidding/warm-up.ts); 0 = none. */
+  readonly warmUpRequests: number;
   /** Key of the keyed hash that stands in for user ids in the bid log, tracking payloads and caps. */
   readonly piiHashSecret: string;
   /** Our IAB TCF vendor id; null: none, so a request under GDPR never has consent. */
@@ -456,6 +458,7 @@ export function loadConfig(env: Env = process.env): Config {
     billDedupeTtlSeconds: r.int('BILL_DEDUPE_TTL_S', 7 * 24 * 3600, 60, 90 * 24 * 3600),
     campaignsWatchMs: r.int('CAMPAIGNS_WATCH_MS', 1_000, 0, 3_600_000),
     debugEndpoints: r.bool('DEBUG_ENDPOINTS', false),
+    warmUpRequests: r.int('WARM_UP_REQUESTS', 3000, 0, 1_000_000),
     piiHashSecret: r.str('PII_HASH_SECRET', DEV_PII_HASH_SECRET),
     tcfVendorId: r.optionalInt('TCF_VENDOR_ID', 1, 65535),
     logRawPii: r.bool('LOG_RAW_PII', false),
