@@ -165,6 +165,7 @@ async function main(): Promise<void> {
   // (k6/lib/generator.js's pool) are larger than the samples and cost more either way.
   {
     const evictMb = Number(process.env.BENCH_EVICT_MB ?? 64);
+    if (!Number.isInteger(evictMb) || evictMb < 1 || evictMb > 4096) throw new Error(`BENCH_EVICT_MB ${process.env.BENCH_EVICT_MB}: expected a whole number of MiB from 1 to 4096`);
     const evict = new Int32Array((evictMb * 2 ** 20) / 4);
     const gen = (await import(path.join(ROOT, 'k6', 'lib', 'generator.js'))) as {
       buildPool(size: number, seed: number): unknown[];
@@ -200,8 +201,8 @@ async function main(): Promise<void> {
         await settle();
       }
       const count = coldRounds * per;
-      rows.push([`${name}, caches warm (each request timed alone)`, ns.warm / count / 1000, `alternating with the next row, ${coldRounds} × ${per} each`]);
-      rows.push([`${name}, caches cold (${evictMb} MiB written before each request)`, ns.cold / count / 1000, `${(ns.cold / ns.warm).toFixed(1)}× warm`]);
+      rows.push([`${name}, caches warm (each request timed alone)`, ns.warm / count / 1000, `wall clock, not CPU time; alternating with the next row, ${coldRounds} × ${per} each`]);
+      rows.push([`${name}, caches cold (${evictMb} MiB written before each request)`, ns.cold / count / 1000, `wall clock; ${(ns.cold / ns.warm).toFixed(1)}× warm`]);
     }
   }
   // The pieces, for scale.
