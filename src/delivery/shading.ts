@@ -192,7 +192,8 @@ export class Segment {
     let z: number;
     if (exact >= 0) {
       const below = exact > 0 ? this.cdf[exact - 1] : 0;
-      z = (below + this.q[exact] / 2 - 0.5) * 3.4641;
+      // Signed as a win's: positive when the price to win is lower than the estimate expects.
+      z = (0.5 - below - this.q[exact] / 2) * 3.4641;
     } else {
       const f = Math.min(0.98, Math.max(0.02, this.cdf[j]));
       z = won ? Math.sqrt((1 - f) / f) : -Math.sqrt(f / (1 - f));
@@ -273,7 +274,7 @@ export function bestBid(cdf: Float64Array, value: number, floor: number, s: Shad
   if (value <= lo) return value;
   const jv = gridBelow(value);
   const jf = gridBelow(lo);
-  // Under spend pressure p (pacer.ts), the objective is (value − (1 − p) b) × P(win | b).
+  // Under spend pressure p (pacer.ts), the objective is (value − (1 − p) b) × P(win | b); p = −λ < 0 when the budget binds.
   const keep = 1 - pressure;
   let best = lo;
   let bestJ = jf;
@@ -312,12 +313,14 @@ export function bestBid(cdf: Float64Array, value: number, floor: number, s: Shad
 
 /**
  * The exact optimum for a known market (the simulator's oracle, and the tests' reference):
- * maximises (value − b) × cdf(b) over b in [floor, value] by a fine scan then golden-section search.
+ * maximises (value − (1 − pressure) b) × cdf(b) over b in [floor, value] by a fine scan then golden-section search
+ * (`pressure` as bestBid's: the pacing controller's, which makes the oracle budget-aware).
  */
-export function oracleBid(cdf: (b: number) => number, value: number, floor: number): number {
+export function oracleBid(cdf: (b: number) => number, value: number, floor: number, pressure = 0): number {
   const lo = Math.max(0, floor);
   if (value <= lo) return value;
-  const f = (b: number) => (value - b) * cdf(b);
+  const keep = 1 - pressure;
+  const f = (b: number) => (value - keep * b) * cdf(b);
   const n = 2000;
   let bestI = 0;
   let bestV = -1;
