@@ -155,7 +155,8 @@ export const EXIT_CONFIG_ERROR = 2;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    // One problem, one line (what PM2's error log shows); several, one line each.
+    super(problems.length === 1 ? `invalid configuration: ${problems[0]}` : `invalid configuration:\n  - ${problems.join('\n  - ')}`);
     this.name = 'ConfigError';
   }
 }
@@ -486,6 +487,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (Buffer.byteLength(cfg.piiHashSecret) < 16) r.problem(`PII_HASH_SECRET: at least 16 bytes (${MIN_SECRET_BYTES} in production)`);
   if (cfg.httpHeadersTimeoutMs > cfg.httpRequestTimeoutMs) {
     r.problem(`HTTP_HEADERS_TIMEOUT_MS=${cfg.httpHeadersTimeoutMs}: must not exceed HTTP_REQUEST_TIMEOUT_MS (${cfg.httpRequestTimeoutMs})`);
+  }
+  if (cfg.port !== 0 && cfg.adminPort === cfg.port) {
+    r.problem(`ADMIN_PORT=${cfg.adminPort}: the same as PORT; the admin port (metrics, machine view, debug routes) must be another port than the exchange-facing one`);
   }
   if (cfg.trackingOldKeys.some((k) => k.id === cfg.trackingKeyId)) {
     r.problem(`TRACKING_OLD_KEYS: key id ${cfg.trackingKeyId} is TRACKING_KEY_ID's, the signing key; give the new key a new id`);
