@@ -102,6 +102,10 @@ export interface Config {
   readonly shadingExplore: number;
   /** Shading: how often a worker publishes what it learned and reads the others' (Redis), ms. */
   readonly shadingSyncMs: number;
+  /** Shading: notices learned from per source (exchange) and second on one worker; the rest are counted, not learned. */
+  readonly shadingLearnPerS: number;
+  /** Shading: half-life of what the win-price model learned, ms (SHADING_HALF_LIFE_MIN). */
+  readonly shadingHalfLifeMs: number;
   /** How long a billed bid id is remembered to make billing idempotent. */
   readonly billDedupeTtlSeconds: number;
   /** Poll CAMPAIGNS_FILE for changes this often and hot-swap it (0 = never). */
@@ -456,6 +460,8 @@ export function loadConfig(env: Env = process.env): Config {
     shading: r.bool('SHADING', true),
     shadingExplore: r.int('SHADING_EXPLORE_PERCENT', 5, 0, 50) / 100,
     shadingSyncMs: r.int('SHADING_SYNC_S', 10, 1, 3600) * 1000,
+    shadingLearnPerS: r.int('SHADING_LEARN_PER_S', 1000, 1, 1_000_000),
+    shadingHalfLifeMs: r.int('SHADING_HALF_LIFE_MIN', 10, 1, 7 * 24 * 60) * 60_000,
     billDedupeTtlSeconds: r.int('BILL_DEDUPE_TTL_S', 7 * 24 * 3600, 60, 90 * 24 * 3600),
     campaignsWatchMs: r.int('CAMPAIGNS_WATCH_MS', 1_000, 0, 3_600_000),
     debugEndpoints: r.bool('DEBUG_ENDPOINTS', false),
