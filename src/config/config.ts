@@ -491,6 +491,7 @@ export function loadConfig(env: Env = process.env): Config {
     r.problem(`TRACKING_OLD_KEYS: key id ${cfg.trackingKeyId} is TRACKING_KEY_ID's, the signing key; give the new key a new id`);
   }
   if (production) checkProductionSecrets(env, cfg, r);
+  checkAdmission(r, env, cfg, production);
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return Object.freeze(cfg);
 }
@@ -502,6 +503,23 @@ function readExchanges(r: Reader, env: Env): readonly ExchangeSpec[] | null {
   const { exchanges, problems } = readExchangesFile(path.resolve(file));
   for (const p of problems) r.problem(p);
   return Object.freeze(exchanges);
+}
+
+/**
+ * EXCHANGES_OPEN=1: the bid endpoint is meant to answer any caller. Production refuses to start
+ * without EXCHANGES_FILE unless it is set: an open endpoint lets anyone request bids and bill them
+ * (spend budgets), and send notices the win-price model learns from.
+ */
+function checkAdmission(r: Reader, env: Env, cfg: Config, production: boolean): void {
+  const open = r.bool('EXCHANGES_OPEN', false);
+  if (open && cfg.exchanges !== null) {
+    r.problem('EXCHANGES_OPEN=1 and EXCHANGES_FILE are both set: EXCHANGES_FILE admits its exchanges only, EXCHANGES_OPEN=1 any caller; unset one of them');
+  } else if (production && !open && (env.EXCHANGES_FILE ?? '').trim() === '') {
+    r.problem(
+      'EXCHANGES_FILE: not set, and NODE_ENV=production needs it: list the exchanges that may call the bid endpoint (docs/operations.md, Exchanges); ' +
+        'without it anyone can request bids, bill them against the budgets and move the win-price model. Set EXCHANGES_OPEN=1 to run an open endpoint anyway',
+    );
+  }
 }
 
 /**
