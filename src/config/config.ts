@@ -5,6 +5,8 @@ import { type ExchangeSpec, readExchangesFile } from './exchanges-file';
 
 /** CURRENCY_MAX_CHANGE_PCT's default: a rate may double or halve between two refreshes, not more. */
 export const DEFAULT_MAX_CHANGE_PCT = 100;
+/** CURRENCY_MAX_DRIFT_PCT's default: within a day a rate may move to twice or half its reference, not more. */
+export const DEFAULT_MAX_DRIFT_PCT = 100;
 
 /**
  * Every setting the bidder reads, loaded from the environment once at start-up and frozen.
@@ -125,6 +127,8 @@ export interface Config {
   readonly currencyMaxAgeSeconds: number;
   /** A refreshed table with a rate moved by more than this (percent, either way) is refused (0: no bound). */
   readonly currencyMaxChangePct: number;
+  /** A refreshed table with a rate more than this (percent, either way) from the reference rates (those in use a day before) is refused (0: no bound). */
+  readonly currencyMaxDriftPct: number;
   /** The domain named in `ext.dsa.transparency` of DSA bids (default: TRACKING_BASE_URL's host). */
   readonly dsaDomain: string;
   /**
@@ -467,6 +471,7 @@ export function loadConfig(env: Env = process.env): Config {
     currencyRefreshSeconds: r.int('CURRENCY_REFRESH_S', 3600, 10, 7 * 24 * 3600),
     currencyMaxAgeSeconds: r.int('CURRENCY_MAX_AGE_S', 2 * 24 * 3600, 0, 365 * 24 * 3600),
     currencyMaxChangePct: r.int('CURRENCY_MAX_CHANGE_PCT', DEFAULT_MAX_CHANGE_PCT, 0, 1_000_000),
+    currencyMaxDriftPct: r.int('CURRENCY_MAX_DRIFT_PCT', DEFAULT_MAX_DRIFT_PCT, 0, 1_000_000),
     dsaDomain: r.str('DSA_DOMAIN', ''),
     shedMaxWaitMs: r.int('SHED_MAX_WAIT_MS', 200, 0, 60_000),
     shedMarginMs: r.int('SHED_MARGIN_MS', 30, 0, 10_000),
