@@ -62,7 +62,7 @@ describe('readNotice: macros', () => {
         readNotice('bill', query(q), codec, DAY, STATIC_RATES, NOW);
         return null;
       } catch (e) {
-        return (e as { code?: string }).code ?? null;
+        return (e as NoticeError).code;
       }
     };
     assert.equal(code({ price: '2.5' }), 'price_above_bid');
