@@ -102,6 +102,10 @@ export interface Config {
   readonly shadingExplore: number;
   /** Shading: how often a worker publishes what it learned and reads the others' (Redis), ms. */
   readonly shadingSyncMs: number;
+  /** Shading: notices learned from per source (exchange) and second on one worker; the rest are counted, not learned. */
+  readonly shadingLearnPerS: number;
+  /** Shading: half-life of what the win-price model learned, ms (SHADING_HALF_LIFE_MIN). */
+  readonly shadingHalfLifeMs: number;
   /** How long a billed bid id is remembered to make billing idempotent. */
   readonly billDedupeTtlSeconds: number;
   /** Poll CAMPAIGNS_FILE for changes this often and hot-swap it (0 = never). */
@@ -155,7 +159,8 @@ export const EXIT_CONFIG_ERROR = 2;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    // One problem, one line (what PM2's error log shows); several, one line each.
+    super(problems.length === 1 ? `invalid configuration: ${problems[0]}` : `invalid configuration:\n  - ${problems.join('\n  - ')}`);
     this.name = 'ConfigError';
   }
 }
@@ -455,6 +460,8 @@ export function loadConfig(env: Env = process.env): Config {
     shading: r.bool('SHADING', true),
     shadingExplore: r.int('SHADING_EXPLORE_PERCENT', 5, 0, 50) / 100,
     shadingSyncMs: r.int('SHADING_SYNC_S', 10, 1, 3600) * 1000,
+    shadingLearnPerS: r.int('SHADING_LEARN_PER_S', 1000, 1, 1_000_000),
+    shadingHalfLifeMs: r.int('SHADING_HALF_LIFE_MIN', 10, 1, 7 * 24 * 60) * 60_000,
     billDedupeTtlSeconds: r.int('BILL_DEDUPE_TTL_S', 7 * 24 * 3600, 60, 90 * 24 * 3600),
     campaignsWatchMs: r.int('CAMPAIGNS_WATCH_MS', 1_000, 0, 3_600_000),
     debugEndpoints: r.bool('DEBUG_ENDPOINTS', false),
@@ -486,6 +493,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (Buffer.byteLength(cfg.piiHashSecret) < 16) r.problem(`PII_HASH_SECRET: at least 16 bytes (${MIN_SECRET_BYTES} in production)`);
   if (cfg.httpHeadersTimeoutMs > cfg.httpRequestTimeoutMs) {
     r.problem(`HTTP_HEADERS_TIMEOUT_MS=${cfg.httpHeadersTimeoutMs}: must not exceed HTTP_REQUEST_TIMEOUT_MS (${cfg.httpRequestTimeoutMs})`);
+  }
+  if (cfg.port !== 0 && cfg.adminPort === cfg.port) {
+    r.problem(`ADMIN_PORT=${cfg.adminPort}: the same as PORT; the admin port (metrics, machine view, debug routes) must be another port than the exchange-facing one`);
   }
   if (cfg.trackingOldKeys.some((k) => k.id === cfg.trackingKeyId)) {
     r.problem(`TRACKING_OLD_KEYS: key id ${cfg.trackingKeyId} is TRACKING_KEY_ID's, the signing key; give the new key a new id`);

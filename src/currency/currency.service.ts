@@ -25,6 +25,7 @@
 import * as fs from 'node:fs';
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { CurrencyRates, CurrencyRatesError, DEFAULT_MAX_CHANGE_PCT, implausibleRates, MAX_RATES_FILE_BYTES, parseRatesFile, ratesJump, STATIC_RATES } from './rates';
+import { ConfigError } from '../config/config';
 
 export interface CurrencySettings {
   /** CURRENCY_RATES_FILE: a path, or null. */
@@ -145,8 +146,9 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
       return;
     }
     const outcome = await this.refresh();
-    if (outcome === 'failed' && file !== null) throw new Error(`CURRENCY_RATES_FILE ${file}: ${this.lastError}`);
-    if (outcome === 'rejected' && file !== null) throw new Error(`CURRENCY_RATES_FILE ${file}: rejected: ${this.lastRejection}`);
+    // A file that cannot be read at start is a configuration error (PM2 does not restart it: src/main.ts).
+    if (outcome === 'failed' && file !== null) throw new ConfigError([`CURRENCY_RATES_FILE=${file}: ${this.lastError}`]);
+    if (outcome === 'rejected' && file !== null) throw new ConfigError([`CURRENCY_RATES_FILE=${file}: rejected: ${this.lastRejection}`]);
     this.schedule();
     if (file !== null && (this.settings.watchMs ?? 1000) > 0) {
       fs.watchFile(file, { interval: this.settings.watchMs ?? 1000, persistent: false }, (cur, prev) => {

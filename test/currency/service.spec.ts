@@ -144,7 +144,7 @@ describe('currency: CurrencyService with a file', () => {
 
   it('refuses to start on an implausible file, naming the rate', async () => {
     fs.writeFileSync(file, ratesText(1e9));
-    await assert.rejects(started(settings({ file })), /CURRENCY_RATES_FILE .*EUR: 1000000000 per USD/);
+    await assert.rejects(started(settings({ file })), /CURRENCY_RATES_FILE=.*EUR: 1000000000 per USD/);
   });
 
   it('reports degraded rates older than CURRENCY_MAX_AGE_S', async () => {
