@@ -377,3 +377,15 @@ export function priceIn(usd: number, unitsPerUsd: number): number {
   while (ticks > 0 && ticks / TICKS / unitsPerUsd > usd) ticks--;
   return ticks / TICKS;
 }
+
+/**
+ * A price between `floor` and a 4-decimal `max` (both in one currency) put on the 4-decimal grid:
+ * rounded down, or, when that falls below the floor (a floor with more decimals, or a price at the
+ * floor), up to the first tick at or above it, which is never above `max` since `max` ≥ floor is a
+ * tick itself. The shaded first-price bid goes through it (src/bidding/auction.ts).
+ */
+export function onTick(price: number, floor: number): number {
+  // A hair of a tick absorbs the product's float noise (0.29 × 10000 = 2899.9999…).
+  const down = Math.floor(price * TICKS + 1e-6) / TICKS;
+  return down >= floor ? down : Math.ceil(floor * TICKS - 1e-6) / TICKS;
+}
