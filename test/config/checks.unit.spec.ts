@@ -5,7 +5,7 @@ import { configWarnings, DEV_PII_HASH_SECRET, DEV_TRACKING_SECRET, hideUserinfo,
 import { redactUrl } from '../../src/redis/redis.options';
 import { configProblems as problems } from '../support/config';
 
-const prod = { NODE_ENV: 'production', TRACKING_SECRET: 't'.repeat(32), PII_HASH_SECRET: 'p'.repeat(32), TRACKING_BASE_URL: 'https://bidder.example.com' };
+const prod = { NODE_ENV: 'production', EXCHANGES_OPEN: '1', TRACKING_SECRET: 't'.repeat(32), PII_HASH_SECRET: 'p'.repeat(32), TRACKING_BASE_URL: 'https://bidder.example.com' };
 
 describe('a password with an unencoded @ is never shown, not even in part', () => {
   for (const [name, value] of [
