@@ -5,6 +5,8 @@ import { type ExchangeSpec, readExchangesFile } from './exchanges-file';
 
 /** CURRENCY_MAX_CHANGE_PCT's default: a rate may double or halve between two refreshes, not more. */
 export const DEFAULT_MAX_CHANGE_PCT = 100;
+/** CURRENCY_MAX_DRIFT_PCT's default: within a day a rate may move to twice or half its reference, not more. */
+export const DEFAULT_MAX_DRIFT_PCT = 100;
 
 /**
  * Every setting the bidder reads, loaded from the environment once at start-up and frozen.
@@ -102,6 +104,10 @@ export interface Config {
   readonly shadingExplore: number;
   /** Shading: how often a worker publishes what it learned and reads the others' (Redis), ms. */
   readonly shadingSyncMs: number;
+  /** Shading: notices learned from per source (exchange) and second on one worker; the rest are counted, not learned. */
+  readonly shadingLearnPerS: number;
+  /** Shading: half-life of what the win-price model learned, ms (SHADING_HALF_LIFE_MIN). */
+  readonly shadingHalfLifeMs: number;
   /** How long a billed bid id is remembered to make billing idempotent. */
   readonly billDedupeTtlSeconds: number;
   /** Poll CAMPAIGNS_FILE for changes this often and hot-swap it (0 = never). */
@@ -125,6 +131,8 @@ export interface Config {
   readonly currencyMaxAgeSeconds: number;
   /** A refreshed table with a rate moved by more than this (percent, either way) is refused (0: no bound). */
   readonly currencyMaxChangePct: number;
+  /** A refreshed table with a rate more than this (percent, either way) from the reference rates (those in use a day before) is refused (0: no bound). */
+  readonly currencyMaxDriftPct: number;
   /** The domain named in `ext.dsa.transparency` of DSA bids (default: TRACKING_BASE_URL's host). */
   readonly dsaDomain: string;
   /**
@@ -155,7 +163,8 @@ export const EXIT_CONFIG_ERROR = 2;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    // One problem, one line (what PM2's error log shows); several, one line each.
+    super(problems.length === 1 ? `invalid configuration: ${problems[0]}` : `invalid configuration:\n  - ${problems.join('\n  - ')}`);
     this.name = 'ConfigError';
   }
 }
@@ -455,6 +464,8 @@ export function loadConfig(env: Env = process.env): Config {
     shading: r.bool('SHADING', true),
     shadingExplore: r.int('SHADING_EXPLORE_PERCENT', 5, 0, 50) / 100,
     shadingSyncMs: r.int('SHADING_SYNC_S', 10, 1, 3600) * 1000,
+    shadingLearnPerS: r.int('SHADING_LEARN_PER_S', 1000, 1, 1_000_000),
+    shadingHalfLifeMs: r.int('SHADING_HALF_LIFE_MIN', 10, 1, 7 * 24 * 60) * 60_000,
     billDedupeTtlSeconds: r.int('BILL_DEDUPE_TTL_S', 7 * 24 * 3600, 60, 90 * 24 * 3600),
     campaignsWatchMs: r.int('CAMPAIGNS_WATCH_MS', 1_000, 0, 3_600_000),
     debugEndpoints: r.bool('DEBUG_ENDPOINTS', false),
@@ -467,6 +478,7 @@ export function loadConfig(env: Env = process.env): Config {
     currencyRefreshSeconds: r.int('CURRENCY_REFRESH_S', 3600, 10, 7 * 24 * 3600),
     currencyMaxAgeSeconds: r.int('CURRENCY_MAX_AGE_S', 2 * 24 * 3600, 0, 365 * 24 * 3600),
     currencyMaxChangePct: r.int('CURRENCY_MAX_CHANGE_PCT', DEFAULT_MAX_CHANGE_PCT, 0, 1_000_000),
+    currencyMaxDriftPct: r.int('CURRENCY_MAX_DRIFT_PCT', DEFAULT_MAX_DRIFT_PCT, 0, 1_000_000),
     dsaDomain: r.str('DSA_DOMAIN', ''),
     shedMaxWaitMs: r.int('SHED_MAX_WAIT_MS', 200, 0, 60_000),
     shedMarginMs: r.int('SHED_MARGIN_MS', 30, 0, 10_000),
@@ -487,10 +499,14 @@ export function loadConfig(env: Env = process.env): Config {
   if (cfg.httpHeadersTimeoutMs > cfg.httpRequestTimeoutMs) {
     r.problem(`HTTP_HEADERS_TIMEOUT_MS=${cfg.httpHeadersTimeoutMs}: must not exceed HTTP_REQUEST_TIMEOUT_MS (${cfg.httpRequestTimeoutMs})`);
   }
+  if (cfg.port !== 0 && cfg.adminPort === cfg.port) {
+    r.problem(`ADMIN_PORT=${cfg.adminPort}: the same as PORT; the admin port (metrics, machine view, debug routes) must be another port than the exchange-facing one`);
+  }
   if (cfg.trackingOldKeys.some((k) => k.id === cfg.trackingKeyId)) {
     r.problem(`TRACKING_OLD_KEYS: key id ${cfg.trackingKeyId} is TRACKING_KEY_ID's, the signing key; give the new key a new id`);
   }
   if (production) checkProductionSecrets(env, cfg, r);
+  checkAdmission(r, env, cfg, production);
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return Object.freeze(cfg);
 }
@@ -502,6 +518,23 @@ function readExchanges(r: Reader, env: Env): readonly ExchangeSpec[] | null {
   const { exchanges, problems } = readExchangesFile(path.resolve(file));
   for (const p of problems) r.problem(p);
   return Object.freeze(exchanges);
+}
+
+/**
+ * EXCHANGES_OPEN=1: the bid endpoint is meant to answer any caller. Production refuses to start
+ * without EXCHANGES_FILE unless it is set: an open endpoint lets anyone request bids and bill them
+ * (spend budgets), and send notices the win-price model learns from.
+ */
+function checkAdmission(r: Reader, env: Env, cfg: Config, production: boolean): void {
+  const open = r.bool('EXCHANGES_OPEN', false);
+  if (open && cfg.exchanges !== null) {
+    r.problem('EXCHANGES_OPEN=1 and EXCHANGES_FILE are both set: EXCHANGES_FILE admits its exchanges only, EXCHANGES_OPEN=1 any caller; unset one of them');
+  } else if (production && !open && (env.EXCHANGES_FILE ?? '').trim() === '') {
+    r.problem(
+      'EXCHANGES_FILE: not set, and NODE_ENV=production needs it: list the exchanges that may call the bid endpoint (docs/operations.md, Exchanges); ' +
+        'without it anyone can request bids, bill them against the budgets and move the win-price model. Set EXCHANGES_OPEN=1 to run an open endpoint anyway',
+    );
+  }
 }
 
 /**
