@@ -136,7 +136,8 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
   }
 
   before(async () => {
-    redis = await startTestRedis();
+    // As production needs it (the workers refuse a Redis that loses spend and billing markers): AOF, noeviction.
+    redis = await startTestRedis({ persist: true, maxmemory: '512mb' });
     runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-ops-'));
     pm2Home = path.join(runDir, 'pm2');
     const port = await freePort();
