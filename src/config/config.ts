@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { type ExchangeSpec, readExchangesFile } from './exchanges-file';
@@ -260,6 +261,11 @@ export class Reader {
         this.problems.push(`${name}: expected comma-separated id:secret pairs with distinct ids from 0 to 255`);
         return [];
       }
+      // `2: secret` would verify with " secret", not the key the URLs were signed with: every one refused.
+      if (secret.trim() !== secret) {
+        this.problems.push(`${name}: key ${id}: the secret starts or ends with whitespace; write id:secret with nothing between the colon and the secret`);
+        return [];
+      }
       out.push({ id, secret });
     }
     return out;
@@ -277,11 +283,13 @@ export class Reader {
 }
 
 /**
- * A URL-like text with whatever stands between `//` and `@` (a user and password) replaced by
+ * A URL-like text with whatever stands between `//` and the last `@` (a user and password) replaced by
  * `***`: for messages, which must never carry a password (REDIS_URL's, a rates service's).
  */
 export function hideUserinfo(text: string): string {
-  return text.replace(/^([^/@]*\/\/)?[^/@]*@/, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);
+  // Up to the last @: a password with an unencoded @ (or /) is hidden whole; a path with an @ in it
+  // is hidden too, which a message can afford.
+  return text.replace(/^([^/@]*\/\/)?.*@/, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);
 }
 
 /** A Redis node's address. */
@@ -490,11 +498,11 @@ export function loadConfig(env: Env = process.env): Config {
     answerMaxBytes: r.int('ANSWER_MAX_BYTES', 64 * 1024, 4 * 1024, 16 * MiB),
   };
   if (cfg.dsaDomain === '') {
-    try {
-      (cfg as { dsaDomain: string }).dsaDomain = new URL(cfg.trackingBaseUrl).hostname;
-    } catch {
-      // TRACKING_BASE_URL is reported above
-    }
+    // TRACKING_BASE_URL's host when it is a name; an IP address is no domain (configWarnings says so).
+    const host = trackingHost(cfg.trackingBaseUrl);
+    if (host !== null && !isIpAddress(host)) (cfg as { dsaDomain: string }).dsaDomain = host;
+  } else if (!DOMAIN.test(cfg.dsaDomain) || isIpAddress(cfg.dsaDomain)) {
+    r.problem(`DSA_DOMAIN=${JSON.stringify(cfg.dsaDomain)}: expected a domain name (e.g. bidder.example.com: no scheme, path or port, not an IP address); it is named in ext.dsa.transparency`);
   }
   checkTrackingBaseUrl(r, cfg.trackingBaseUrl);
   if (cfg.currencyRatesFile !== null && cfg.currencyRatesUrl !== null) r.problem('CURRENCY_RATES_FILE, CURRENCY_RATES_URL: set one of them, not both');
@@ -546,8 +554,11 @@ function checkAdmission(r: Reader, env: Env, cfg: Config, production: boolean): 
  */
 function checkProductionSecrets(env: Env, cfg: Config, r: Reader): void {
   const how = `set a random secret of at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 48\`), the same on every worker and host`;
+  const dev = new Set([DEV_TRACKING_SECRET, DEV_PII_HASH_SECRET]);
   if (env.TRACKING_SECRET === undefined || env.TRACKING_SECRET.trim() === '' || cfg.trackingSecret === DEV_TRACKING_SECRET) {
     r.problem(`TRACKING_SECRET: not set, and NODE_ENV=production needs it: ${how}; it signs every tracking URL`);
+  } else if (dev.has(cfg.trackingSecret)) {
+    r.problem(`TRACKING_SECRET: a development secret, public in this repository: ${how}; it signs every tracking URL`);
   } else if (Buffer.byteLength(cfg.trackingSecret) < MIN_SECRET_BYTES) {
     r.problem(`TRACKING_SECRET: ${Buffer.byteLength(cfg.trackingSecret)} bytes is too short for production: ${how}`);
   }
@@ -560,6 +571,8 @@ function checkProductionSecrets(env: Env, cfg: Config, r: Reader): void {
   const pii = `set a random secret of at least ${MIN_SECRET_BYTES} bytes, the same on every worker and host (it keys the hash that stands in for user ids)`;
   if (env.PII_HASH_SECRET === undefined || env.PII_HASH_SECRET.trim() === '' || cfg.piiHashSecret === DEV_PII_HASH_SECRET) {
     r.problem(`PII_HASH_SECRET: not set, and NODE_ENV=production needs it: ${pii}`);
+  } else if (dev.has(cfg.piiHashSecret)) {
+    r.problem(`PII_HASH_SECRET: a development secret, public in this repository: ${pii}`);
   } else if (Buffer.byteLength(cfg.piiHashSecret) < MIN_SECRET_BYTES) {
     r.problem(`PII_HASH_SECRET: ${Buffer.byteLength(cfg.piiHashSecret)} bytes is too short for production: ${pii}`);
   } else if (cfg.piiHashSecret === cfg.trackingSecret) {
@@ -574,11 +587,47 @@ function checkProductionSecrets(env: Env, cfg: Config, r: Reader): void {
   }
 }
 
+/** A domain name: dot-separated labels of letters, digits and hyphens. */
+const DOMAIN = /^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+function isIpAddress(host: string): boolean {
+  return net.isIP(host.replace(/^\[|\]$/g, '')) !== 0;
+}
+
+/** TRACKING_BASE_URL's host (IPv6 without brackets), or null when it does not parse. */
+function trackingHost(url: string): string | null {
+  try {
+    return new URL(url).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return null;
+  }
+}
+
+/** Hosts that only this machine reaches. */
+function isLocalHost(host: string): boolean {
+  const h = host.toLowerCase();
+  return h === 'localhost' || h.endsWith('.localhost') || h === '0.0.0.0' || h === '::' || h === '::1' || /^127\./.test(h);
+}
+
 /**
  * What start-up should say about a configuration that loads but is unsafe for real traffic:
- * outside production, the development secrets and the loopback tracking address.
+ * outside production, the development secrets; in every mode, a TRACKING_BASE_URL only this
+ * machine reaches (`npm start` sets one for a trial, and says so) and a DSA domain that cannot be
+ * taken from an IP address.
  */
 export function configWarnings(cfg: Config): string[] {
+  const out: string[] = [];
+  const host = trackingHost(cfg.trackingBaseUrl);
+  if (host !== null && cfg.nodeEnv === 'production' && isLocalHost(host)) {
+    out.push(`TRACKING_BASE_URL=${cfg.trackingBaseUrl}: only this machine reaches it, and it reaches no exchange or browser: every win, bill and impression URL points at it; set the public address of this bidder`);
+  }
+  if (host !== null && cfg.dsaDomain === '' && isIpAddress(host)) {
+    out.push(`DSA_DOMAIN: not set, and TRACKING_BASE_URL's host ${host} is an IP address, not a domain: DSA bids carry no transparency domain; set DSA_DOMAIN`);
+  }
+  return [...out, ...devSecretWarnings(cfg)];
+}
+
+function devSecretWarnings(cfg: Config): string[] {
   if (cfg.nodeEnv === 'production') return [];
   const dev = [cfg.trackingSecret === DEV_TRACKING_SECRET ? 'TRACKING_SECRET' : '', cfg.piiHashSecret === DEV_PII_HASH_SECRET ? 'PII_HASH_SECRET' : ''].filter((x) => x !== '');
   if (dev.length === 0) return [];
