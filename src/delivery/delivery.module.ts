@@ -98,7 +98,7 @@ class DeliveryMetrics implements OnModuleInit, OnApplicationBootstrap {
     m.addComputed(
       new ComputedCounter(
         'bidder_shading_total',
-        'First-price bids shaded (of which explored); notices learned from, refused as impossible, past the source\'s rate (limited), or kept out of the pool by its publisher\'s or exchange\'s bound (capped).',
+        'First-price bids shaded (of which explored); notices learned from, refused as impossible, past the source\'s rate (limited), or kept out of the pool by its publisher\'s or exchange\'s bound (capped); markets a segment saw move (moves).',
         () => [
           { value: this.shading.stats.shaded, labels: { what: 'shaded' } },
           { value: this.shading.stats.explored, labels: { what: 'explored' } },
@@ -106,6 +106,7 @@ class DeliveryMetrics implements OnModuleInit, OnApplicationBootstrap {
           { value: this.shading.stats.impossible, labels: { what: 'impossible' } },
           { value: this.shading.stats.limited, labels: { what: 'limited' } },
           { value: this.shading.stats.capped, labels: { what: 'capped' } },
+          { value: this.shading.stats.moves, labels: { what: 'moves' } },
         ],
       ),
     );
