@@ -1,6 +1,6 @@
 'use strict';
 // `npm run ab -- --against <dir>`: the CPU per bid request of two bidder builds measured side by side
-// (bench/README.md, "Comparing two builds"). This checkout's build (A, or the one in `--a <dir>`) and the one in <dir> (B: a
+// (bench/README.md, "npm run ab"). This checkout's build (A, or the one in `--a <dir>`) and the one in <dir> (B: a
 // worktree of another commit, built, with node_modules) run at the same time, pinned to the same
 // CPU, each under its own open-loop load of the same rate and mix (tools/profile.js's generator,
 // with notices), with one Redis. Every round reads both processes' CPU from /proc over the same

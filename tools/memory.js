@@ -1,5 +1,5 @@
 'use strict';
-// `npm run memory`: where a bid worker's memory goes over time (bench/RESULTS.md, "Worker memory").
+// `npm run memory`: where a bid worker's memory goes over time (measured with `npm run memory`).
 // Starts one Redis and one bidder process (dist/main.js, as a PM2 worker runs it) per variant, all
 // at once, and drives each with the same fixed-rate keep-alive load (tools/profile.js's load
 // generator: the load test's requests, win notices and impression trackers for 10 % of them) for

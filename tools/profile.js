@@ -1,6 +1,6 @@
 'use strict';
 // `npm run profile`: where a request's CPU goes, bidder beside the bare-Fastify baseline
-// (bench/README.md, "Profile: where a request's CPU goes"). Each target runs as one process on
+// (bench/README.md, "npm run profile"). Each target runs as one process on
 // 127.0.0.1 under the same fixed-rate keep-alive load (the sample requests of tools/bench/ab-http.js, or
 // the load test's generated requests; win notices and impression trackers for a share of them, as
 // k6/bid.js sends them), in turn; `perf record -e cpu-clock -g -p <pid>` samples it for --seconds

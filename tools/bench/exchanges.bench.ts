@@ -1,8 +1,7 @@
 /**
  * The bid route's caller check (src/exchanges/exchanges.ts, ExchangeGate.identify) per request, for
  * the usual shapes of EXCHANGES_FILE. CPU ns per call from process.cpuUsage. Run:
- * `npm run build:test && node_modules/.bin/node .test-build/tools/bench/exchanges.bench.js` (printed only;
- * the figures are in bench/RESULTS-exchanges.md).
+ * `npm run build:test && node_modules/.bin/node .test-build/tools/bench/exchanges.bench.js` (printed only).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ExchangeGate, parseExchanges } from '../../src/exchanges/exchanges';

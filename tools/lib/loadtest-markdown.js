@@ -334,36 +334,39 @@ function markdown(rep, { brief = false, level = 2, images = true } = {}) {
 
 const RESULTS_HEAD = `# Benchmark results
 
-Latest figures of \`npm run loadtest\` (see docs/loadtest.md for what it does and how to read them).
-Each section is rewritten by a full-length run of its scenario; shorter runs leave this file alone
-unless given \`--results-md\`. The full report of a run (plots, JSON) stays in its
-\`k6/results/<timestamp>/\` directory, which is not committed.
+Written by \`npm run loadtest\` (see docs/loadtest.md for what it does and how to read them): each
+section below is the latest full-length run of its scenario, with its commit and machine, and is
+rewritten by the next one; shorter runs leave this file alone unless given \`--results-md\`. Nothing
+else is kept here. The full report of a run (plots, JSON) stays in its \`k6/results/<timestamp>/\`
+directory, which is not committed.
 `;
 
-/** Rewrites the scenario's section of bench/RESULTS.md. */
-function updateResultsMd(file, rep, reportDir) {
-  let text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : RESULTS_HEAD;
-  const begin = `<!-- loadtest:${rep.scenario}:begin -->`;
-  const end = `<!-- loadtest:${rep.scenario}:end -->`;
-  const body = [
-    begin,
-    `## ${{ reference: 'Reference load (1300/s)', ramp: 'Ramp to the limit', overload: 'Overload', soak: 'Soak (30 minutes at 1300/s)' }[rep.scenario]}`,
-    '',
-    ...header(rep),
-    `Full report: \`${reportDir}/\`.`,
-    markdown(rep, { brief: true, level: 3 }).trimEnd(),
-    end,
-  ].join('\n');
-  const a = text.indexOf(begin);
-  const b = text.indexOf(end);
-  if (a >= 0 && b > a) text = text.slice(0, a) + body + text.slice(b + end.length);
-  else {
-    // Keep the reference section first.
-    const other = text.indexOf('<!-- loadtest:ramp:begin -->');
-    if (rep.scenario === 'reference' && other >= 0) text = `${text.slice(0, other)}${body}\n\n${text.slice(other)}`;
-    else text = `${text.trimEnd()}\n\n${body}\n`;
+const SCENARIOS = ['reference', 'ramp', 'overload', 'soak'];
+const TITLES = { reference: 'Reference load (1300/s)', ramp: 'Ramp to the limit', overload: 'Overload', soak: 'Soak (30 minutes at 1300/s)' };
+const markers = (scenario) => [`<!-- loadtest:${scenario}:begin -->`, `<!-- loadtest:${scenario}:end -->`];
+
+/** The section each scenario has in a RESULTS.md text, by scenario (only what is between its markers). */
+function sections(text) {
+  const out = {};
+  for (const scenario of SCENARIOS) {
+    const [begin, end] = markers(scenario);
+    const a = text.indexOf(begin);
+    const b = text.indexOf(end);
+    if (a >= 0 && b > a) out[scenario] = text.slice(a, b + end.length);
   }
-  fs.writeFileSync(file, text);
+  return out;
+}
+
+/**
+ * Rewrites bench/RESULTS.md: its head, then one section per scenario in a fixed order, this run's
+ * for its scenario and the file's own for the others. Text outside the sections is not kept.
+ */
+function updateResultsMd(file, rep, reportDir) {
+  const kept = sections(fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '');
+  const [begin, end] = markers(rep.scenario);
+  kept[rep.scenario] = [begin, `## ${TITLES[rep.scenario]}`, '', ...header(rep), `Full report: \`${reportDir}/\`.`, markdown(rep, { brief: true, level: 3 }).trimEnd(), end].join('\n');
+  const text = [RESULTS_HEAD, ...SCENARIOS.filter((s) => kept[s] !== undefined).map((s) => kept[s])].join('\n');
+  fs.writeFileSync(file, `${text}\n`);
 }
 
 module.exports = { markdown, updateResultsMd };
