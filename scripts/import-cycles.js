@@ -88,8 +88,13 @@ function findCycles(edgeKeys) {
 module.exports = { moduleEdges, findCycles };
 
 if (require.main === module) {
+  const { values } = require('./lib/cli').readCommandLine({
+    name: 'import-cycles',
+    usage: 'usage: node scripts/import-cycles.js [--why]   (the import graph of src/ and its cycles; exit 1 on a cycle)\n  --why  each edge with the imports that make it',
+    options: { why: { type: 'boolean' } },
+  });
   const edges = moduleEdges();
-  for (const k of [...edges.keys()].sort()) console.log(process.argv.includes('--why') ? `${k}   (${edges.get(k).join('; ')})` : k);
+  for (const k of [...edges.keys()].sort()) console.log(values.why ? `${k}   (${edges.get(k).join('; ')})` : k);
   const cycles = findCycles(edges.keys());
   for (const c of cycles) console.log(`cycle: ${c.join(', ')}`);
   process.exit(cycles.length > 0 ? 1 : 0);

@@ -16,7 +16,7 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const zlib = require('node:zlib');
-const { parseArgs } = require('node:util');
+const { readCommandLine, usageError } = require('../scripts/lib/cli');
 const { spawn } = require('node:child_process');
 const { startRedis, freePort, waitFor } = require('../scripts/lib/redis');
 const { startLoad } = require('./profile');
@@ -27,20 +27,17 @@ const USAGE = 'usage: npm run memory -- [--minutes 12] [--rate 400] [--variant d
 const SAMPLE_MS = 10_000;
 
 function parseOptions(argv) {
-  const { values } = parseArgs({
+  const { values } = readCommandLine({
+    name: 'memory',
+    usage: USAGE,
     args: argv,
     options: {
       minutes: { type: 'string', default: '12' },
       rate: { type: 'string', default: '400' },
       variant: { type: 'string', multiple: true },
       json: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
     },
   });
-  if (values.help) {
-    console.log(USAGE);
-    process.exit(0);
-  }
   const variants = (values.variant ?? ['default']).map((v) => {
     const env = {};
     const nodeArgs = [];
@@ -51,7 +48,7 @@ function parseOptions(argv) {
           continue;
         }
         const eq = kv.indexOf('=');
-        if (eq < 1) throw new Error(`--variant ${JSON.stringify(v)}: expected NAME=value[,NAME=value]`);
+        if (eq < 1) usageError('memory', USAGE, `--variant ${JSON.stringify(v)}: expected NAME=value[,NAME=value]`);
         env[kv.slice(0, eq)] = kv.slice(eq + 1);
       }
     }
@@ -59,7 +56,7 @@ function parseOptions(argv) {
   });
   const minutes = Number(values.minutes);
   const rate = Number(values.rate);
-  if (!(minutes > 0) || !(rate > 0)) throw new Error(USAGE);
+  if (!(minutes > 0) || !(rate > 0)) usageError('memory', USAGE, '--minutes and --rate must be above 0');
   return { minutes, rate, variants, json: values.json ?? null };
 }
 

@@ -17,26 +17,31 @@
 const fs = require('node:fs');
 const http = require('node:http');
 const { sampleBodies } = require('../lib/sample-bodies');
+const { readCommandLine, usageError } = require('../../scripts/lib/cli');
 
+const USAGE = `usage: node tools/bench/ab-http.js [--phase 3] [--rounds 20] [--conc 8] [--warmup 2] <pid>=<url> ...
+  --phase s    seconds each target gets per round
+  --rounds n   rounds (the targets in a shuffled order each)
+  --conc n     requests in flight
+  --warmup s   seconds of load per target before the first round`;
 
 function parseArgs(argv) {
+  const number = { type: 'string' };
+  const { values, positionals } = readCommandLine({ name: 'ab-http', usage: USAGE, args: argv, options: { phase: number, rounds: number, conc: number, warmup: number }, allowPositionals: true });
   const o = { phase: 3, rounds: 20, conc: 8, warmup: 2, targets: [] };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const m = /^--(phase|rounds|conc|warmup)$/.exec(a);
-    if (m) {
-      const v = Number(argv[++i]);
-      if (!Number.isFinite(v) || v < 0) throw new Error(`${a}: expected a number`);
-      o[m[1]] = v;
-    } else if (/^\d+=http:\/\//.test(a)) {
-      const eq = a.indexOf('=');
-      o.targets.push({ pid: Number(a.slice(0, eq)), url: new URL(a.slice(eq + 1)) });
-    } else {
-      throw new Error(`unknown argument ${a} (usage: node tools/bench/ab-http.js [--phase s] [--rounds n] [--conc n] [--warmup s] <pid>=<url> ...)`);
-    }
+  for (const k of ['phase', 'rounds', 'conc', 'warmup']) {
+    if (values[k] === undefined) continue;
+    const v = Number(values[k]);
+    if (values[k] === '' || !Number.isFinite(v) || v < 0) usageError('ab-http', USAGE, `--${k} ${values[k]}: expected a number`);
+    o[k] = v;
   }
-  if (o.targets.length === 0) throw new Error('no <pid>=<url> target given');
-  if (o.rounds < 1 || o.conc < 1) throw new Error('--rounds and --conc must be at least 1');
+  for (const a of positionals) {
+    if (!/^\d+=http:\/\//.test(a)) usageError('ab-http', USAGE, `${a}: expected <pid>=<url>`);
+    const eq = a.indexOf('=');
+    o.targets.push({ pid: Number(a.slice(0, eq)), url: new URL(a.slice(eq + 1)) });
+  }
+  if (o.targets.length === 0) usageError('ab-http', USAGE, 'no <pid>=<url> target given');
+  if (o.rounds < 1 || o.conc < 1) usageError('ab-http', USAGE, '--rounds and --conc must be at least 1');
   return o;
 }
 

@@ -28,6 +28,7 @@ import { SpendService } from '../../src/delivery/spend.service';
 import { ackKey } from '../../src/bidlog/keys';
 import { RedisFrameSink } from '../../src/log/log-sink';
 import { RedisService } from '../../src/redis/redis.service';
+import { readCommandLine } from './cli';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -39,7 +40,7 @@ const clusterLib = require(path.join(ROOT, 'scripts', 'lib', 'redis-cluster.js')
   startRedisCluster(o: object): Promise<{ nodesEnv: string; stop(): Promise<void> }>;
 };
 
-const WRITE = process.argv.includes('--write');
+const WRITE = readCommandLine({ name: 'cluster.bench', usage: 'usage: node .test-build/tools/bench/cluster.bench.js [--write]   (--write: bench/RESULTS-cluster.md)', options: { write: { type: 'boolean' } } }).values.write === true;
 const REFRESHES = 300;
 const PUSHES = 150;
 

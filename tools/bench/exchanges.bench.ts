@@ -5,6 +5,9 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { ExchangeGate, parseExchanges } from '../../src/exchanges/exchanges';
+import { readCommandLine } from './cli';
+
+readCommandLine({ name: 'exchanges.bench', usage: 'usage: node .test-build/tools/bench/exchanges.bench.js   (no options; prints ns per call)' });
 
 const TOKENS = Array.from({ length: 8 }, (_, i) => `exchange-${i}-token-0123456789abcdef`);
 

@@ -13,9 +13,13 @@ import * as path from 'node:path';
 import { Journal } from '../../src/log/journal';
 import { LogPipeline } from '../../src/log/log-pipeline';
 import { SpillStore } from '../../src/log/spill';
+import { count, readCommandLine } from './cli';
 
 const PAIRS = 20_000;
-const PER_TURN = Number(process.argv[3] ?? 1);
+const USAGE = 'usage: node .test-build/tools/bench/journal.bench.js [rounds (10)] [answers per turn (1)]';
+const { positionals } = readCommandLine({ name: 'journal.bench', usage: USAGE, allowPositionals: true, maxPositionals: 2 });
+const ROUNDS = count('journal.bench', USAGE, positionals[0], 10);
+const PER_TURN = count('journal.bench', USAGE, positionals[1], 1);
 const quiet = { log: (): void => undefined, warn: (m: string): void => console.error(m) };
 const sink = { ready: () => true, push: () => Promise.resolve(true) };
 
@@ -42,7 +46,7 @@ async function round(p: LogPipeline, reqBody: Buffer, resBody: Buffer): Promise<
 }
 
 async function main(): Promise<void> {
-  const rounds = Number(process.argv[2] ?? 10);
+  const rounds = ROUNDS;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-bench-'));
   const reqBody = Buffer.from(JSON.stringify({ id: 'x', imp: [{ id: '1', banner: { w: 300, h: 250 } }], site: { page: 'p'.repeat(700) } }));
   const resBody = Buffer.from(JSON.stringify({ id: 'x', seatbid: [{ bid: [{ id: 'b', impid: '1', price: 1.2, adm: 'a'.repeat(1900) }] }] }));

@@ -32,6 +32,7 @@ import type { LogRecord } from '../../src/bidlog/records';
 import { RedisService } from '../../src/redis/redis.service';
 import { sampleRequests as loadSamples } from '../../test/support/samples';
 import { loggedLines } from './ship-corpus';
+import { readCommandLine } from './cli';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -39,7 +40,7 @@ const redisLib = require(path.join(ROOT, 'scripts', 'lib', 'redis.js')) as {
   startRedis(o: object): Promise<{ url: string; stop(): Promise<void> }>;
 };
 
-const WRITE = process.argv.includes('--write');
+const WRITE = readCommandLine({ name: 'log.bench', usage: 'usage: node .test-build/tools/bench/log.bench.js [--write]   (--write: bench/RESULTS-log.md)', options: { write: { type: 'boolean' } } }).values.write === true;
 const MiB = 1024 * 1024;
 const quiet = { LOG_LEVEL: 'error' };
 

@@ -13,13 +13,17 @@ const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
-const { parseArgs } = require('node:util');
+const { readCommandLine, usageError } = require('../../scripts/lib/cli');
 
-const { values: o, positionals } = parseArgs({
+const USAGE = `usage: node tools/bench/open-loop.js [--rate 600] [--seconds 6] [--tmax 100] [--pid <target pid>] <bid url>`;
+const { values: o, positionals } = readCommandLine({
+  name: 'open-loop',
+  usage: USAGE,
   options: { rate: { type: 'string', default: '600' }, seconds: { type: 'string', default: '6' }, tmax: { type: 'string', default: '100' }, pid: { type: 'string', default: '0' } },
   allowPositionals: true,
+  maxPositionals: 1,
 });
-if (positionals.length !== 1) throw new Error('usage: node tools/bench/open-loop.js [--rate n] [--seconds s] [--tmax ms] [--pid pid] <bid url>');
+if (positionals.length !== 1) usageError('open-loop', USAGE, 'which bid url?');
 const url = new URL(positionals[0]);
 const rate = Number(o.rate);
 const seconds = Number(o.seconds);

@@ -11,6 +11,9 @@ import { PrivacyPolicy } from '../../src/privacy/policy';
 import { requestLogJson } from '../../src/privacy/redact';
 import { readPrivacySignals } from '../../src/privacy/signals';
 import { gppString, OUR_VENDOR, tcString } from '../../test/privacy/consent-strings';
+import { readCommandLine } from './cli';
+
+readCommandLine({ name: 'privacy.bench', usage: 'usage: npm run bench:privacy   (no options; prints the figures)' });
 
 function cpuMicros(): number {
   const u = process.cpuUsage();

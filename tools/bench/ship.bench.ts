@@ -21,6 +21,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import Redis from 'ioredis';
 import { corpus, frames, freshLines } from './ship-corpus';
+import { count, readCommandLine } from './cli';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -28,8 +29,10 @@ const redisLib = require(path.join(ROOT, 'scripts', 'lib', 'redis.js')) as {
   startRedis(o: object): Promise<{ url: string; stop(): Promise<void> }>;
 };
 
-const WRITE = process.argv.includes('--write');
-const RECORDS = Number(process.argv[process.argv.indexOf('--records') + 1]) || 300_000;
+const USAGE = 'usage: node .test-build/tools/bench/ship.bench.js [--records 300000] [--write]   (--write: bench/RESULTS-ship.md)';
+const args = readCommandLine({ name: 'ship.bench', usage: USAGE, options: { write: { type: 'boolean' }, records: { type: 'string' } } }).values;
+const WRITE = args.write === true;
+const RECORDS = count('ship.bench', USAGE, args.records, 300_000);
 const MiB = 1024 * 1024;
 
 const TICK = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;

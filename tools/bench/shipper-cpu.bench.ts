@@ -31,6 +31,7 @@ import { toBatch } from '../../src/shipper/batch';
 import { ParquetStore } from '../../src/shipper/parquet-store';
 import { ShipperRedis } from '../../src/shipper/shipper-redis';
 import { corpus, frames, freshLines } from './ship-corpus';
+import { count, readCommandLine } from './cli';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -38,17 +39,20 @@ const redisLib = require(path.join(ROOT, 'scripts', 'lib', 'redis.js')) as {
   startRedis(o: object): Promise<{ url: string; stop(): Promise<void> }>;
 };
 
-function arg(name: string, dflt: number): number {
-  const i = process.argv.indexOf(name);
-  return i > 0 ? Number(process.argv[i + 1]) || dflt : dflt;
-}
-const ROUNDS = arg('--rounds', 6);
-const RECORDS = arg('--records', 26_000);
-const FRAMES = arg('--frames', 10);
+const USAGE = `usage: node .test-build/tools/bench/shipper-cpu.bench.js [--rounds 6] [--records 26000] [--frames 10]
+       node .test-build/tools/bench/shipper-cpu.bench.js --process [--seconds 60] [--root <checkout>]`;
+const args = readCommandLine({
+  name: 'shipper-cpu.bench',
+  usage: USAGE,
+  options: { rounds: { type: 'string' }, records: { type: 'string' }, frames: { type: 'string' }, process: { type: 'boolean' }, seconds: { type: 'string' }, root: { type: 'string' } },
+}).values;
+const ROUNDS = count('shipper-cpu.bench', USAGE, args.rounds, 6);
+const RECORDS = count('shipper-cpu.bench', USAGE, args.records, 26_000);
+const FRAMES = count('shipper-cpu.bench', USAGE, args.frames, 10);
 const CORPUS = path.join(ROOT, '.run', 'ship-corpus.ndjson');
-const PROCESS = process.argv.includes('--process');
-const SECONDS = arg('--seconds', 60);
-const SHIPPER_ROOT = process.argv.includes('--root') ? path.resolve(process.argv[process.argv.indexOf('--root') + 1]) : ROOT;
+const PROCESS = args.process === true;
+const SECONDS = count('shipper-cpu.bench', USAGE, args.seconds, 60);
+const SHIPPER_ROOT = typeof args.root === 'string' ? path.resolve(args.root) : ROOT;
 
 const TICK = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
 /** CPU seconds of a process (this one by default), all threads. */

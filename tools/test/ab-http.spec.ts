@@ -56,7 +56,7 @@ describe('tools/bench/ab-http.js (smoke)', () => {
 
   it('refuses a target without a pid, with a usage line', () => {
     const r = spawnSync(process.execPath, [path.join(ROOT, 'tools', 'bench', 'ab-http.js'), 'http://127.0.0.1:1/openrtb2/bid'], { encoding: 'utf8' });
-    assert.equal(r.status, 1);
-    assert.match(r.stderr, /usage: node bench\/ab-http\.js/);
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /^ab-http: http:\/\/127\.0\.0\.1:1\/openrtb2\/bid: expected <pid>=<url>\nusage: node tools\/bench\/ab-http\.js/);
   });
 });

@@ -7,6 +7,9 @@
 // (ecosystem.config.js beside this file): the bidder's CPU per request divided by this one's is
 // the cost of the bidding, logging and Nest, and that ratio survives a noisy machine.
 const fastify = require('fastify');
+const { readCommandLine } = require('../../../scripts/lib/cli');
+
+readCommandLine({ name: 'baseline', usage: 'usage: PORT=8090 HOST=127.0.0.1 node tools/bench/baseline/server.js   (no options; PM2 runs it for npm run loadtest)' });
 
 const port = Number(process.env.PORT || 8090);
 const host = process.env.HOST || '127.0.0.1';
