@@ -7,7 +7,7 @@
 // tests that start no Redis, no bidder and no other process; compiles src + test only, no dist, no lint.
 // `npm run test:tools [-- <part of a path>…]` (`--tools`): the measuring tools' own tests (tools/test/:
 // the load test, profile, ab, memory and bench harnesses); compiles and builds dist, no lint.
-const { execFileSync, spawnSync } = require('node:child_process');
+const { execFileSync, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -57,15 +57,18 @@ if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) {
 
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
 if (!unit) execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
-// Type-aware lint, zero warnings, of everything `npm run lint` covers (the tools included);
-// SKIP_LINT=1 skips it for a quick local subset.
-if (!unit && !tools && process.env.SKIP_LINT !== '1') {
-  execFileSync(process.execPath, [path.join(root, 'node_modules', 'eslint', 'bin', 'eslint.js'), '--max-warnings', '0', 'src', 'test', 'tools', 'scripts', 'ecosystem.config.js'], {
-    cwd: root,
-    stdio: 'inherit',
-  });
-  console.log('lint: clean');
-}
+// Type-aware lint, zero warnings, of everything `npm run lint` covers (the tools included), run
+// beside the tests (its output is printed after theirs); SKIP_LINT=1 skips it for a quick local subset.
+const lint =
+  !unit && !tools && process.env.SKIP_LINT !== '1'
+    ? new Promise((resolve) => {
+        const p = spawn(process.execPath, [path.join(root, 'node_modules', 'eslint', 'bin', 'eslint.js'), '--max-warnings', '0', 'src', 'test', 'tools', 'scripts', 'ecosystem.config.js'], { cwd: root });
+        let out = '';
+        p.stdout.on('data', (d) => (out += d));
+        p.stderr.on('data', (d) => (out += d));
+        p.on('close', (code) => resolve({ code, out }));
+      })
+    : Promise.resolve(null);
 
 const outDir = path.join(root, '.test-build');
 const testDir = path.join(outDir, tools ? path.join('tools', 'test') : 'test');
@@ -89,8 +92,17 @@ if (selected.length === 0) {
   console.error('no test files found');
   process.exit(1);
 }
-selected.sort();
-const r = spawnSync(
+// The slowest files of the last run first (.test-build/test-times.json, written by the reporter),
+// so that the long ones do not start last and hold up the end; new files before known ones.
+let times = {};
+try {
+  times = JSON.parse(fs.readFileSync(path.join(outDir, 'test-times.json'), 'utf8'));
+} catch {
+  // no earlier run: path order
+}
+const took = (f) => times[path.relative(root, f)] ?? Infinity;
+selected.sort((a, b) => took(b) - took(a) || (a < b ? -1 : 1));
+const runner = spawn(
   process.execPath,
   [
     '--test',
@@ -104,4 +116,17 @@ const r = spawnSync(
   ],
   { cwd: root, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } },
 );
-process.exit(r.status === null ? 1 : r.status);
+runner.on('close', (status) => {
+  void lint.then((l) => {
+    let code = status === null ? 1 : status;
+    if (l !== null) {
+      process.stdout.write(l.out);
+      if (l.code === 0) console.log('lint: clean');
+      else {
+        console.error(`lint: failed (exit ${l.code})`);
+        if (code === 0) code = 1;
+      }
+    }
+    process.exit(code);
+  });
+});

@@ -1,7 +1,8 @@
 'use strict';
 // A node:test reporter beside `spec`: at the end of a run, each test file's wall time (its process,
 // from start to exit), slowest first, and the sum. `npm test` prints it so the time a change adds
-// is seen where it goes.
+// is seen where it goes, and keeps it in .test-build/test-times.json for the order of the next run.
+const fs = require('node:fs');
 const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -14,6 +15,15 @@ module.exports = async function* fileTimes(source) {
     files.set(event.data.file, Math.max(files.get(event.data.file) ?? 0, ms));
   }
   if (files.size === 0) return;
+  // Kept for the next run, which starts the slowest files first (scripts/test.js).
+  const store = path.join(ROOT, '.test-build', 'test-times.json');
+  try {
+    const known = fs.existsSync(store) ? JSON.parse(fs.readFileSync(store, 'utf8')) : {};
+    for (const [file, ms] of files) known[path.relative(ROOT, file)] = Math.round(ms);
+    fs.writeFileSync(store, `${JSON.stringify(known, null, 1)}\n`);
+  } catch {
+    // Only an ordering hint: a run without it starts the files in path order.
+  }
   const rows = [...files].sort((a, b) => b[1] - a[1]);
   const total = rows.reduce((s, [, ms]) => s + ms, 0);
   yield `\ntest files by wall time (${files.size} files, ${(total / 1000).toFixed(1)} s in all):\n`;
