@@ -87,8 +87,10 @@ const logDir = path.resolve(env.BIDDER_LOG_DIR || path.join(runDir, 'logs'));
 
 /**
  * The documented variables with their defaults (README, Configuration); every other variable passes
- * through. TRACKING_BASE_URL has no default here: in production the bidder refuses to start without
- * it (a loopback address reaches no exchange); `npm start` sets one for a trial on this machine.
+ * through. TRACKING_BASE_URL and EXCHANGES_FILE have no default here: in production the bidder
+ * refuses to start without them (a loopback address reaches no exchange; without an exchanges file
+ * anyone may bid and bill, unless EXCHANGES_OPEN=1 says so); `npm start` sets both for a trial on
+ * this machine (an exchanges file that admits loopback callers only).
  */
 const appEnv = {
   NODE_ENV: env.NODE_ENV || 'production',

@@ -15,6 +15,9 @@
 //           started (by its PID, after a SAVE so the log survives to the next start)
 //   status  workers, Redis, health; exit 0 when running, 3 when not
 //
+// Without EXCHANGES_FILE (and EXCHANGES_OPEN=1) the workers get a generated exchanges file that
+// admits loopback callers only ($BIDDER_RUN_DIR/exchanges.json, scripts/lib/local-exchanges.js).
+//
 // Environment: PORT (8080), HOST, WORKERS (default one per core), REDIS_URL, BIDDER_RUN_DIR
 // (default <project>/.run), PM2_HOME (default ~/.pm2, or $BIDDER_RUN_DIR/pm2 when that is set),
 // and every bidder variable (docs/operations.md), passed on to the workers.
@@ -25,6 +28,7 @@ const net = require('node:net');
 const path = require('node:path');
 const redisLib = require('./lib/redis');
 const secretsLib = require('./lib/secrets');
+const { localExchanges } = require('./lib/local-exchanges');
 const { ROOT, ECOSYSTEM, APP, SHIPPER, runDir, pm2Home, assertNode, alive, daemonInfo, pm2, appProcesses, appNames } = require('./pm2');
 
 const READY_TIMEOUT_MS = 90_000;
@@ -337,6 +341,8 @@ async function start() {
   const url = localUrl(port);
   // On a cluster the workers take REDIS_MODE / REDIS_CLUSTER_NODES (and REDIS_URL's credentials) from this environment.
   const env = { PORT: String(port), ...(redis.cluster ? {} : { REDIS_URL: redis.url }), ...localSecrets() };
+  // Production refuses to start without EXCHANGES_FILE; on this machine: loopback only, said aloud.
+  Object.assign(env, localExchanges(runDir(), process.env, say));
   // Production refuses to start without TRACKING_BASE_URL; a trial on this machine gets this one, said aloud.
   if (!process.env.TRACKING_BASE_URL || process.env.TRACKING_BASE_URL.trim() === '') {
     env.TRACKING_BASE_URL = url;

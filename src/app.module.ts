@@ -28,6 +28,7 @@ export class AppModule {
           refreshSeconds: config.currencyRefreshSeconds,
           maxAgeSeconds: config.currencyMaxAgeSeconds,
           maxChangePct: config.currencyMaxChangePct,
+          maxDriftPct: config.currencyMaxDriftPct,
         }),
         LogModule,
         TargetingModule,

@@ -4,7 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import pino from 'pino';
 import { AppModule } from './app.module';
-import type { Config } from './config/config';
+import { ConfigError, type Config } from './config/config';
 import { Lifecycle } from './health/lifecycle';
 import { ClusterMetrics } from './metrics/cluster-metrics';
 import { HttpServers } from './http/http.module';
@@ -124,6 +124,9 @@ export async function createApp(config: Config): Promise<NestFastifyApplication>
   const adapter = new FastifyAdapter(servers.admin.fastify);
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, servers), adapter, {
     bodyParser: false,
+    // A provider that cannot start (a configuration error among them) throws to src/main.ts, which
+    // says why in one line and picks the exit code; by default Nest would log it and exit 1 itself.
+    abortOnError: false,
     logger: new NestPinoLogger(logger),
   });
   // An answer leaves once the records logged for it are in the crash journal.
@@ -157,13 +160,29 @@ export async function listen(app: NestFastifyApplication, config: Config, warmed
   const warm = warmUpBidPath(app, config);
   warmed?.(warm);
   const servers = app.get(HttpServers);
-  const url = await servers.public.listen(config.port, config.host);
-  await app.listen(config.adminPort, config.adminHost);
+  const url = await listenOn('PORT', config.port, config.host, () => servers.public.listen(config.port, config.host));
+  await listenOn('ADMIN_PORT', config.adminPort, config.adminHost, () => app.listen(config.adminPort, config.adminHost));
   servers.turns.start();
   app.get(Lifecycle).started = true;
   // Show this worker as ready in the machine view now rather than at the next period.
   app.get(ClusterMetrics).publishInBackground();
   return url;
+}
+
+/**
+ * A port another program holds, or one this user may not open, is a configuration error (PM2 does
+ * not restart it: src/main.ts), named by its variable.
+ */
+async function listenOn<T>(name: string, port: number, host: string, listen: () => Promise<T>): Promise<T> {
+  try {
+    return await listen();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new ConfigError([`${name}=${port}: ${host}:${port} is in use by another program; choose a free port`]);
+    if (code === 'EACCES') throw new ConfigError([`${name}=${port}: not allowed to listen on ${host}:${port} (below 1024 needs privileges); choose a port from 1024`]);
+    if (code === 'EADDRNOTAVAIL') throw new ConfigError([`${name}=${port}: ${host} is no address of this machine (HOST / ADMIN_HOST)`]);
+    throw e;
+  }
 }
 
 /** The admin server's URL (`http://host:port`), once listening. */

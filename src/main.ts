@@ -42,13 +42,7 @@ function exitOnConfigError(message: string): void {
 }
 
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig(process.env);
-  } catch (e) {
-    if (e instanceof ConfigError) return exitOnConfigError(`bidder: ${e.message}\n`);
-    throw e;
-  }
+  const config = loadConfig(process.env);
   const app = await createApp(config);
   const logger = new Logger('main');
   const log = app.get(LogService);
@@ -80,6 +74,9 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
+  // A configuration error, found by loadConfig or while starting (a campaign or rates file that
+  // cannot be read, a port in use): one line per problem, the code PM2 does not restart.
+  if (e instanceof ConfigError) return exitOnConfigError(`bidder: ${e.message}\n`);
   process.stderr.write(`bidder: failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
   process.exit(1);
 });

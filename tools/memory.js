@@ -116,6 +116,8 @@ async function startBidder(variant, redisUrl, dir) {
   const env = {
     ...process.env,
     NODE_ENV: 'production',
+    // The load comes from loopback, to the open endpoint as before (production refuses that unless said).
+    EXCHANGES_OPEN: '1',
     PORT: String(port),
     HOST: '127.0.0.1',
     ADMIN_PORT: String(adminPort),

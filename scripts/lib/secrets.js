@@ -7,6 +7,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const NAMES = ['TRACKING_SECRET', 'PII_HASH_SECRET', 'REDIS_PASSWORD'];
+const WORKER_SECRETS = ['TRACKING_SECRET', 'PII_HASH_SECRET'];
 
 class DamagedSecretsError extends Error {}
 
@@ -17,18 +18,19 @@ class DamagedSecretsError extends Error {}
  * A file readable by others is made 0600 (and `say` says so).
  */
 function readSecrets(file, say) {
-  let text;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (e) {
-    if (e.code === 'ENOENT') return {};
-    throw e;
-  }
   const damaged = (why) =>
     new DamagedSecretsError(
       `${file} is damaged (${why}): restore it from a backup, or delete it to make new secrets ` +
         '(tracking URLs signed with the old ones then fail, and hashed user keys change); not starting',
     );
+  let text;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    if (e.code === 'ENOENT') return {};
+    // A directory, or a file this user may not read: a message, not a stack trace.
+    throw damaged(e.code === 'EISDIR' ? 'a directory, not a file' : `cannot be read: ${e.code || e.message}`);
+  }
   let saved;
   try {
     saved = JSON.parse(text);
@@ -65,18 +67,29 @@ function kept(runDir, names, env, say) {
   if (wanted.length === 0) return {};
   const file = path.join(runDir, 'secrets.json');
   const saved = readSecrets(file, say);
+  // The two worker secrets are made together: one kept without the other means the file lost it
+  // (a new PII_HASH_SECRET would change every hashed user key, a new TRACKING_SECRET fail every URL
+  // sent), unless the environment gives it.
+  const kept = wanted.filter((n) => WORKER_SECRETS.includes(n) && saved[n] !== undefined);
+  const lost = wanted.filter((n) => WORKER_SECRETS.includes(n) && saved[n] === undefined);
+  if (kept.length > 0 && lost.length > 0) {
+    throw new DamagedSecretsError(
+      `${file} holds ${kept.join(', ')} but not ${lost.join(', ')}: restore it from a backup, or set ${lost.join(', ')} in the environment ` +
+        `to the value in use, or delete the file to make new secrets (tracking URLs signed with the old ones then fail, and hashed user keys change); not starting`,
+    );
+  }
   const out = {};
-  let changed = false;
+  const generated = [];
   for (const name of wanted) {
     if (saved[name] === undefined) {
       saved[name] = crypto.randomBytes(48).toString('base64url');
-      changed = true;
+      generated.push(name);
     }
     out[name] = saved[name];
   }
-  if (changed) {
+  if (generated.length > 0) {
     writeSecrets(file, saved);
-    say(`bidder: generated local secrets (${wanted.join(', ')}) in ${file}, mode 0600 (set TRACKING_SECRET and PII_HASH_SECRET to share them across hosts)`);
+    say(`bidder: generated local secrets (${generated.join(', ')}) in ${file}, mode 0600 (set TRACKING_SECRET and PII_HASH_SECRET to share them across hosts)`);
   }
   return out;
 }

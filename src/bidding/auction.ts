@@ -5,9 +5,10 @@ import { PacingGate } from '../delivery/pacing.gate';
 import { ShadingService } from '../delivery/shading.service';
 import { SpendService } from '../delivery/spend.service';
 import { MetricsService } from '../metrics/metrics.service';
-import type { BidRequest } from '../openrtb/types';
+import { onTick, type CurrencyRates } from '../currency/rates';
+import type { BidRequest, Imp } from '../openrtb/types';
 import { Auction, CampaignStore, type Explanation } from '../targeting/campaign-store';
-import type { NoBidReason } from '../targeting/types';
+import type { Match, NoBidReason } from '../targeting/types';
 import { PayloadCodec } from '../tracking/payload';
 import { BidWriter, ENVELOPE_BYTES } from './response-json';
 
@@ -102,8 +103,8 @@ export class BidAuction {
         continue;
       }
       if (explained !== null) continue;
-      // First price: the shaded price; the value otherwise.
-      const price = req.at === 1 && !this.dry ? this.shading.price(req, imp, m, cur, rates, now, this.spend.pressure(m.candidate)) : m.price;
+      // First price: the shaded price, on the 4-decimal grid as every bid price (the value already is); the value otherwise.
+      const price = req.at === 1 && !this.dry ? this.shaded(req, imp, m, cur, rates, now) : m.price;
       const bid = this.writer.bid(req, imp, m, cur, now, price, this.shading.noticeParam(req, m));
       let size = 3 * bid.length + 1;
       if (size > room && !exact) {
@@ -123,5 +124,14 @@ export class BidAuction {
     }
     if (bids === null) return { status: 204, body: '', reason: dropped > 0 ? ANSWER_SIZE : (reason ?? 'no_candidates'), dropped: dropped > 0 ? dropped : undefined };
     return { status: 200, body: explained !== null ? '' : this.writer.envelope(idJson, cur, bids), reason: null, dropped: dropped > 0 ? dropped : undefined };
+  }
+
+  /** The shaded first-price bid (src/delivery/shading.service.ts) on the 4-decimal grid, never below the imp's floor. */
+  private shaded(req: BidRequest, imp: Imp, m: Match, cur: string, rates: CurrencyRates, now: number): number {
+    const price = this.shading.price(req, imp, m, cur, rates, now, this.spend.pressure(m.candidate));
+    // The value itself (a deal, shading off, or the value is the best bid) is a 4-decimal price already.
+    if (price === m.price) return price;
+    const floor = imp.bidfloor > 0 ? (rates.convert(imp.bidfloor, imp.bidfloorcur, cur) ?? 0) : 0;
+    return onTick(price, floor);
   }
 }

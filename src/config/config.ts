@@ -1,10 +1,13 @@
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { type ExchangeSpec, readExchangesFile } from './exchanges-file';
 
 /** CURRENCY_MAX_CHANGE_PCT's default: a rate may double or halve between two refreshes, not more. */
 export const DEFAULT_MAX_CHANGE_PCT = 100;
+/** CURRENCY_MAX_DRIFT_PCT's default: within a day a rate may move to twice or half its reference, not more. */
+export const DEFAULT_MAX_DRIFT_PCT = 100;
 
 /**
  * Every setting the bidder reads, loaded from the environment once at start-up and frozen.
@@ -102,6 +105,10 @@ export interface Config {
   readonly shadingExplore: number;
   /** Shading: how often a worker publishes what it learned and reads the others' (Redis), ms. */
   readonly shadingSyncMs: number;
+  /** Shading: notices learned from per source (exchange) and second on one worker; the rest are counted, not learned. */
+  readonly shadingLearnPerS: number;
+  /** Shading: half-life of what the win-price model learned, ms (SHADING_HALF_LIFE_MIN). */
+  readonly shadingHalfLifeMs: number;
   /** How long a billed bid id is remembered to make billing idempotent. */
   readonly billDedupeTtlSeconds: number;
   /** Poll CAMPAIGNS_FILE for changes this often and hot-swap it (0 = never). */
@@ -125,6 +132,8 @@ export interface Config {
   readonly currencyMaxAgeSeconds: number;
   /** A refreshed table with a rate moved by more than this (percent, either way) is refused (0: no bound). */
   readonly currencyMaxChangePct: number;
+  /** A refreshed table with a rate more than this (percent, either way) from the reference rates (those in use a day before) is refused (0: no bound). */
+  readonly currencyMaxDriftPct: number;
   /** The domain named in `ext.dsa.transparency` of DSA bids (default: TRACKING_BASE_URL's host). */
   readonly dsaDomain: string;
   /**
@@ -155,7 +164,8 @@ export const EXIT_CONFIG_ERROR = 2;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    // One problem, one line (what PM2's error log shows); several, one line each.
+    super(problems.length === 1 ? `invalid configuration: ${problems[0]}` : `invalid configuration:\n  - ${problems.join('\n  - ')}`);
     this.name = 'ConfigError';
   }
 }
@@ -249,6 +259,11 @@ export class Reader {
         this.problems.push(`${name}: expected comma-separated id:secret pairs with distinct ids from 0 to 255`);
         return [];
       }
+      // `2: secret` would verify with " secret", not the key the URLs were signed with: every one refused.
+      if (secret.trim() !== secret) {
+        this.problems.push(`${name}: key ${id}: the secret starts or ends with whitespace; write id:secret with nothing between the colon and the secret`);
+        return [];
+      }
       out.push({ id, secret });
     }
     return out;
@@ -266,11 +281,13 @@ export class Reader {
 }
 
 /**
- * A URL-like text with whatever stands between `//` and `@` (a user and password) replaced by
+ * A URL-like text with whatever stands between `//` and the last `@` (a user and password) replaced by
  * `***`: for messages, which must never carry a password (REDIS_URL's, a rates service's).
  */
 export function hideUserinfo(text: string): string {
-  return text.replace(/^([^/@]*\/\/)?[^/@]*@/, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);
+  // Up to the last @: a password with an unencoded @ (or /) is hidden whole; a path with an @ in it
+  // is hidden too, which a message can afford.
+  return text.replace(/^([^/@]*\/\/)?.*@/, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);
 }
 
 /** A Redis node's address. */
@@ -455,6 +472,8 @@ export function loadConfig(env: Env = process.env): Config {
     shading: r.bool('SHADING', true),
     shadingExplore: r.int('SHADING_EXPLORE_PERCENT', 5, 0, 50) / 100,
     shadingSyncMs: r.int('SHADING_SYNC_S', 10, 1, 3600) * 1000,
+    shadingLearnPerS: r.int('SHADING_LEARN_PER_S', 1000, 1, 1_000_000),
+    shadingHalfLifeMs: r.int('SHADING_HALF_LIFE_MIN', 10, 1, 7 * 24 * 60) * 60_000,
     billDedupeTtlSeconds: r.int('BILL_DEDUPE_TTL_S', 7 * 24 * 3600, 60, 90 * 24 * 3600),
     campaignsWatchMs: r.int('CAMPAIGNS_WATCH_MS', 1_000, 0, 3_600_000),
     debugEndpoints: r.bool('DEBUG_ENDPOINTS', false),
@@ -467,6 +486,7 @@ export function loadConfig(env: Env = process.env): Config {
     currencyRefreshSeconds: r.int('CURRENCY_REFRESH_S', 3600, 10, 7 * 24 * 3600),
     currencyMaxAgeSeconds: r.int('CURRENCY_MAX_AGE_S', 2 * 24 * 3600, 0, 365 * 24 * 3600),
     currencyMaxChangePct: r.int('CURRENCY_MAX_CHANGE_PCT', DEFAULT_MAX_CHANGE_PCT, 0, 1_000_000),
+    currencyMaxDriftPct: r.int('CURRENCY_MAX_DRIFT_PCT', DEFAULT_MAX_DRIFT_PCT, 0, 1_000_000),
     dsaDomain: r.str('DSA_DOMAIN', ''),
     shedMaxWaitMs: r.int('SHED_MAX_WAIT_MS', 200, 0, 60_000),
     shedMarginMs: r.int('SHED_MARGIN_MS', 30, 0, 10_000),
@@ -475,11 +495,11 @@ export function loadConfig(env: Env = process.env): Config {
     answerMaxBytes: r.int('ANSWER_MAX_BYTES', 64 * 1024, 4 * 1024, 16 * MiB),
   };
   if (cfg.dsaDomain === '') {
-    try {
-      (cfg as { dsaDomain: string }).dsaDomain = new URL(cfg.trackingBaseUrl).hostname;
-    } catch {
-      // TRACKING_BASE_URL is reported above
-    }
+    // TRACKING_BASE_URL's host when it is a name; an IP address is no domain (configWarnings says so).
+    const host = trackingHost(cfg.trackingBaseUrl);
+    if (host !== null && !isIpAddress(host)) (cfg as { dsaDomain: string }).dsaDomain = host;
+  } else if (!DOMAIN.test(cfg.dsaDomain) || isIpAddress(cfg.dsaDomain)) {
+    r.problem(`DSA_DOMAIN=${JSON.stringify(cfg.dsaDomain)}: expected a domain name (e.g. bidder.example.com: no scheme, path or port, not an IP address); it is named in ext.dsa.transparency`);
   }
   checkTrackingBaseUrl(r, cfg.trackingBaseUrl);
   if (cfg.currencyRatesFile !== null && cfg.currencyRatesUrl !== null) r.problem('CURRENCY_RATES_FILE, CURRENCY_RATES_URL: set one of them, not both');
@@ -487,10 +507,14 @@ export function loadConfig(env: Env = process.env): Config {
   if (cfg.httpHeadersTimeoutMs > cfg.httpRequestTimeoutMs) {
     r.problem(`HTTP_HEADERS_TIMEOUT_MS=${cfg.httpHeadersTimeoutMs}: must not exceed HTTP_REQUEST_TIMEOUT_MS (${cfg.httpRequestTimeoutMs})`);
   }
+  if (cfg.port !== 0 && cfg.adminPort === cfg.port) {
+    r.problem(`ADMIN_PORT=${cfg.adminPort}: the same as PORT; the admin port (metrics, machine view, debug routes) must be another port than the exchange-facing one`);
+  }
   if (cfg.trackingOldKeys.some((k) => k.id === cfg.trackingKeyId)) {
     r.problem(`TRACKING_OLD_KEYS: key id ${cfg.trackingKeyId} is TRACKING_KEY_ID's, the signing key; give the new key a new id`);
   }
   if (production) checkProductionSecrets(env, cfg, r);
+  checkAdmission(r, env, cfg, production);
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return Object.freeze(cfg);
 }
@@ -505,13 +529,33 @@ function readExchanges(r: Reader, env: Env): readonly ExchangeSpec[] | null {
 }
 
 /**
+ * EXCHANGES_OPEN=1: the bid endpoint is meant to answer any caller. Production refuses to start
+ * without EXCHANGES_FILE unless it is set: an open endpoint lets anyone request bids and bill them
+ * (spend budgets), and send notices the win-price model learns from.
+ */
+function checkAdmission(r: Reader, env: Env, cfg: Config, production: boolean): void {
+  const open = r.bool('EXCHANGES_OPEN', false);
+  if (open && cfg.exchanges !== null) {
+    r.problem('EXCHANGES_OPEN=1 and EXCHANGES_FILE are both set: EXCHANGES_FILE admits its exchanges only, EXCHANGES_OPEN=1 any caller; unset one of them');
+  } else if (production && !open && (env.EXCHANGES_FILE ?? '').trim() === '') {
+    r.problem(
+      'EXCHANGES_FILE: not set, and NODE_ENV=production needs it: list the exchanges that may call the bid endpoint (docs/operations.md, Exchanges); ' +
+        'without it anyone can request bids, bill them against the budgets and move the win-price model. Set EXCHANGES_OPEN=1 to run an open endpoint anyway',
+    );
+  }
+}
+
+/**
  * In production a tracking secret anyone can read in this repository (or guess) lets anyone forge
  * billing notices: refuse to start, saying what to set.
  */
 function checkProductionSecrets(env: Env, cfg: Config, r: Reader): void {
   const how = `set a random secret of at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 48\`), the same on every worker and host`;
+  const dev = new Set([DEV_TRACKING_SECRET, DEV_PII_HASH_SECRET]);
   if (env.TRACKING_SECRET === undefined || env.TRACKING_SECRET.trim() === '' || cfg.trackingSecret === DEV_TRACKING_SECRET) {
     r.problem(`TRACKING_SECRET: not set, and NODE_ENV=production needs it: ${how}; it signs every tracking URL`);
+  } else if (dev.has(cfg.trackingSecret)) {
+    r.problem(`TRACKING_SECRET: a development secret, public in this repository: ${how}; it signs every tracking URL`);
   } else if (Buffer.byteLength(cfg.trackingSecret) < MIN_SECRET_BYTES) {
     r.problem(`TRACKING_SECRET: ${Buffer.byteLength(cfg.trackingSecret)} bytes is too short for production: ${how}`);
   }
@@ -524,6 +568,8 @@ function checkProductionSecrets(env: Env, cfg: Config, r: Reader): void {
   const pii = `set a random secret of at least ${MIN_SECRET_BYTES} bytes, the same on every worker and host (it keys the hash that stands in for user ids)`;
   if (env.PII_HASH_SECRET === undefined || env.PII_HASH_SECRET.trim() === '' || cfg.piiHashSecret === DEV_PII_HASH_SECRET) {
     r.problem(`PII_HASH_SECRET: not set, and NODE_ENV=production needs it: ${pii}`);
+  } else if (dev.has(cfg.piiHashSecret)) {
+    r.problem(`PII_HASH_SECRET: a development secret, public in this repository: ${pii}`);
   } else if (Buffer.byteLength(cfg.piiHashSecret) < MIN_SECRET_BYTES) {
     r.problem(`PII_HASH_SECRET: ${Buffer.byteLength(cfg.piiHashSecret)} bytes is too short for production: ${pii}`);
   } else if (cfg.piiHashSecret === cfg.trackingSecret) {
@@ -538,11 +584,47 @@ function checkProductionSecrets(env: Env, cfg: Config, r: Reader): void {
   }
 }
 
+/** A domain name: dot-separated labels of letters, digits and hyphens. */
+const DOMAIN = /^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+function isIpAddress(host: string): boolean {
+  return net.isIP(host.replace(/^\[|\]$/g, '')) !== 0;
+}
+
+/** TRACKING_BASE_URL's host (IPv6 without brackets), or null when it does not parse. */
+function trackingHost(url: string): string | null {
+  try {
+    return new URL(url).hostname.replace(/^\[|\]$/g, '');
+  } catch {
+    return null;
+  }
+}
+
+/** Hosts that only this machine reaches. */
+function isLocalHost(host: string): boolean {
+  const h = host.toLowerCase();
+  return h === 'localhost' || h.endsWith('.localhost') || h === '0.0.0.0' || h === '::' || h === '::1' || /^127\./.test(h);
+}
+
 /**
  * What start-up should say about a configuration that loads but is unsafe for real traffic:
- * outside production, the development secrets and the loopback tracking address.
+ * outside production, the development secrets; in every mode, a TRACKING_BASE_URL only this
+ * machine reaches (`npm start` sets one for a trial, and says so) and a DSA domain that cannot be
+ * taken from an IP address.
  */
 export function configWarnings(cfg: Config): string[] {
+  const out: string[] = [];
+  const host = trackingHost(cfg.trackingBaseUrl);
+  if (host !== null && cfg.nodeEnv === 'production' && isLocalHost(host)) {
+    out.push(`TRACKING_BASE_URL=${cfg.trackingBaseUrl}: only this machine reaches it, and it reaches no exchange or browser: every win, bill and impression URL points at it; set the public address of this bidder`);
+  }
+  if (host !== null && cfg.dsaDomain === '' && isIpAddress(host)) {
+    out.push(`DSA_DOMAIN: not set, and TRACKING_BASE_URL's host ${host} is an IP address, not a domain: DSA bids carry no transparency domain; set DSA_DOMAIN`);
+  }
+  return [...out, ...devSecretWarnings(cfg)];
+}
+
+function devSecretWarnings(cfg: Config): string[] {
   if (cfg.nodeEnv === 'production') return [];
   const dev = [cfg.trackingSecret === DEV_TRACKING_SECRET ? 'TRACKING_SECRET' : '', cfg.piiHashSecret === DEV_PII_HASH_SECRET ? 'PII_HASH_SECRET' : ''].filter((x) => x !== '');
   if (dev.length === 0) return [];

@@ -33,7 +33,7 @@ class CurrencyObservability implements OnModuleInit {
           { value: r.updated, labels: { outcome: 'updated' } },
           { value: r.unchanged, labels: { outcome: 'unchanged' } },
           { value: r.failed, labels: { outcome: 'failed' } },
-          // A table read well but refused: an implausible rate, or a jump past CURRENCY_MAX_CHANGE_PCT.
+          // A table read well but refused: an implausible rate, a jump past CURRENCY_MAX_CHANGE_PCT, or a move past CURRENCY_MAX_DRIFT_PCT of the reference.
           { value: r.rejected, labels: { outcome: 'rejected' } },
         ];
       }),

@@ -16,6 +16,10 @@
  *   implausibleRates) or moved past CURRENCY_MAX_CHANGE_PCT since the table in use (ratesJump):
  *   the table in use is kept, the refusal counted (`rejected`) and named by `health()` until a
  *   table is accepted. At start-up a refused file stops the start, as an unreadable one does.
+ *   Refreshes each within that bound could still walk a rate anywhere (0.9 → 1.75 → 3.4 → …):
+ *   a rate past CURRENCY_MAX_DRIFT_PCT of its reference (ratesDrift) is refused the same way. The
+ *   reference is the first table accepted, replaced by the rates in use once it is
+ *   `driftPeriodMs` (a day) old; a currency new to the reference joins it at its first rate.
  * - Secrets: a URL is only ever shown as its origin (`https://host/…`): its user, password, path and
  *   query (where rates services put API keys) never reach a log line, health or the metrics.
  * - Age: `ageSeconds()` is now − `dataAsOf` of the rates in use; `health()` gives a "degraded"
@@ -24,7 +28,20 @@
  */
 import * as fs from 'node:fs';
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { CurrencyRates, CurrencyRatesError, DEFAULT_MAX_CHANGE_PCT, implausibleRates, MAX_RATES_FILE_BYTES, parseRatesFile, ratesJump, STATIC_RATES } from './rates';
+import {
+  CurrencyRates,
+  CurrencyRatesError,
+  DEFAULT_MAX_CHANGE_PCT,
+  DEFAULT_MAX_DRIFT_PCT,
+  DRIFT_PERIOD_MS,
+  implausibleRates,
+  MAX_RATES_FILE_BYTES,
+  parseRatesFile,
+  ratesDrift,
+  ratesJump,
+  STATIC_RATES,
+} from './rates';
+import { ConfigError } from '../config/config';
 
 export interface CurrencySettings {
   /** CURRENCY_RATES_FILE: a path, or null. */
@@ -43,6 +60,10 @@ export interface CurrencySettings {
   readonly watchMs?: number;
   /** CURRENCY_MAX_CHANGE_PCT: a rate moving more than this (percent, either way) since the table in use refuses the new table; 0: no bound. */
   readonly maxChangePct?: number;
+  /** CURRENCY_MAX_DRIFT_PCT: a rate more than this (percent, either way) from the reference rates refuses the new table; 0: no bound. */
+  readonly maxDriftPct?: number;
+  /** How long the reference rates stay before the rates in use replace them (default DRIFT_PERIOD_MS, a day). */
+  readonly driftPeriodMs?: number;
 }
 
 /** A rates URL as it may be shown: its origin, `/…` when it has more (a path or query may hold an API key). */
@@ -92,6 +113,9 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
   /** Where the rates come from, as shown: the file path, or the URL's origin. */
   private readonly shown: string | null;
   private lastSuccessAt: number | null = null;
+  /** The reference rates (units per USD) the total move is bounded against, and since when (ms). */
+  private reference: Map<string, number> | null = null;
+  private referenceAt = 0;
   private readonly fetchTimeoutMs: number;
   private readonly maxBytes: number;
 
@@ -145,8 +169,9 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
       return;
     }
     const outcome = await this.refresh();
-    if (outcome === 'failed' && file !== null) throw new Error(`CURRENCY_RATES_FILE ${file}: ${this.lastError}`);
-    if (outcome === 'rejected' && file !== null) throw new Error(`CURRENCY_RATES_FILE ${file}: rejected: ${this.lastRejection}`);
+    // A file that cannot be read at start is a configuration error (PM2 does not restart it: src/main.ts).
+    if (outcome === 'failed' && file !== null) throw new ConfigError([`CURRENCY_RATES_FILE=${file}: ${this.lastError}`]);
+    if (outcome === 'rejected' && file !== null) throw new ConfigError([`CURRENCY_RATES_FILE=${file}: rejected: ${this.lastRejection}`]);
     this.schedule();
     if (file !== null && (this.settings.watchMs ?? 1000) > 0) {
       fs.watchFile(file, { interval: this.settings.watchMs ?? 1000, persistent: false }, (cur, prev) => {
@@ -189,7 +214,13 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
       const rates = parseRatesFile(text, source);
       for (const w of rates.warnings) this.logger.warn(`${source}: ${w}`);
       // The first table is compared with nothing but the bounds: the static one is of unknown age.
-      const refused = [...implausibleRates(rates), ...(this.loadedOnce ? ratesJump(this.rates, rates, this.settings.maxChangePct ?? DEFAULT_MAX_CHANGE_PCT) : [])];
+      const now = Date.now();
+      if (this.reference !== null && now - this.referenceAt >= (this.settings.driftPeriodMs ?? DRIFT_PERIOD_MS)) this.setReference(this.rates, now);
+      const refused = [
+        ...implausibleRates(rates),
+        ...(this.loadedOnce ? ratesJump(this.rates, rates, this.settings.maxChangePct ?? DEFAULT_MAX_CHANGE_PCT) : []),
+        ...(this.reference !== null ? ratesDrift(this.reference, this.referenceAt, rates, this.settings.maxDriftPct ?? DEFAULT_MAX_DRIFT_PCT) : []),
+      ];
       if (refused.length > 0) {
         this.counts.rejected++;
         this.lastError = null;
@@ -198,6 +229,9 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
         return 'rejected';
       }
       this.rates = rates;
+      if (this.reference === null) this.setReference(rates, now);
+      // A currency new to the reference joins it at its first rate.
+      for (const cur of rates.currencies()) if (!this.reference!.has(cur)) this.reference!.set(cur, rates.unitsPerUsd(cur)!);
       this.lastText = text;
       this.lastRejection = null;
       this.loadedOnce = true;
@@ -210,6 +244,11 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
       this.logger.warn(`rates from ${source} not refreshed, keeping those of ${this.rates.source} (dataAsOf ${new Date(this.rates.asOf).toISOString()}): ${message}`);
       return 'failed';
     }
+  }
+
+  private setReference(rates: CurrencyRates, now: number): void {
+    this.reference = new Map(rates.currencies().map((cur) => [cur, rates.unitsPerUsd(cur)!]));
+    this.referenceAt = now;
   }
 
   private done(outcome: 'updated' | 'unchanged'): RefreshOutcome {

@@ -200,6 +200,32 @@ export function ratesJump(prev: Rates & { currencies(): string[] }, next: Curren
   return out;
 }
 
+/** How long reference rates stay (CURRENCY_MAX_DRIFT_PCT): a day, then the rates in use replace them. */
+export const DRIFT_PERIOD_MS = 24 * 3600 * 1000;
+export { DEFAULT_MAX_DRIFT_PCT } from '../config/config';
+
+/**
+ * The currencies of `next` more than `maxDriftPct` percent (either way) from their reference rate
+ * (units per USD in `reference`, the rates in use at `since`): the total move a walk of refreshes,
+ * each within CURRENCY_MAX_CHANGE_PCT, may make. Currencies without a reference are not compared;
+ * 0 turns the check off.
+ */
+export function ratesDrift(reference: ReadonlyMap<string, number>, since: number, next: CurrencyRates, maxDriftPct: number): string[] {
+  if (!(maxDriftPct > 0)) return [];
+  const limit = 1 + maxDriftPct / 100;
+  const out: string[] = [];
+  for (const cur of next.currencies()) {
+    const a = reference.get(cur);
+    const b = next.unitsPerUsd(cur)!;
+    if (a === undefined) continue;
+    const ratio = b / a;
+    if (ratio > limit || ratio < 1 / limit) {
+      out.push(`${cur}: ${show(a)} → ${show(b)} per USD, ×${show(ratio)} against the reference rates of ${new Date(since).toISOString()}, past CURRENCY_MAX_DRIFT_PCT=${maxDriftPct}`);
+    }
+  }
+  return out;
+}
+
 type Obj = Record<string, unknown>;
 
 function isObj(v: unknown): v is Obj {
@@ -350,4 +376,16 @@ export function priceIn(usd: number, unitsPerUsd: number): number {
   if ((ticks + 1) / TICKS / unitsPerUsd <= usd) ticks++;
   while (ticks > 0 && ticks / TICKS / unitsPerUsd > usd) ticks--;
   return ticks / TICKS;
+}
+
+/**
+ * A price between `floor` and a 4-decimal `max` (both in one currency) put on the 4-decimal grid:
+ * rounded down, or, when that falls below the floor (a floor with more decimals, or a price at the
+ * floor), up to the first tick at or above it, which is never above `max` since `max` ≥ floor is a
+ * tick itself. The shaded first-price bid goes through it (src/bidding/auction.ts).
+ */
+export function onTick(price: number, floor: number): number {
+  // A hair of a tick absorbs the product's float noise (0.29 × 10000 = 2899.9999…).
+  const down = Math.floor(price * TICKS + 1e-6) / TICKS;
+  return down >= floor ? down : Math.ceil(floor * TICKS - 1e-6) / TICKS;
 }

@@ -96,11 +96,18 @@ class DeliveryMetrics implements OnModuleInit, OnApplicationBootstrap {
       new ComputedCounter('bidder_pacing_throttled_total', 'Eligible requests an even campaign sat out (its pacing draw).', () => [{ value: this.spend.stats.throttled, labels: {} }]),
     );
     m.addComputed(
-      new ComputedCounter('bidder_shading_total', 'First-price bids shaded (of which explored), and notices learned from.', () => [
-        { value: this.shading.stats.shaded, labels: { what: 'shaded' } },
-        { value: this.shading.stats.explored, labels: { what: 'explored' } },
-        { value: this.shading.stats.learned, labels: { what: 'learned' } },
-      ]),
+      new ComputedCounter(
+        'bidder_shading_total',
+        'First-price bids shaded (of which explored); notices learned from, refused as impossible, past the source\'s rate (limited), or kept out of the pool by its publisher\'s or exchange\'s bound (capped).',
+        () => [
+          { value: this.shading.stats.shaded, labels: { what: 'shaded' } },
+          { value: this.shading.stats.explored, labels: { what: 'explored' } },
+          { value: this.shading.stats.learned, labels: { what: 'learned' } },
+          { value: this.shading.stats.impossible, labels: { what: 'impossible' } },
+          { value: this.shading.stats.limited, labels: { what: 'limited' } },
+          { value: this.shading.stats.capped, labels: { what: 'capped' } },
+        ],
+      ),
     );
     m.addComputed(
       new ComputedCounter('bidder_impressions_total', 'Impression trackers by outcome: counted once per bid, or repeated (a replay, not counted).', () => [

@@ -21,7 +21,8 @@ import type { Candidate, Match } from '../targeting/types';
 import type { NoticedBid } from './noticed-bid';
 import { WORKERS_KEY } from './keys';
 import { Random } from './random';
-import { bestBid, binOf, Counts, DEFAULT_SHADING, gridBelow, logNormalBins, Segment, updateSegment, type ShadingSettings } from './shading';
+import { Clock } from './clock';
+import { bestBid, binOf, ContributionCap, Counts, DEFAULT_SHADING, gridBelow, impossibleNotice, logNormalBins, Segment, SourceLimiter, updateSegment, type ShadingSettings } from './shading';
 
 /** Most segments kept; beyond, new segments bid from the pooled estimate and are not learned apart. */
 const MAX_SEGMENTS = 20_000;
@@ -31,6 +32,8 @@ const POOL = '*';
 const SHARE_KEY = (member: string): string => `bidder:shade:${member}`;
 /** OpenRTB loss reasons that say the price lost: 102 lost to a higher bid, 103 lost to a deal. */
 const PRICE_LOSS = new Set([102, 103]);
+/** Largest share of the pooled estimate (what segments without data bid from) one publisher, or one exchange, may hold. */
+export const MAX_POOL_SHARE = 0.25;
 
 export function segmentKey(publisher: string, size: string, deviceType: number, hour: number): string {
   return `${publisher}|${size}|${deviceType}|${hour}`;
@@ -67,7 +70,16 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   private readonly member: string;
   private syncing = false;
   readonly enabled: boolean;
-  readonly stats = { shaded: 0, explored: 0, learned: 0, syncs: 0, syncErrors: 0 };
+  /** One publisher's and one exchange's share of the pool, bounded (MAX_POOL_SHARE). */
+  private readonly publisherCap: ContributionCap;
+  private readonly sourceCap: ContributionCap;
+  private readonly limiter: SourceLimiter;
+  /**
+   * Notices: learned from; impossible (a price to win on the wrong side of our bid); limited (past
+   * the source's SHADING_LEARN_PER_S); capped (learned by their segment but not by the pool: their
+   * publisher or exchange holds its bound of it).
+   */
+  readonly stats = { shaded: 0, explored: 0, learned: 0, impossible: 0, limited: 0, capped: 0, syncs: 0, syncErrors: 0 };
 
   constructor(
     @Inject(CONFIG) private readonly config: Config,
@@ -75,11 +87,15 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     private readonly db: DeliveryRedis,
     private readonly store: CampaignStore,
     private readonly random: Random,
+    private readonly clock: Clock,
   ) {
     this.enabled = config.shading;
     this.settings = { ...DEFAULT_SHADING, explore: config.shadingExplore };
     this.basePrior = logNormalBins(1, 1.5);
     this.pool = new Segment(this.basePrior);
+    this.publisherCap = new ContributionCap(MAX_POOL_SHARE, this.settings.priorWeight, config.shadingHalfLifeMs);
+    this.sourceCap = new ContributionCap(MAX_POOL_SHARE, this.settings.priorWeight, config.shadingHalfLifeMs, 64);
+    this.limiter = new SourceLimiter(config.shadingLearnPerS);
     this.member = `${config.hostId}:${config.workerId}:${process.pid}`;
   }
 
@@ -173,22 +189,49 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /**
-   * Notice path: what a win, bill or loss notice of a shaded bid says. `bidUsd`: our bid (USD
-   * CPM); `minToWinUsd`: `${AUCTION_MIN_TO_WIN}` when the exchange sent it; `deviceType`: the `sd`
-   * parameter (null: not a shaded bid); `loss`: the loss reason.
+   * Notice path: what a win, bill or loss notice of a shaded bid says (the learning API, called by
+   * the notice route). `event`: the notice; `p`: the bid as its signed payload names it (bid id,
+   * creative, publisher, time, source); `bidUsd`: our bid (USD CPM); `minToWinUsd`: the exact price
+   * that had to be beaten, when the exchange told it: `${AUCTION_MIN_TO_WIN}` on any notice, or a
+   * loss's clearing price (`${AUCTION_PRICE}` of a loss notice, the winner's price), USD CPM, null
+   * when unknown; `deviceType`: the `sd` parameter (null: not a shaded bid, nothing learned);
+   * `loss`: the loss reason (null: none given).
+   *
+   * Refused, and counted in `stats`: a price to win on the wrong side of our bid (impossible), past
+   * the source's SHADING_LEARN_PER_S a second (limited). A publisher or exchange past its bound of
+   * the pool (MAX_POOL_SHARE) teaches its own segment only (capped). A bid teaches once.
    */
   learn(event: 'win' | 'bill' | 'loss', p: NoticedBid, bidUsd: number, minToWinUsd: number | null, deviceType: number | null, loss: number | null): void {
     if (deviceType === null || !this.enabled) return;
     if (event === 'loss' && loss !== null && !PRICE_LOSS.has(loss)) return;
     if (this.learned.has(p.bidId)) return;
-    if (this.learned.size >= 100_000) this.learned = new Set();
-    this.learned.add(p.bidId);
+    if (minToWinUsd !== null && impossibleNotice(event, bidUsd, minToWinUsd)) {
+      this.stats.impossible++;
+      return;
+    }
     const c = this.store.current().get(p.crid);
     if (c === undefined) return;
     const j = gridBelow(bidUsd);
     if (j < 0) return;
+    const now = this.clock.now();
+    const source = p.source ?? 0;
+    if (!this.limiter.take(source, now)) {
+      this.stats.limited++;
+      return;
+    }
+    if (this.learned.size >= 100_000) this.learned = new Set();
+    this.learned.add(p.bidId);
     const seg = this.segmentOf(p.publisher, c, deviceType, hourOf(p.ts));
-    for (const s of seg === null ? [this.pool] : [seg, this.pool]) {
+    const sourceKey = String(source);
+    const pooled = this.publisherCap.allows(p.publisher, now) && this.sourceCap.allows(sourceKey, now);
+    if (pooled) {
+      this.publisherCap.add(p.publisher, now);
+      this.sourceCap.add(sourceKey, now);
+    } else this.stats.capped++;
+    const into: Segment[] = [];
+    if (seg !== null) into.push(seg);
+    if (pooled) into.push(this.pool);
+    for (const s of into) {
       const o = s.own;
       o.answered[j]++;
       if (minToWinUsd !== null) o.exact[binOf(minToWinUsd)]++;

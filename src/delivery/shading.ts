@@ -273,3 +273,90 @@ export function oracleBid(cdf: (b: number) => number, value: number, floor: numb
   const mid = (a + b) / 2;
   return f(mid) >= f(lo) ? mid : lo;
 }
+
+/** The key under which a ContributionCap counts contributors beyond its `maxKeys`, together. */
+const OVERFLOW = '\u0000overflow';
+
+/**
+ * Bounds any one contributor's share of a shared estimate (a publisher's or an exchange's share of
+ * what every segment without data of its own bids from): a contribution is allowed while the
+ * contributor's weight, this one included, is at most `share` of all the allowed contributions plus
+ * `base` (the estimate's prior weight), all decaying with half-life `halfLifeMs`. A lone contributor
+ * thus moves the estimate by at most share ÷ (1 − share) × base observations' worth. Contributors
+ * beyond `maxKeys` are counted together as one. Values are kept in the units of time `epoch` (a
+ * contribution at time t weighs 2^((t − epoch) / halfLife)), so nothing is decayed one by one.
+ */
+export class ContributionCap {
+  private readonly weights = new Map<string, number>();
+  private total = 0;
+  private epoch = NaN;
+
+  constructor(
+    readonly share: number,
+    readonly base: number,
+    readonly halfLifeMs: number,
+    readonly maxKeys = 10_000,
+  ) {}
+
+  /** The weight of a contribution at `now` in epoch units (rescales everything when it grows large). */
+  private unit(now: number): number {
+    if (Number.isNaN(this.epoch)) this.epoch = now;
+    let g = Math.pow(2, (now - this.epoch) / this.halfLifeMs);
+    if (g > 1e6 || g < 1e-6) {
+      for (const [k, v] of this.weights) this.weights.set(k, v / g);
+      this.total /= g;
+      this.epoch = now;
+      g = 1;
+    }
+    return g;
+  }
+
+  private keyOf(key: string): string {
+    return this.weights.has(key) || this.weights.size < this.maxKeys ? key : OVERFLOW;
+  }
+
+  /** Whether one more contribution of `key` at `now` stays within the bound. */
+  allows(key: string, now: number): boolean {
+    const g = this.unit(now);
+    const mine = (this.weights.get(this.keyOf(key)) ?? 0) + g;
+    return mine <= this.share * (this.total + g + this.base * g);
+  }
+
+  add(key: string, now: number): void {
+    const g = this.unit(now);
+    const k = this.keyOf(key);
+    this.weights.set(k, (this.weights.get(k) ?? 0) + g);
+    this.total += g;
+  }
+}
+
+/**
+ * Notices learned from per source (exchange index 0-63) and second: a token bucket per source,
+ * `perSecond` tokens a second, holding at most one second's worth.
+ */
+export class SourceLimiter {
+  private readonly tokens = new Float64Array(64);
+  private readonly at = new Float64Array(64).fill(NaN);
+
+  constructor(readonly perSecond: number) {}
+
+  take(source: number, now: number): boolean {
+    const i = Number.isInteger(source) && source >= 0 && source < 64 ? source : 63;
+    const last = this.at[i];
+    this.tokens[i] = Number.isNaN(last) ? this.perSecond : Math.min(this.perSecond, this.tokens[i] + (Math.max(0, now - last) * this.perSecond) / 1000);
+    this.at[i] = now;
+    if (this.tokens[i] < 1) return false;
+    this.tokens[i] -= 1;
+    return true;
+  }
+}
+
+/**
+ * A notice that cannot be true: a loss whose price to win is below our bid (we would have won), or a
+ * win whose price to win is above it (we could not have). A cent and 0.1 % of the bid are allowed
+ * for the exchange's rounding and currency conversion. Prices in one currency.
+ */
+export function impossibleNotice(event: 'win' | 'bill' | 'loss', bid: number, minToWin: number): boolean {
+  const tolerance = 0.01 + 0.001 * bid;
+  return event === 'loss' ? minToWin < bid - tolerance : minToWin > bid + tolerance;
+}

@@ -1,7 +1,7 @@
 // `npm run logs -- <command>`: reads the bid log back, from Redis and from the spill directory.
 // See docs/log-pipeline.md. Runs on the project's Node 24 (zstd in node:zlib).
 import { once } from 'node:events';
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { readArgs, UsageError } from '../cli-args';
 import { ConfigError, loadConfig, MAX_LOG_SHARDS, type RedisTarget } from '../config/config';
@@ -31,12 +31,13 @@ options:
   --start N         first index to read in each list (default 0; negative counts from the end)
   --end N           last index to read in each list (default -1, the last)
   --json            list: one JSON object per batch
-  --redis URL       default $REDIS_URL, else redis://127.0.0.1:6379 (on a cluster: its credentials,
-                    and the seed node when REDIS_CLUSTER_NODES is unset)
+  --redis URL       default $REDIS_URL, else the private Redis \`npm start\` runs (its URL and password
+                    in $BIDDER_RUN_DIR/state.json, default ./.run), else redis://127.0.0.1:6379 (on a
+                    cluster: its credentials, and the seed node when REDIS_CLUSTER_NODES is unset)
   --key K           default $LOG_REDIS_KEY, else bidlog
   --shards N        default $LOG_REDIS_SHARDS (1 on one Redis, 16 on a cluster)
 Redis Cluster: REDIS_MODE=cluster and REDIS_CLUSTER_NODES=host:port,… as for the bidder.
-  --spill-dir DIR   default $LOG_SPILL_DIR, else ./.run/spill
+  --spill-dir DIR   default $LOG_SPILL_DIR, else $BIDDER_RUN_DIR/spill, else ./.run/spill
 
 examples:
   npm run logs -- count
@@ -96,10 +97,10 @@ function parseArgs(argv: string[]): Options {
     start: 0,
     end: -1,
     json: false,
-    redis: cfg.redis,
+    redis: cfg.redis.mode === 'single' ? { ...cfg.redis, url: startedRedisUrl(process.env) ?? cfg.redis.url } : cfg.redis,
     key: cfg.logRedisKey,
     shards: cfg.logRedisShards,
-    spillDir: cfg.logSpillDir,
+    spillDir: process.env.LOG_SPILL_DIR?.trim() || !process.env.BIDDER_RUN_DIR?.trim() ? cfg.logSpillDir : path.resolve(process.env.BIDDER_RUN_DIR.trim(), 'spill'),
   };
   const int = (flag: string, v: string): number => {
     if (!/^-?\d+$/.test(v)) throw new UsageError(`${flag} ${v}: expected a whole number`);
@@ -153,6 +154,31 @@ function parseArgs(argv: string[]): Options {
   if (command === null && positionals.length === 1) command = positionals[0];
   o.command = command ?? 'help';
   return o;
+}
+
+/**
+ * The URL of the private Redis `npm start` runs (scripts/start.js records it, password included, in
+ * the owner-only BIDDER_RUN_DIR/state.json), when REDIS_URL is unset or names that server without
+ * its password: what `npm run logs` reads after a plain `npm start`. Null otherwise.
+ */
+function startedRedisUrl(env: NodeJS.ProcessEnv): string | null {
+  let url: unknown;
+  try {
+    const state = JSON.parse(readFileSync(path.resolve(env.BIDDER_RUN_DIR?.trim() || '.run', 'state.json'), 'utf8')) as { redis?: { url?: unknown; started?: unknown } };
+    url = state.redis?.started === true ? state.redis.url : null;
+  } catch {
+    return null; // not started by npm start from here
+  }
+  if (typeof url !== 'string') return null;
+  const given = env.REDIS_URL?.trim();
+  if (!given) return url;
+  try {
+    const a = new URL(given);
+    const b = new URL(url);
+    return a.password === '' && a.hostname === b.hostname && (a.port || '6379') === (b.port || '6379') ? url : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Batches that could not be read (not a whole zstd frame, checksum mismatch): skipped with a note on stderr. */

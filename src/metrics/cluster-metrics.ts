@@ -35,18 +35,42 @@ export function withoutWorkerLabel(families: MetricFamily[]): MetricFamily[] {
 
 /**
  * Aggregates worker snapshots as prom-client's cluster mode does (counters and histograms summed,
- * gauges by each family's aggregator) and adds `bidder_cluster_workers`. `byWorker` keeps the
- * `worker` label: every worker's series side by side (an old and a new worker of the same PM2
- * instance during a reload add up), for Prometheus to aggregate with `sum without (worker)`.
+ * gauges by each family's aggregator) and adds `bidder_cluster_workers` and
+ * `bidder_cluster_view_complete`. `byWorker` keeps the `worker` label: every worker's series side by
+ * side (an old and a new worker of the same PM2 instance during a reload add up), for Prometheus to
+ * aggregate with `sum without (worker)`. `complete` false: Redis could not be read, and the view
+ * holds only the worker that answered.
  */
-export async function aggregate(snapshots: MetricFamily[][], byWorker = false): Promise<string> {
-  const registry = AggregatorRegistry.aggregate(byWorker ? snapshots : snapshots.map(withoutWorkerLabel));
+export async function aggregate(snapshots: MetricFamily[][], byWorker = false, complete = true): Promise<string> {
+  const families = (byWorker ? snapshots : snapshots.map(withoutWorkerLabel)).map(keepStartTime);
+  const registry = AggregatorRegistry.aggregate(families);
   const workers = new ComputedGauge('bidder_cluster_workers', 'Workers whose snapshot is in this aggregated view.', 'sum', () => [
     { value: snapshots.length, labels: {} },
   ]);
   registry.registerMetric(workers as unknown as Metric);
+  const whole = new ComputedGauge(
+    'bidder_cluster_view_complete',
+    '1 when this view holds every live worker of the host (read from Redis); 0 when Redis could not be read and it holds only the worker that answered.',
+    'min',
+    () => [{ value: complete ? 1 : 0, labels: {} }],
+  );
+  registry.registerMetric(whole as unknown as Metric);
   return registry.metrics();
 }
+
+/**
+ * prom-client leaves `process_start_time_seconds` out of an aggregated view (aggregator `omit`): kept
+ * as the latest start (by worker: of that PM2 instance's processes, an old and a new one side by side
+ * during a reload; summed: of any worker). A restart then shows as a change
+ * (`changes(process_start_time_seconds[15m])`), which a CPU counter's reset misses when the new
+ * process has already used more CPU than the old one had.
+ */
+function keepStartTime(families: MetricFamily[]): MetricFamily[] {
+  return families.map((f) => (f.name === 'process_start_time_seconds' ? { ...f, aggregator: 'max' } : f));
+}
+
+/** How long `GET /metrics/cluster` waits for Redis before it answers with the answering worker's figures alone. */
+export const MACHINE_VIEW_REDIS_MS = 1_500;
 
 /**
  * The machine-wide view. PM2's cluster has no master we control, so every worker publishes a JSON
@@ -132,10 +156,28 @@ export class ClusterMetrics implements OnApplicationBootstrap, OnApplicationShut
     return this.next;
   }
 
-  /** The Prometheus text of every live worker of this machine's bidder, summed or by worker. */
+  /**
+   * The Prometheus text of every live worker of this machine's bidder, summed or by worker. When
+   * Redis does not answer within MACHINE_VIEW_REDIS_MS (down, refusing the password), the answering
+   * worker's own figures with `bidder_cluster_view_complete 0`: a scrape during an outage still
+   * stores the failure (`bidder_log_redis_up 0`, the spill growing), rather than failing the target.
+   */
   async machine(byWorker = false): Promise<string> {
     const redis = this.redis;
     if (!redis) throw new Error('not started');
+    if (redis.status === 'ready') {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), MACHINE_VIEW_REDIS_MS)));
+      const read = this.readView(redis).catch(() => null);
+      const snapshots = await Promise.race([read, deadline]);
+      clearTimeout(timer);
+      if (snapshots !== null) return aggregate(snapshots, byWorker);
+    }
+    return aggregate([await this.metrics.snapshot()], byWorker, false);
+  }
+
+  /** Publishes this worker's snapshot, then reads every live worker's (and removes stale ones). */
+  private async readView(redis: RedisClient): Promise<MetricFamily[][]> {
     await this.publish();
     const all = await redis.hgetall(this.key());
     const now = Date.now();
@@ -153,7 +195,7 @@ export class ClusterMetrics implements OnApplicationBootstrap, OnApplicationShut
       else snapshots.push(s.metrics);
     }
     if (stale.length > 0) redis.hdel(this.key(), ...stale).catch(() => undefined);
-    return aggregate(snapshots, byWorker);
+    return snapshots;
   }
 
   private async write(): Promise<void> {

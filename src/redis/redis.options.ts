@@ -1,6 +1,6 @@
 import calculateSlot from 'cluster-key-slot';
 import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
-import type { RedisTarget } from '../config/config';
+import { hideUserinfo, type RedisTarget } from '../config/config';
 
 /** A connection to one Redis server, or a client of a Redis Cluster: both take the same commands. */
 export type RedisClient = Redis | Cluster;
@@ -239,7 +239,7 @@ export function redactUrl(url: string): string {
     if (u.password) u.password = '***';
     return u.toString();
   } catch {
-    return url;
+    return hideUserinfo(url);
   }
 }
 

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { Inject, Injectable } from '@nestjs/common';
-import { CONFIG, type Config } from '../config/config';
+import { CONFIG, ConfigError, type Config } from '../config/config';
 import { CandidateIndex } from './candidate-index';
 import { CampaignFileError, loadCampaigns } from './loader';
 
@@ -33,6 +33,20 @@ export function loadCampaignFile(file: string): CandidateIndex {
 }
 
 /**
+ * The campaigns a worker starts with: a file that cannot be read or is invalid is a configuration
+ * error (src/main.ts stops with EXIT_CONFIG_ERROR, which PM2 does not restart), each problem on a
+ * line that names CAMPAIGNS_FILE.
+ */
+function loadStartupCampaigns(file: string): CandidateIndex {
+  try {
+    return loadCampaignFile(file);
+  } catch (e) {
+    const problems = e instanceof CampaignFileError ? e.problems : [(e instanceof Error ? e.message : String(e)).replace(`campaigns file ${file}: `, '')];
+    throw new ConfigError(problems.map((p) => `CAMPAIGNS_FILE=${file}: ${p}`));
+  }
+}
+
+/**
  * Holds the current candidate index. Loaded at construction, so a bad CAMPAIGNS_FILE stops the
  * start-up with the loader's message. `swap` replaces the index as one reference (hot reload:
  * build the new index off the bid path, then swap; requests in flight keep the one they read).
@@ -42,7 +56,7 @@ export class CampaignStore {
   private idx: CandidateIndex;
 
   constructor(@Inject(CONFIG) config: Config) {
-    this.idx = loadCampaignFile(config.campaignsFile);
+    this.idx = loadStartupCampaigns(config.campaignsFile);
   }
 
   current(): CandidateIndex {

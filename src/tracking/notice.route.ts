@@ -80,6 +80,7 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
     } catch (e) {
       if (!(e instanceof NoticeError)) throw e;
       this.stats.count(event, e.status === 410 ? 'expired' : 'rejected');
+      this.stats.refused(event, e.code);
       return errorAnswer(e.status, e.reason);
     }
     const p = n.payload;
@@ -146,7 +147,9 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
     const toUsd = (v: number) => (p.cur === 'USD' ? v : rates.convert(v, p.cur, 'USD'));
     const bid = toUsd(p.price);
     if (bid === null) return;
-    this.shading.learn(n.event as 'win' | 'bill' | 'loss', p, bid, n.minToWin === null ? null : toUsd(n.minToWin), deviceType, n.loss);
+    // A loss's clearing price is the winner's: the price to beat when the exchange sent no ${AUCTION_MIN_TO_WIN}.
+    const minToWin = n.minToWin ?? (n.event === 'loss' ? n.price : null);
+    this.shading.learn(n.event as 'win' | 'bill' | 'loss', p, bid, minToWin === null ? null : toUsd(minToWin), deviceType, n.loss);
   }
 
   /**

@@ -22,10 +22,14 @@ export function audienceOf(event: NoticeEvent): Audience {
 /** How far a payload's time may be ahead of ours (clocks of hosts disagree a little, not by this much). */
 const FUTURE_SKEW_MS = 10 * 60_000;
 
+/** Why a notice was refused, as `bidder_notices_refused_total` labels it. */
+export type RefusalCode = `payload_${PayloadError['reason']}` | 'expired' | 'future' | 'price_invalid' | 'price_currency' | 'price_above_bid';
+
 export class NoticeError extends Error {
   constructor(
     readonly status: 400 | 403 | 410,
     readonly reason: string,
+    readonly code: RefusalCode,
   ) {
     super(reason);
     this.name = 'NoticeError';
@@ -55,8 +59,17 @@ function unsubstituted(v: string | undefined): boolean {
   return v === undefined || v === '' || (v.startsWith('${') && v.endsWith('}'));
 }
 
-/** Prices may exceed the bid by float noise only. */
-const PRICE_EPSILON = 1e-6;
+/**
+ * How far a win or bill price may exceed our bid (in the bid's currency) and still be what we paid:
+ * one tick of the 4th decimal (an exchange that rounds the clearing price up, or a bid priced before
+ * bid prices were all on 4 decimals), plus, when the exchange reported the price in another currency
+ * than the bid's, PRICE_CONVERSION_TOLERANCE of the bid (it converted with its own rates, we convert
+ * back with ours; published daily rates of one day rarely differ by more than 1 %). Beyond: 400.
+ */
+export const PRICE_TICK_TOLERANCE = 0.0001;
+export const PRICE_CONVERSION_TOLERANCE = 0.02;
+/** Float noise of a decimal price read back (2.0001 − 2 is not exactly 0.0001). */
+const PRICE_EPSILON = 1e-9;
 
 /**
  * Reads one notice; throws NoticeError. `maxAgeMs`: a notice about a bid older than this is refused
@@ -68,26 +81,30 @@ export function readNotice(event: NoticeEvent, q: Query, codec: PayloadCodec, ma
   try {
     payload = codec.decode(one(q, 'p'), one(q, 's'), audienceOf(event));
   } catch (e) {
-    if (e instanceof PayloadError) throw new NoticeError(e.reason === 'missing' ? 400 : 403, `payload ${e.reason}`);
+    if (e instanceof PayloadError) throw new NoticeError(e.reason === 'missing' ? 400 : 403, `payload ${e.reason}`, `payload_${e.reason}`);
     throw e;
   }
-  if (payload.ts < now - maxAgeMs) throw new NoticeError(410, 'notice expired: its bid is older than the notice age limit');
-  if (payload.ts > now + FUTURE_SKEW_MS) throw new NoticeError(400, 'notice from the future');
+  if (payload.ts < now - maxAgeMs) throw new NoticeError(410, 'notice expired: its bid is older than the notice age limit', 'expired');
+  if (payload.ts > now + FUTURE_SKEW_MS) throw new NoticeError(400, 'notice from the future', 'future');
   let price: number | null = null;
   const rawPrice = one(q, 'price');
   const rawCur = one(q, 'cur');
   const curOf = unsubstituted(rawCur) || rawCur!.toUpperCase() === payload.cur ? null : rawCur!.toUpperCase();
   if (!unsubstituted(rawPrice)) {
     const n = Number(rawPrice);
-    if (!Number.isFinite(n)) throw new NoticeError(400, 'price is not a number');
-    if (n < 0) throw new NoticeError(400, 'price is negative');
+    if (!Number.isFinite(n)) throw new NoticeError(400, 'price is not a number', 'price_invalid');
+    if (n < 0) throw new NoticeError(400, 'price is negative', 'price_invalid');
     let inBidCur: number | null = n;
     if (curOf !== null) {
       inBidCur = rates.convert(n, curOf, payload.cur);
-      if (inBidCur === null) throw new NoticeError(400, 'price currency unknown');
+      if (inBidCur === null) throw new NoticeError(400, 'price currency unknown', 'price_currency');
     }
-    // A second-price or first-price clearing price never exceeds what we bid.
-    if (inBidCur > payload.price * (1 + PRICE_EPSILON) + PRICE_EPSILON) throw new NoticeError(400, 'price above the bid');
+    // What we paid (second or first price) never exceeds what we bid, but by the exchanges' rounding
+    // and conversion. A loss's price is the winner's (OpenRTB 2.6 §4.4, lurl): above ours, as it should be.
+    if (event !== 'loss') {
+      const most = payload.price * (1 + (curOf === null ? 0 : PRICE_CONVERSION_TOLERANCE)) + PRICE_TICK_TOLERANCE + PRICE_EPSILON;
+      if (inBidCur > most) throw new NoticeError(400, 'price above the bid', 'price_above_bid');
+    }
     price = inBidCur;
   }
   let loss: number | null = null;

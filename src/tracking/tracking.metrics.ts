@@ -27,5 +27,19 @@ export class TrackingMetrics implements OnModuleInit {
         },
       ),
     );
+    this.metrics.addComputed(
+      new ComputedCounter(
+        'bidder_notices_refused_total',
+        'Notice and tracker calls refused (4xx), by type and reason: payload_missing, payload_bad_signature, payload_unknown_key, payload_undecodable, payload_bad_version, expired, future, price_invalid, price_currency, price_above_bid. A refused bill is spend the budget never counts.',
+        () => {
+          const out: MetricSample[] = [];
+          for (const [k, v] of this.notices.refusals) {
+            const [type, reason] = k.split('\u0000');
+            out.push({ value: v, labels: { type: type, reason: reason } });
+          }
+          return out;
+        },
+      ),
+    );
   }
 }

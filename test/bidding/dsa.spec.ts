@@ -113,7 +113,7 @@ describe('DSA and campaign policy over HTTP', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-dsa-'));
     const file = path.join(dir, 'campaigns.json');
     fs.writeFileSync(file, JSON.stringify(campaignFile));
-    t = await startTestApp({ CAMPAIGNS_FILE: file });
+    t = await startTestApp({ CAMPAIGNS_FILE: file, DSA_DOMAIN: 'bidder.example' });
   });
   after(async () => {
     await t.close();
@@ -141,12 +141,12 @@ describe('DSA and campaign policy over HTTP', () => {
   it('dsarequired 2: only a campaign with DSA information bids, and says so', async () => {
     const b = await bid({ ext: { dsa: { dsarequired: 2, pubrender: 1, datatopub: 2 } } });
     assert.equal(b?.crid, 'cr-dsa0');
-    assert.deepEqual(b?.ext?.dsa, { behalf: 'Zoë "Z" GmbH', paid: 'Zoë Holding', transparency: [{ domain: '127.0.0.1', dsaparams: [2] }], adrender: 0 });
+    assert.deepEqual(b?.ext?.dsa, { behalf: 'Zoë "Z" GmbH', paid: 'Zoë Holding', transparency: [{ domain: 'bidder.example', dsaparams: [2] }], adrender: 0 });
   });
   it('dsarequired 3, publisher cannot render: only a campaign that renders the notice bids (adrender 1; profiling for a personalized one)', async () => {
     const b = await bid({ ext: { dsa: { dsarequired: 3, pubrender: 0, datatopub: 1 } } });
     assert.equal(b?.crid, 'cr-dsa1');
-    assert.deepEqual(b?.ext?.dsa, { behalf: 'One', paid: 'One', transparency: [{ domain: '127.0.0.1', dsaparams: [1, 2] }], adrender: 1 });
+    assert.deepEqual(b?.ext?.dsa, { behalf: 'One', paid: 'One', transparency: [{ domain: 'bidder.example', dsaparams: [1, 2] }], adrender: 1 });
   });
   it('DSA required, publisher cannot render, child-directed: nobody may bid (204)', async () => {
     // dsa1 relies on user data (none on child-directed inventory); dsa0 cannot render and says coppa: false.

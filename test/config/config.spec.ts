@@ -1,8 +1,10 @@
 /** Configuration: production refuses unsafe secrets; tracking keys; the HTTP limits' ranges. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { configWarnings, DEV_PII_HASH_SECRET, DEV_TRACKING_SECRET, loadConfig } from '../../src/config/config';
 import { configProblems as problems } from '../support/config';
 
@@ -10,7 +12,7 @@ const ROOT = path.resolve(__dirname, '..', '..', '..');
 const GOOD = 'g'.repeat(32);
 
 describe('production secrets', () => {
-  const prod = { NODE_ENV: 'production', PII_HASH_SECRET: 'p'.repeat(32), TRACKING_BASE_URL: 'https://bidder.example.com' };
+  const prod = { NODE_ENV: 'production', PII_HASH_SECRET: 'p'.repeat(32), TRACKING_BASE_URL: 'https://bidder.example.com', EXCHANGES_OPEN: '1' };
   it('refuses to start without TRACKING_SECRET, saying what to set', () => {
     const p = problems(prod);
     assert.equal(p.length, 1);
@@ -32,12 +34,62 @@ describe('production secrets', () => {
   });
   it('the process exits at once with the message', () => {
     const r = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'main.js')], {
-      env: { PATH: process.env.PATH, NODE_ENV: 'production', PORT: '0' },
+      env: { PATH: process.env.PATH, NODE_ENV: 'production', PORT: '0', EXCHANGES_OPEN: '1' },
       encoding: 'utf8',
       timeout: 30_000,
     });
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, /TRACKING_SECRET: .*at least 32 bytes/);
+  });
+});
+
+/**
+ * Who may call the bid endpoint in production: without EXCHANGES_FILE anyone could request bids
+ * and bill them (spend budgets) or teach the win-price model; refused unless EXCHANGES_OPEN=1 says
+ * the open endpoint is meant.
+ */
+describe('production admission (EXCHANGES_FILE)', () => {
+  const prod = { NODE_ENV: 'production', TRACKING_SECRET: GOOD, PII_HASH_SECRET: 'o'.repeat(32), TRACKING_BASE_URL: 'https://bidder.example.com' };
+  let dir = '';
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'config-exchanges-'));
+    fs.writeFileSync(path.join(dir, 'exchanges.json'), JSON.stringify({ exchanges: [{ name: 'local', addresses: ['127.0.0.0/8', '::1'] }] }));
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('refuses production without EXCHANGES_FILE, naming it and the opt-out EXCHANGES_OPEN=1', () => {
+    const p = problems(prod);
+    assert.equal(p.length, 1, p.join('\n'));
+    assert.match(p[0], /^EXCHANGES_FILE: not set, and NODE_ENV=production needs it/);
+    assert.match(p[0], /EXCHANGES_OPEN=1/);
+  });
+  it('production with EXCHANGES_FILE starts, admitting its exchanges only', () => {
+    const c = loadConfig({ ...prod, EXCHANGES_FILE: path.join(dir, 'exchanges.json') });
+    assert.deepEqual(c.exchanges?.map((e) => e.name), ['local']);
+  });
+  it('production with EXCHANGES_OPEN=1 starts open, by choice', () => {
+    assert.equal(loadConfig({ ...prod, EXCHANGES_OPEN: '1' }).exchanges, null);
+  });
+  for (const v of ['0', 'false', '']) {
+    it(`EXCHANGES_OPEN=${JSON.stringify(v)} is no opt-out`, () => {
+      assert.match(problems({ ...prod, EXCHANGES_OPEN: v }).join('\n'), /^EXCHANGES_FILE: not set/);
+    });
+  }
+  it('EXCHANGES_OPEN=1 beside EXCHANGES_FILE is refused (which one is meant?)', () => {
+    assert.match(problems({ ...prod, EXCHANGES_OPEN: '1', EXCHANGES_FILE: path.join(dir, 'exchanges.json') }).join('\n'), /^EXCHANGES_OPEN=1 and EXCHANGES_FILE/);
+  });
+  it('outside production the endpoint may stay open without a word in the configuration', () => {
+    assert.deepEqual(problems({}), []);
+    assert.equal(loadConfig({}).exchanges, null);
+  });
+  it('the process exits at once with the message', () => {
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'main.js')], {
+      env: { PATH: process.env.PATH, ...prod, PORT: '0' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /EXCHANGES_FILE: not set, and NODE_ENV=production needs it.*EXCHANGES_OPEN=1/);
   });
 });
 
@@ -75,7 +127,7 @@ describe('HTTP limits', () => {
  */
 describe('configuration that cannot work is refused', () => {
   const OTHER = 'o'.repeat(32);
-  const prod = { NODE_ENV: 'production', TRACKING_SECRET: GOOD, PII_HASH_SECRET: OTHER, TRACKING_BASE_URL: 'https://bidder.example.com' };
+  const prod = { NODE_ENV: 'production', TRACKING_SECRET: GOOD, PII_HASH_SECRET: OTHER, TRACKING_BASE_URL: 'https://bidder.example.com', EXCHANGES_OPEN: '1' };
   it('the production example itself starts', () => {
     assert.deepEqual(problems(prod), []);
   });

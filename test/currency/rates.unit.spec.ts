@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CurrencyRates, CurrencyRatesError, implausibleRates, MAX_CURRENCIES, MAX_RATES_FILE_BYTES, parseRatesFile, ratesJump, STATIC_RATES, toBidPrice } from '../../src/currency/rates';
+import { CurrencyRates, CurrencyRatesError, implausibleRates, MAX_CURRENCIES, MAX_RATES_FILE_BYTES, parseRatesFile, ratesDrift, ratesJump, STATIC_RATES, toBidPrice } from '../../src/currency/rates';
 
 const NOW = Date.UTC(2026, 10, 23, 12);
 
@@ -254,5 +254,17 @@ describe('currency: change between refreshes (issue 23, finding 2)', () => {
     assert.equal(ratesJump(before, new CurrencyRates({ EUR: 0.97, JPY: 150 }, NOW, 't'), 10).length, 1);
     assert.deepEqual(ratesJump(before, new CurrencyRates({ EUR: 0.95, JPY: 150 }, NOW, 't'), 11), []);
     assert.deepEqual(ratesJump(before, new CurrencyRates({ EUR: 8600, JPY: 150 }, NOW, 't'), 0), []);
+  });
+});
+
+describe('currency: total move against the reference rates', () => {
+  const reference = new Map([['EUR', 0.9], ['XYZ', 1]]);
+  it('refuses a rate past the bound of its reference, either way, naming the setting', () => {
+    assert.match(ratesDrift(reference, NOW, new CurrencyRates({ EUR: 3.4, XYZ: 1 }, NOW, 't'), 100).join(), /EUR: 0\.9 → 3\.4 per USD, ×3\.77778 against the reference rates of .*CURRENCY_MAX_DRIFT_PCT=100/);
+    assert.match(ratesDrift(reference, NOW, new CurrencyRates({ EUR: 0.9, XYZ: 0.2 }, NOW, 't'), 100).join(), /XYZ: 1 → 0\.2 per USD/);
+  });
+  it('accepts a move within the bound and currencies without a reference; 0 turns it off', () => {
+    assert.deepEqual(ratesDrift(reference, NOW, new CurrencyRates({ EUR: 1.75, XYZ: 2, GBP: 9 }, NOW, 't'), 100), []);
+    assert.deepEqual(ratesDrift(reference, NOW, new CurrencyRates({ EUR: 90 }, NOW, 't'), 0), []);
   });
 });

@@ -144,7 +144,7 @@ describe('currency: CurrencyService with a file', () => {
 
   it('refuses to start on an implausible file, naming the rate', async () => {
     fs.writeFileSync(file, ratesText(1e9));
-    await assert.rejects(started(settings({ file })), /CURRENCY_RATES_FILE .*EUR: 1000000000 per USD/);
+    await assert.rejects(started(settings({ file })), /CURRENCY_RATES_FILE=.*EUR: 1000000000 per USD/);
   });
 
   it('reports degraded rates older than CURRENCY_MAX_AGE_S', async () => {
@@ -324,6 +324,74 @@ describe('currency: CurrencyService with a URL', () => {
       assert.equal(await svc.refresh(), 'updated', 'within twice: accepted');
       assert.equal(svc.current().unitsPerUsd('EUR'), 1.5);
       assert.equal(svc.health(), null, 'an accepted table clears the warning');
+    } finally {
+      svc.onApplicationShutdown();
+    }
+  });
+
+  /**
+   * Each refresh within CURRENCY_MAX_CHANGE_PCT of the last, the walk still moves far: the total
+   * move against the reference (the first table, then the rates in use a day before) is bounded by
+   * CURRENCY_MAX_DRIFT_PCT, with the same refusal, count and health.
+   */
+  it('refuses a step-by-step walk (0.9 → 1.75 → 3.4 → 6.6 → 9.6) past CURRENCY_MAX_DRIFT_PCT of the reference rates', async () => {
+    handler = json(ratesText(0.9));
+    const svc = await started(settings({ url: `${base}/r`, maxChangePct: 100, maxDriftPct: 100 }));
+    try {
+      handler = json(ratesText(1.75));
+      assert.equal(await svc.refresh(), 'updated', '×1.94 of the reference: within');
+      let n = 0;
+      for (const eur of [3.4, 6.6, 9.6]) {
+        handler = json(ratesText(eur));
+        assert.equal(await svc.refresh(), 'rejected', `EUR ${eur}`);
+        n++;
+        assert.equal(svc.current().unitsPerUsd('EUR'), 1.75, `EUR ${eur}: the rates in use are kept`);
+        assert.equal(svc.stats().refreshes.rejected, n);
+        assert.match(svc.health() ?? '', new RegExp(`rejected .*EUR: 0\\.9 → ${String(eur).replace('.', '\\.')} per USD, ×[0-9.]+ against the reference rates of .*CURRENCY_MAX_DRIFT_PCT=100`));
+      }
+      // A step back toward the reference is accepted and clears the warning.
+      handler = json(ratesText(1.2));
+      assert.equal(await svc.refresh(), 'updated');
+      assert.equal(svc.health(), null);
+    } finally {
+      svc.onApplicationShutdown();
+    }
+  });
+
+  it('refuses a currency outside the static table doubled again and again: it never gets past the bound', async () => {
+    const xyz = (r: number) => JSON.stringify({ dataAsOf: today(), conversions: { USD: { EUR: 0.9, XYZ: r } } });
+    handler = json(xyz(1));
+    const svc = await started(settings({ url: `${base}/r`, maxChangePct: 100, maxDriftPct: 100 }));
+    try {
+      let r = 1;
+      const outcomes: string[] = [];
+      for (let i = 0; i < 22; i++) {
+        r *= 2;
+        handler = json(xyz(r));
+        outcomes.push(await svc.refresh());
+      }
+      assert.equal(outcomes[0], 'updated', '×2: at the bound, accepted');
+      assert.deepEqual(new Set(outcomes.slice(1)), new Set(['rejected']), outcomes.join(' '));
+      assert.equal(svc.current().unitsPerUsd('XYZ'), 2);
+      assert.match(svc.health() ?? '', /XYZ: 1 → 4194300 per USD, ×4194300 against the reference rates of .*CURRENCY_MAX_DRIFT_PCT=100/);
+    } finally {
+      svc.onApplicationShutdown();
+    }
+  });
+
+  it('moves the reference to the rates in use once its period has passed: a slow walk goes on, a step per period', async () => {
+    handler = json(ratesText(0.9));
+    const svc = await started(settings({ url: `${base}/r`, maxChangePct: 100, maxDriftPct: 100, driftPeriodMs: 300 }));
+    try {
+      handler = json(ratesText(1.75));
+      assert.equal(await svc.refresh(), 'updated');
+      handler = json(ratesText(3.4));
+      assert.equal(await svc.refresh(), 'rejected', 'within the period: against 0.9');
+      await new Promise((res) => setTimeout(res, 350));
+      assert.equal(await svc.refresh(), 'updated', 'a period later: against 1.75, ×1.94');
+      assert.equal(svc.current().unitsPerUsd('EUR'), 3.4);
+      handler = json(ratesText(6.6));
+      assert.equal(await svc.refresh(), 'rejected', 'the reference moved to 1.75, not to 3.4');
     } finally {
       svc.onApplicationShutdown();
     }

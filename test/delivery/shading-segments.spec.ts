@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Config } from '../../src/config/config';
 import type { Rates } from '../../src/currency/rates';
+import { Clock } from '../../src/delivery/clock';
 import type { DeliveryRedis } from '../../src/delivery/delivery-redis';
 import type { NoticedBid } from '../../src/delivery/noticed-bid';
 import { Random } from '../../src/delivery/random';
@@ -25,12 +26,12 @@ const banner = { id: 'cr-banner', campaignId: 'c1', price: 2, banner: { w: 300, 
 const video = { id: 'cr-video', campaignId: 'c1', price: 2, banner: null, video: { w: 640, h: 480 } } as unknown as Candidate;
 
 function service(): ShadingService {
-  const config = { shading: true, shadingExplore: 0, hostId: 'h', workerId: '1', shadingSyncMs: 1000 } as unknown as Config;
+  const config = { shading: true, shadingExplore: 0, hostId: 'h', workerId: '1', shadingSyncMs: 1000, shadingLearnPerS: 100_000, shadingHalfLifeMs: 600_000 } as unknown as Config;
   const byId = new Map([banner, video].map((c) => [(c as unknown as { id: string }).id, c]));
   const store = { current: () => ({ get: (crid: string) => byId.get(crid) }) } as unknown as CampaignStore;
   const random = new Random();
   random.next = () => 0.5;
-  return new ShadingService(config, null as unknown as RedisService, null as unknown as DeliveryRedis, store, random);
+  return new ShadingService(config, null as unknown as RedisService, null as unknown as DeliveryRedis, store, random, new Clock());
 }
 
 const rates = { convert: (v: number) => v } as unknown as Rates;

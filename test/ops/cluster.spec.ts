@@ -143,6 +143,8 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
     admin = `http://127.0.0.1:${adminPort}`;
     env = { ...process.env };
     for (const k of Object.keys(env)) if (k.startsWith('NODE_TEST') || k === 'PM2_HOME' || k.startsWith('pm_') || k === 'NODE_APP_INSTANCE') delete env[k];
+    // As an operator's shell has it: no NODE_ENV, so the workers run as production (ecosystem.config.js).
+    delete env.NODE_ENV;
     Object.assign(env, {
       BIDDER_RUN_DIR: runDir,
       PORT: String(port),
@@ -183,6 +185,9 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
     assert.equal(info.startedRedis, false, 'REDIS_URL answered, so no private Redis');
     assert.equal(info.redisUrl, redis.url);
     assert.equal(info.workers, 2);
+    // Production refuses to start without EXCHANGES_FILE: npm start gives a file of its own, loopback only, and says so.
+    assert.match(r.stdout, /EXCHANGES_FILE not set: the bid endpoint admits callers on this machine only \(127\.0\.0\.0\/8, ::1;/);
+    assert.deepEqual(JSON.parse(fs.readFileSync(path.join(runDir, 'exchanges.json'), 'utf8')), { exchanges: [{ name: 'local', addresses: ['127.0.0.0/8', '::1'] }] });
     url = String(info.url);
     const procs = await waitOnline(2);
     for (const p of procs) assert.equal(realpath(`/proc/${p.pid}/exe`), realpath(process.execPath), `worker ${p.pid} runs on the project's Node`);

@@ -8,6 +8,7 @@
 // dependency layers cached, sources changed) about 2 minutes; unchanged sources about 40 s.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -50,6 +51,7 @@ describe('container image (podman)', { timeout: 1_500_000 }, () => {
   let redis: TestRedis | null = null;
   let name = '';
   let url = '';
+  let exchangesFile = '';
   let adminUrl = '';
   const ids: string[] = [];
   const log = (m: string) => console.log(`image: ${m}`);
@@ -74,11 +76,15 @@ describe('container image (podman)', { timeout: 1_500_000 }, () => {
     adminUrl = `http://127.0.0.1:${admin}`;
     name = `bidder-image-test-${process.pid}`;
     const secret = () => randomBytes(48).toString('base64');
+    // Who may call (production refuses to start without it): this machine, as the container shares its network.
+    exchangesFile = path.join(os.tmpdir(), `image-exchanges-${process.pid}.json`);
+    fs.writeFileSync(exchangesFile, JSON.stringify({ exchanges: [{ name: 'local', addresses: ['127.0.0.0/8', '::1'] }] }), { mode: 0o644 });
     podman(
       [
         'run', '-d', '--name', name, '--network', 'host', '--cpus', '1',
         '-e', `REDIS_URL=${redis.url}`, '-e', `PORT=${port}`, '-e', `ADMIN_PORT=${admin}`, '-e', 'HOST=127.0.0.1',
         '-e', `TRACKING_SECRET=${secret()}`, '-e', `PII_HASH_SECRET=${secret()}`, '-e', `TRACKING_BASE_URL=${url}`,
+        '-v', `${exchangesFile}:/etc/bidder/exchanges.json:ro`, '-e', 'EXCHANGES_FILE=/etc/bidder/exchanges.json',
         // Nothing is flushed before the stop: what reaches Redis is the stop's own flush.
         '-e', 'LOG_FLUSH_INTERVAL_MS=600000',
         TAG,
@@ -90,6 +96,7 @@ describe('container image (podman)', { timeout: 1_500_000 }, () => {
   after(async () => {
     if (name) podmanLib.podman(['rm', '-f', '-t', '5', name], { allowFail: true, timeout: 60_000 });
     await redis?.stop();
+    if (exchangesFile) fs.rmSync(exchangesFile, { force: true });
   });
 
   it('answers a bid request over HTTP', async (t) => {

@@ -193,12 +193,21 @@ describe('deploy/k8s', () => {
     const refs = (container.envFrom as Obj[]).map((e) => e.configMapRef?.name ?? `secret:${e.secretRef?.name}`);
     assert.deepEqual(refs, ['bidder-config', 'secret:bidder-secrets']);
     const example = all.filter((d) => d.obj.kind === 'Secret');
-    assert.deepEqual(example.map((d) => d.file), [EXAMPLE_SECRET], 'the only Secret is the example');
+    assert.deepEqual(example.map((d) => d.file), [EXAMPLE_SECRET, EXAMPLE_SECRET], 'the only Secrets are the examples');
     const secret = example[0].obj;
     assert.equal(secret.metadata.name, 'bidder-secrets');
     assert.deepEqual(Object.keys(secret.stringData).sort(), ['PII_HASH_SECRET', 'TRACKING_SECRET']);
     for (const v of Object.values(secret.stringData as Record<string, string>)) assert.equal(v, 'REPLACE-ME');
     assert.equal(secret.data, undefined);
+    // The exchanges file (EXCHANGES_FILE): placeholders, mounted read-only where the ConfigMap points.
+    const exchanges = example[1].obj;
+    assert.equal(exchanges.metadata.name, 'bidder-exchanges');
+    assert.deepEqual(Object.keys(exchanges.stringData), ['exchanges.json']);
+    assert.deepEqual(JSON.parse(exchanges.stringData['exchanges.json']), { exchanges: [{ name: 'REPLACE-ME', token: 'REPLACE-ME' }] });
+    const mount = (container.volumeMounts as Obj[]).find((m) => m.name === 'exchanges')!;
+    assert.equal(mount.readOnly, true);
+    assert.equal(config.EXCHANGES_FILE, `${mount.mountPath}/exchanges.json`);
+    assert.equal((pod.volumes as Obj[]).find((v) => v.name === 'exchanges')?.secret?.secretName, 'bidder-exchanges');
     // No other document carries anything that looks like a key.
     for (const { file, obj } of all) {
       if (file === EXAMPLE_SECRET) continue;
@@ -246,20 +255,24 @@ describe('deploy/k8s', () => {
   describe('the probes against the app', () => {
     let app: TestApp;
     let spill: string;
+    const exchangesFile = path.join(os.tmpdir(), `k8s-exchanges-${process.pid}.json`);
     before(async () => {
       spill = fs.mkdtempSync(path.join(os.tmpdir(), 'k8s-spill-'));
+      // The Secret's file, as the pod has it mounted at EXCHANGES_FILE.
+      fs.writeFileSync(exchangesFile, JSON.stringify({ exchanges: [{ name: 'local', addresses: ['127.0.0.1'] }] }));
       // The ConfigMap's settings, except where this test must differ: its own ports, Redis and directories.
-      const env = { ...config, TRACKING_SECRET: 'a-test-secret-of-more-than-32-bytes!', PII_HASH_SECRET: 'another-test-secret-of-32-bytes-or-more' };
+      const env = { ...config, TRACKING_SECRET: 'a-test-secret-of-more-than-32-bytes!', PII_HASH_SECRET: 'another-test-secret-of-32-bytes-or-more', EXCHANGES_FILE: exchangesFile };
       for (const k of ['REDIS_MODE', 'REDIS_CLUSTER_NODES', 'ADMIN_PORT', 'ADMIN_HOST', 'PORT', 'HOST', 'LOG_SPILL_DIR']) delete (env as Record<string, string | undefined>)[k];
       app = await startTestApp({ ...env, LOG_SPILL_DIR: spill, LOG_LEVEL: 'warn' });
     });
     after(async () => {
       await app?.close();
       fs.rmSync(spill, { recursive: true, force: true });
+      fs.rmSync(exchangesFile, { force: true });
     });
 
     it('the bidder accepts the ConfigMap\'s values', () => {
-      const env = { ...config, TRACKING_SECRET: 'a-test-secret-of-more-than-32-bytes!', PII_HASH_SECRET: 'another-test-secret-of-32-bytes-or-more' };
+      const env = { ...config, TRACKING_SECRET: 'a-test-secret-of-more-than-32-bytes!', PII_HASH_SECRET: 'another-test-secret-of-32-bytes-or-more', EXCHANGES_FILE: exchangesFile };
       const c = loadConfig(env);
       assert.equal(c.port, Number(config.PORT));
       assert.equal(c.shutdownTimeoutMs, Number(config.SHUTDOWN_TIMEOUT_MS));

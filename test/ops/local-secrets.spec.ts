@@ -71,6 +71,36 @@ describe('npm start: secrets.json', () => {
 });
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
+const exchangesLib = require(path.join(ROOT, 'scripts', 'lib', 'local-exchanges.js')) as {
+  localExchanges(runDir: string, env: Record<string, string | undefined>, say?: (m: string) => void): Record<string, string>;
+};
+
+describe('npm start: the exchanges file of a single machine', () => {
+  let dir = '';
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'local-exchanges-'));
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('without EXCHANGES_FILE, production workers get a file that admits loopback callers only, and it says so', () => {
+    const said: string[] = [];
+    const got = exchangesLib.localExchanges(dir, {}, (m) => said.push(m));
+    assert.equal(got.EXCHANGES_FILE, path.join(dir, 'exchanges.json'));
+    const doc = JSON.parse(fs.readFileSync(got.EXCHANGES_FILE, 'utf8')) as unknown;
+    assert.deepEqual(doc, { exchanges: [{ name: 'local', addresses: ['127.0.0.0/8', '::1'] }] });
+    assert.match(said.join('\n'), /EXCHANGES_FILE not set: the bid endpoint admits callers on this machine only.*EXCHANGES_OPEN=1/);
+    // The file is one the bidder accepts.
+    assert.deepEqual(exchangesLib.localExchanges(dir, { NODE_ENV: 'production' }), got);
+  });
+  it('leaves the choice to the environment: EXCHANGES_FILE, EXCHANGES_OPEN=1, or workers that are not production', () => {
+    for (const env of [{ EXCHANGES_FILE: '/etc/bidder/exchanges.json' }, { EXCHANGES_OPEN: '1' }, { EXCHANGES_OPEN: 'true' }, { NODE_ENV: 'development' }]) {
+      assert.deepEqual(exchangesLib.localExchanges(path.join(dir, 'none'), env), {}, JSON.stringify(env));
+    }
+    assert.equal(fs.existsSync(path.join(dir, 'none')), false);
+  });
+});
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
 const redisLib = require(path.join(ROOT, 'scripts', 'lib', 'redis.js')) as {
   startRedis(o: { dir?: string; password?: string }): Promise<{ url: string; pid: number; dir: string; stop(): Promise<void> }>;
   command(url: string, cmd: string): Promise<string | null>;

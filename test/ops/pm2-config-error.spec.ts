@@ -67,4 +67,31 @@ describe('a configuration error under PM2', { timeout: 180_000 }, () => {
     const logs = pm2(['logs', 'bidder', '--nostream', '--lines', '40']);
     assert.match(logs.stdout + logs.stderr, /TRACKING_SECRET: not set/);
   });
+
+  it('a CAMPAIGNS_FILE that cannot be read, found while starting: stopped once, one line in bidder.err.log', async () => {
+    pm2(['delete', 'all']);
+    const errFile = path.join(dir, 'logs', 'campaigns.err.log');
+    const saved = env;
+    env = { ...env, NODE_ENV: 'development', WORKERS: '1', CAMPAIGNS_FILE: path.join(dir, 'missing.json'), BIDDER_ERR_FILE: errFile, REDIS_URL: 'redis://127.0.0.1:1' };
+    try {
+      pm2(['start', path.join(ROOT, 'ecosystem.config.js'), '--only', 'bidder'], 90_000);
+      let procs: Proc[] = [];
+      const until = Date.now() + 30_000;
+      do {
+        await sleep(1_000);
+        procs = list().filter((p) => p.name === 'bidder');
+      } while (Date.now() < until && !(procs.length === 1 && procs[0].pm2_env.status === 'stopped'));
+      await sleep(3_000);
+      procs = list().filter((p) => p.name === 'bidder');
+      assert.equal(procs.length, 1);
+      assert.equal(procs[0].pm2_env.status, 'stopped', JSON.stringify(procs[0].pm2_env));
+      assert.equal(procs[0].pm2_env.restart_time, 0, 'not restarted');
+      assert.equal(procs[0].pm2_env.exit_code, 2);
+      const lines = fs.readFileSync(errFile, 'utf8').trimEnd().split('\n');
+      assert.deepEqual(lines.length, 1, lines.join('\n'));
+      assert.match(lines[0], /^bidder: invalid configuration: CAMPAIGNS_FILE=.*missing\.json: cannot read: ENOENT/);
+    } finally {
+      env = saved;
+    }
+  });
 });

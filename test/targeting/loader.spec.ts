@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { CampaignFileError, loadCampaigns } from '../../src/targeting/loader';
 import { CampaignStore, loadCampaignFile } from '../../src/targeting/campaign-store';
-import { DEFAULT_CAMPAIGNS_FILE, loadConfig } from '../../src/config/config';
+import { ConfigError, DEFAULT_CAMPAIGNS_FILE, loadConfig } from '../../src/config/config';
 
 const root = path.resolve(__dirname, '..', '..', '..');
 const demoFile = path.join(root, 'data', 'campaigns.demo.json');
@@ -362,7 +362,7 @@ describe('loader: files and the store', () => {
     fs.writeFileSync(file, JSON.stringify(f));
     assert.throws(
       () => new CampaignStore(loadConfig({ CAMPAIGNS_FILE: file })),
-      (e: Error) => e.message.includes(`campaigns file ${file}`) && /campaigns\[0\] \(id "c1"\) creatives\[2\] \(id "v1"\): video\.duration/.test(e.message),
+      (e: Error) => e instanceof ConfigError && e.message.includes(`CAMPAIGNS_FILE=${file}: `) && /campaigns\[0\] \(id "c1"\) creatives\[2\] \(id "v1"\): video\.duration/.test(e.message),
     );
     fs.writeFileSync(file, '{"version": 1, ');
     assert.throws(() => new CampaignStore(loadConfig({ CAMPAIGNS_FILE: file })), /not valid JSON/);

@@ -27,6 +27,8 @@ describe('readNotice: macros', () => {
     { name: 'price in another currency, converted', q: { price: '1.0', cur: 'EUR' }, price: 1 / 0.97 },
     { name: 'unsubstituted currency macro', q: { price: '1', cur: '${AUCTION_CURRENCY}' }, price: 1 },
     { name: 'loss code', q: { price: '${AUCTION_PRICE}', loss: '102' }, price: null, loss: 102 },
+    { name: 'price one tick (0.0001) above the bid: the exchange rounded up to the 4th decimal', q: { price: '2.0001' }, price: 2.0001 },
+    { name: 'price converted by the exchange at rates 1.5 % apart from ours', q: { price: String(2 * 0.97 * 1.015), cur: 'EUR' }, price: 2 * 1.015 },
     { name: 'unsubstituted loss code', q: { loss: '${AUCTION_LOSS}' }, price: null, loss: null },
   ];
   for (const c of ok) {
@@ -41,6 +43,8 @@ describe('readNotice: macros', () => {
   const bad: Array<{ name: string; q: Record<string, string>; status: number; reason: RegExp }> = [
     { name: 'negative price', q: { price: '-1' }, status: 400, reason: /negative/ },
     { name: 'price above our bid', q: { price: '2.5' }, status: 400, reason: /above the bid/ },
+    { name: 'price two ticks above our bid, same currency', q: { price: '2.0002' }, status: 400, reason: /above the bid/ },
+    { name: 'price converted at rates 3 % apart from ours', q: { price: String(2 * 0.97 * 1.03), cur: 'EUR' }, status: 400, reason: /above the bid/ },
     { name: 'price not a number', q: { price: 'abc' }, status: 400, reason: /not a number/ },
     { name: 'unknown price currency', q: { price: '1', cur: 'XQZ' }, status: 400, reason: /currency/ },
     { name: 'tampered signature', q: { s: 'AAAAAAAAAAAAAAAAAAAAAA' }, status: 403, reason: /bad_signature/ },
@@ -49,8 +53,36 @@ describe('readNotice: macros', () => {
   for (const c of bad) {
     it(`rejects ${c.name}`, () => {
       assert.throws(() => readNotice('win', query(c.q), codec, DAY, STATIC_RATES, NOW), (e: unknown) => e instanceof NoticeError && e.status === c.status && c.reason.test(e.reason));
+      assert.throws(() => readNotice('bill', query(c.q), codec, DAY, STATIC_RATES, NOW), (e: unknown) => e instanceof NoticeError && e.status === c.status && c.reason.test(e.reason));
     });
   }
+  it('refusals carry a reason code for the metrics', () => {
+    const code = (q: Record<string, string>): string | null => {
+      try {
+        readNotice('bill', query(q), codec, DAY, STATIC_RATES, NOW);
+        return null;
+      } catch (e) {
+        return (e as NoticeError).code;
+      }
+    };
+    assert.equal(code({ price: '2.5' }), 'price_above_bid');
+    assert.equal(code({ price: 'abc' }), 'price_invalid');
+    assert.equal(code({ price: '-1' }), 'price_invalid');
+    assert.equal(code({ price: '1', cur: 'XQZ' }), 'price_currency');
+    assert.equal(code({ s: 'AAAAAAAAAAAAAAAAAAAAAA' }), 'payload_bad_signature');
+    assert.equal(code({ p: '' }), 'payload_missing');
+  });
+});
+
+describe('readNotice: a loss carries the clearing price, above our bid', () => {
+  it("a loss's ${AUCTION_PRICE} is the winner's price: above our bid is accepted and read", () => {
+    const n = readNotice('loss', query({ price: '5', loss: '102' }), codec, DAY, STATIC_RATES, NOW);
+    assert.equal(n.price, 5);
+    assert.equal(n.loss, 102);
+  });
+  it('a loss price that is no price is still refused', () => {
+    assert.throws(() => readNotice('loss', query({ price: 'abc' }), codec, DAY, STATIC_RATES, NOW), (e: unknown) => e instanceof NoticeError && e.status === 400);
+  });
 });
 
 describe('readNotice: audience and age', () => {

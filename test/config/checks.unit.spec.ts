@@ -1,0 +1,71 @@
+/** Configuration checks an operator meets: passwords never shown, old keys as written, the development secrets in any place, the tracking and DSA addresses. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { configWarnings, DEV_PII_HASH_SECRET, DEV_TRACKING_SECRET, hideUserinfo, loadConfig } from '../../src/config/config';
+import { redactUrl } from '../../src/redis/redis.options';
+import { configProblems as problems } from '../support/config';
+
+const prod = { NODE_ENV: 'production', EXCHANGES_OPEN: '1', TRACKING_SECRET: 't'.repeat(32), PII_HASH_SECRET: 'p'.repeat(32), TRACKING_BASE_URL: 'https://bidder.example.com' };
+
+describe('a password with an unencoded @ is never shown, not even in part', () => {
+  for (const [name, value] of [
+    ['REDIS_URL', 'http://:p@ss-hunter2@redis.example.com:6379'],
+    ['CURRENCY_RATES_URL', 'ftp://user:p@ss-hunter2@rates.example.com/latest.json'],
+    ['TRACKING_BASE_URL', 'https://user:p@ss-hunter2@bidder.example.com'],
+  ] as const) {
+    it(name, () => {
+      const p = problems({ [name]: value }).join('\n');
+      assert.match(p, new RegExp(name));
+      assert.doesNotMatch(p, /hunter2|p@ss|ss-/, p);
+    });
+  }
+  it('hideUserinfo and redactUrl hide everything up to the last @ of the address', () => {
+    assert.equal(hideUserinfo('redis://:p@ss-hunter2@host:6379'), 'redis://***@host:6379');
+    assert.doesNotMatch(redactUrl('redis://:p@ss hunter2@host:6379'), /hunter2/);
+  });
+});
+
+describe('TRACKING_OLD_KEYS as written', () => {
+  it('refuses a secret with a space after the colon (every URL signed with the old key would be refused)', () => {
+    const p = problems({ TRACKING_OLD_KEYS: `2: ${'o'.repeat(32)}` }).join('\n');
+    assert.match(p, /TRACKING_OLD_KEYS: key 2: .*whitespace/);
+  });
+  it('in production, a development secret with spaces around it is still the development secret', () => {
+    const p = problems({ ...prod, TRACKING_OLD_KEYS: `2:${DEV_TRACKING_SECRET} ` }).join('\n');
+    assert.match(p, /TRACKING_OLD_KEYS/);
+  });
+  it('accepts pairs separated by a comma and spaces', () => {
+    assert.deepEqual(problems({ ...prod, TRACKING_OLD_KEYS: `2:${'o'.repeat(32)}, 3:${'q'.repeat(32)}` }), []);
+  });
+});
+
+describe('production refuses either development secret in either place', () => {
+  it('TRACKING_SECRET set to the development PII secret', () => {
+    assert.match(problems({ ...prod, TRACKING_SECRET: DEV_PII_HASH_SECRET }).join('\n'), /TRACKING_SECRET: .*development/);
+  });
+  it('PII_HASH_SECRET set to the development tracking secret', () => {
+    assert.match(problems({ ...prod, PII_HASH_SECRET: DEV_TRACKING_SECRET }).join('\n'), /PII_HASH_SECRET: .*development/);
+  });
+});
+
+describe('the tracking and DSA addresses', () => {
+  it('production warns about an explicit loopback TRACKING_BASE_URL (it reaches no exchange)', () => {
+    for (const url of ['http://127.0.0.1:8080', 'http://localhost:8080', 'http://[::1]:8080', 'http://0.0.0.0:8080']) {
+      const w = configWarnings(loadConfig({ ...prod, TRACKING_BASE_URL: url })).join('\n');
+      assert.match(w, /TRACKING_BASE_URL=.*reaches no exchange/, url);
+    }
+    assert.deepEqual(configWarnings(loadConfig(prod)), []);
+  });
+  it('DSA_DOMAIN is not taken from an IP address: warned, and left to DSA_DOMAIN', () => {
+    const cfg = loadConfig({ ...prod, TRACKING_BASE_URL: 'https://203.0.113.7' });
+    assert.equal(cfg.dsaDomain, '');
+    assert.match(configWarnings(cfg).join('\n'), /DSA_DOMAIN: not set, and TRACKING_BASE_URL's host 203\.0\.113\.7 is an IP address/);
+    assert.equal(loadConfig({ ...prod, TRACKING_BASE_URL: 'https://[2001:db8::1]' }).dsaDomain, '');
+    assert.equal(loadConfig(prod).dsaDomain, 'bidder.example.com');
+    assert.equal(loadConfig({ ...prod, TRACKING_BASE_URL: 'https://203.0.113.7', DSA_DOMAIN: 'example.com' }).dsaDomain, 'example.com');
+  });
+  it('refuses a DSA_DOMAIN that is not a domain name', () => {
+    assert.match(problems({ DSA_DOMAIN: 'https://example.com/' }).join('\n'), /DSA_DOMAIN=/);
+    assert.match(problems({ DSA_DOMAIN: '203.0.113.7' }).join('\n'), /DSA_DOMAIN=/);
+  });
+});
