@@ -47,6 +47,9 @@ describe('npm run ab (tools/ab-cpu.js)', () => {
       const r = spawnSync(process.execPath, [SCRIPT, '--against', ROOT, '--rounds', '2', '--seconds', String(seconds), '--warmup', '2', '--rate', String(rate), '--idle', '1', '--json', json], {
         encoding: 'utf8',
         timeout: 100_000,
+        // A shared CI machine may keep a request waiting past the shed budget; this run checks the
+        // tool's figures, so both builds answer every request (bids are counted below).
+        env: { ...process.env, SHED_MAX_WAIT_MS: '0' },
       });
       assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
       const out = JSON.parse(fs.readFileSync(json, 'utf8')) as {
