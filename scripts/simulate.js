@@ -1,19 +1,65 @@
 'use strict';
-// `npm run simulate [-- --market narrow|wide|crowded|second|all] [--days 1] [--requests 100000]
-//   [--seed 1] [--workers 1] [--curve uniform|traffic] [--strategies shaded,value,oracle] [--out .run/simulate]`: runs the market simulator (src/sim/) on a private Redis, for
+// `npm run simulate [-- --market <name,…>|all|short] [--days 1] [--requests 100000] [--seed 1] [--workers 1]
+//   [--curve uniform|traffic] [--strategies shaded,value,oracle] [--out .run/simulate]`: runs the market simulator (src/sim/) on a private Redis, for
 // each market the bidder as configured (shaded), bidding the value and the oracle, then prints the
-// figures and writes report.html (SVG charts) and results.json into --out.
+// figures and writes report.html (SVG charts) and results.json into --out. `--help` prints the usage.
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
+const { parseArgs } = require('node:util');
 const { lineChart, barChart } = require('../tools/lib/loadtest-svg');
 const { startRedis } = require('./lib/redis');
 
 const root = path.resolve(__dirname, '..');
 
-function arg(name, def) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : def;
+const USAGE = `usage: npm run simulate -- [options]
+  --market <names>      comma-separated markets, or all (narrow,wide,crowded), or short (the markets of 150 s at
+                        35 auctions/s: lognormal,shift,floor-tied,wins-only,priced-loss,late-bills); default all.
+                        Day-long: narrow, wide, crowded, second. Short: lognormal, shift, floor-tied, wins-only,
+                        priced-loss, late-bills
+  --days <n>            virtual days of a day-long market (default 1)
+  --requests <n>        requests a virtual day (default 100000)
+  --seed <n>            the seed: a seed replays a run exactly (default 1)
+  --workers <n>         app instances sharing one Redis (default 1)
+  --curve <c>           uniform or traffic: every even campaign's pacing curve
+  --strategies <list>   shaded,value,oracle (default all three; the targets are checked with all three)
+  --out <dir>           report.html and results.json (default .run/simulate)
+  --help                this text`;
+
+let values;
+try {
+  ({ values } = parseArgs({
+    strict: true,
+    options: {
+      market: { type: 'string', default: 'all' },
+      days: { type: 'string', default: '1' },
+      requests: { type: 'string', default: '100000' },
+      seed: { type: 'string', default: '1' },
+      workers: { type: 'string', default: '1' },
+      curve: { type: 'string' },
+      strategies: { type: 'string', default: 'shaded,value,oracle' },
+      out: { type: 'string', default: path.join('.run', 'simulate') },
+      help: { type: 'boolean', default: false },
+    },
+  }));
+} catch (e) {
+  console.error(`simulate: ${e.message}\n${USAGE}`);
+  process.exit(2);
+}
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+function arg(name) {
+  return values[name];
+}
+function positiveInt(name) {
+  const n = Number(values[name]);
+  if (!Number.isInteger(n) || n < 1) {
+    console.error(`simulate: --${name} ${values[name]}: expected a whole number of at least 1\n${USAGE}`);
+    process.exit(2);
+  }
+  return n;
 }
 
 const pct = (x) => `${(100 * x).toFixed(1)} %`;
@@ -23,16 +69,32 @@ function esc(s) {
   return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-/** The targets of issue 25 checked on one market's three runs. */
-function verdicts(runs) {
+/** The targets checked on one market's three runs. */
+function verdicts(runs, name) {
   const shaded = runs.find((r) => r.strategy === 'shaded');
   const value = runs.find((r) => r.strategy === 'value');
   const oracle = runs.find((r) => r.strategy === 'oracle');
   const out = [];
+  if (SHORT.includes(name)) {
+    const floor = name === 'wins-only' ? 0.8 : 0.9;
+    out.push([`surplus >= ${100 * floor} % of the oracle\u2019s`, pct(shaded.surplus / oracle.surplus), shaded.surplus >= floor * oracle.surplus]);
+    out.push(['wins within 20 % of the oracle\u2019s', `${shaded.wins} against ${oracle.wins} (${pct(shaded.wins / oracle.wins - 1)})`, Math.abs(shaded.wins / oracle.wins - 1) <= 0.2]);
+    out.push(['notices answered other than 204', String(shaded.noticeErrors), shaded.noticeErrors === 0]);
+    if (name === 'shift') {
+      // The shift is at half the run: the median bid of the seconds 55-65 after it against the oracle's.
+      const at = Math.floor(shaded.medianBidBySecond.length / 2);
+      const mine = median(shaded.medianBidBySecond.slice(at + 55, at + 66));
+      const best = median(oracle.medianBidBySecond.slice(at + 55, at + 66));
+      out.push(['median bid 55-65 s after the shift within 5 % of the oracle\u2019s', `${mine.toFixed(3)} against ${best.toFixed(3)} (${pct(mine / best - 1)})`, Math.abs(mine / best - 1) <= 0.05]);
+      const after = (r) => r.surplusBySecond.slice(at).reduce((a, x) => a + (x ?? 0), 0);
+      out.push(['surplus after the shift >= 90 % of the oracle\u2019s', pct(after(shaded) / after(oracle)), after(shaded) >= 0.9 * after(oracle)]);
+    }
+    return out;
+  }
   for (const c of shaded.campaigns) {
     if (c.pacing !== 'even') continue;
     out.push([`${c.id}: hourly spend within 10 % of the curve after each day's first hour`, `max error ${pct(c.maxHourlyError)}`, c.maxHourlyError <= 0.1]);
-    for (const d of c.days) out.push([`${c.id}: day ${d.day}${d.partial ? ' (first seen mid-day)' : ''} spend 95-100 % of budget`, pct(d.spend / c.daily), d.spend >= 0.95 * c.daily && d.spend <= c.daily + 1e-9]);
+    for (const d of c.days) out.push([`${c.id}: day ${d.day}${d.partial ? ' (first seen mid-day: prorated budget)' : ''} spend 95-101 % of budget`, pct(d.spend / d.budget), d.spend >= 0.95 * d.budget && d.spend <= 1.01 * d.budget && d.spend <= c.daily + 1e-9]);
     out.push([`${c.id}: never over the daily budget (market and Redis)`, c.overBudget ? 'over' : 'never over', !c.overBudget]);
   }
   if (oracle.surplus > 0) {
@@ -53,7 +115,7 @@ function perDay(runs) {
   for (const c of shaded.campaigns) {
     for (const d of c.days) {
       const err = c.pacing === 'even' ? pct(d.maxHourlyError) : '-';
-      lines.push(`| ${c.id} (${c.pacing === 'even' ? c.curve : 'asap'}) | ${d.day}${d.partial ? ' (first seen mid-day)' : ''} | ${pct(d.spend / c.daily)} | ${err} | ${pct(d.trafficDistance)} |`);
+      lines.push(`| ${c.id} (${c.pacing === 'even' ? c.curve : 'asap'}) | ${d.day}${d.partial ? ' (first seen mid-day: prorated budget)' : ''} | ${pct(d.spend / d.budget)} | ${err} | ${pct(d.trafficDistance)} |`);
     }
   }
   lines.push('', '| UTC day | surplus shaded USD | oracle USD | shaded / oracle | value USD |', '|---|---:|---:|---:|---:|');
@@ -67,6 +129,12 @@ function perDay(runs) {
   return lines;
 }
 
+const SHORT = ['lognormal', 'shift', 'floor-tied', 'wins-only', 'priced-loss', 'late-bills'];
+const median = (xs) => {
+  const v = xs.filter((x) => typeof x === 'number' && Number.isFinite(x)).sort((a, b) => a - b);
+  return v.length === 0 ? NaN : v[v.length >> 1];
+};
+
 function report(all, opts) {
   const parts = [`<!doctype html><meta charset="utf-8"><title>Market simulator</title><body style="font-family:Helvetica,Arial,sans-serif;max-width:900px;margin:auto">`];
   parts.push(`<h1>Market simulator</h1><p>${esc(`seed ${opts.seed}, ${opts.days} day(s), ${opts.requests} requests/day, ${opts.workers} worker(s), virtual time from 2026-01-05 00:00 UTC`)}</p>`);
@@ -77,7 +145,7 @@ function report(all, opts) {
       parts.push(`<tr><td>${r.strategy}</td><td>${r.bids}</td><td>${r.wins}</td><td>${pct(r.wins / Math.max(1, r.bids))}</td><td>${usd(r.paid)}</td><td>${usd((1000 * r.paid) / Math.max(1, r.wins))}</td><td>${usd((1000 * value) / Math.max(1, r.wins))}</td><td>${usd(r.surplus)}</td></tr>`);
     }
     parts.push('</table><ul>');
-    if (runs.length === 3) for (const [what, got, ok] of verdicts(runs)) parts.push(`<li>${ok ? '\u2714' : '\u2716'} ${esc(what)}: ${esc(got)}</li>`);
+    if (runs.length === 3) for (const [what, got, ok] of verdicts(runs, market)) parts.push(`<li>${ok ? '\u2714' : '\u2716'} ${esc(what)}: ${esc(got)}</li>`);
     parts.push('</ul>');
     const shaded = runs.find((r) => r.strategy === 'shaded');
     for (const c of shaded.campaigns) {
@@ -116,15 +184,19 @@ async function main() {
   execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
   const { simulate } = require(path.join(root, 'dist', 'sim', 'simulator.js'));
   const { MARKETS } = require(path.join(root, 'dist', 'sim', 'market.js'));
-  const which = arg('market', 'all');
-  const names = which === 'all' ? ['narrow', 'wide', 'crowded'] : which.split(',');
-  for (const n of names) if (!MARKETS[n]) throw new Error(`unknown market ${n} (known: ${Object.keys(MARKETS).join(', ')})`);
-  const curve = arg('curve', undefined);
-  if (curve !== undefined && curve !== 'uniform' && curve !== 'traffic') throw new Error(`--curve: uniform or traffic, not ${curve}`);
-  const strategies = arg('strategies', 'shaded,value,oracle').split(',');
-  for (const s of strategies) if (!['shaded', 'value', 'oracle'].includes(s)) throw new Error(`--strategies: shaded, value or oracle, not ${s}`);
-  const opts = { days: Number(arg('days', '1')), requests: Number(arg('requests', '100000')), seed: Number(arg('seed', '1')), workers: Number(arg('workers', '1')), curve };
-  const out = path.resolve(root, arg('out', path.join('.run', 'simulate')));
+  const which = arg('market');
+  const names = which === 'all' ? ['narrow', 'wide', 'crowded'] : which === 'short' ? SHORT : which.split(',');
+  const fail = (m) => {
+    console.error(`simulate: ${m}\n${USAGE}`);
+    process.exit(2);
+  };
+  for (const n of names) if (!MARKETS[n]) fail(`unknown market ${n} (known: ${Object.keys(MARKETS).join(', ')})`);
+  const curve = arg('curve');
+  if (curve !== undefined && curve !== 'uniform' && curve !== 'traffic') fail(`--curve: uniform or traffic, not ${curve}`);
+  const strategies = arg('strategies').split(',');
+  for (const s of strategies) if (!['shaded', 'value', 'oracle'].includes(s)) fail(`--strategies: shaded, value or oracle, not ${s}`);
+  const opts = { days: positiveInt('days'), requests: positiveInt('requests'), seed: positiveInt('seed'), workers: positiveInt('workers'), curve };
+  const out = path.resolve(root, arg('out'));
   fs.mkdirSync(out, { recursive: true });
   const redis = await startRedis({ dir: path.join(out, 'redis') });
   const all = new Map();
@@ -137,7 +209,7 @@ async function main() {
         console.log(`${n} ${strategy}: ${r.requests} requests, ${r.bids} bids, ${r.wins} wins, paid ${usd(r.paid)} USD, surplus ${usd(r.surplus)} USD, notice errors ${r.noticeErrors} (${(r.wallMs / 1000).toFixed(1)} s)`);
       }
       all.set(n, runs);
-      if (runs.length === 3) for (const [what, got, ok] of verdicts(runs)) console.log(`  ${ok ? 'ok  ' : 'MISS'} ${what}: ${got}`);
+      if (runs.length === 3) for (const [what, got, ok] of verdicts(runs, n)) console.log(`  ${ok ? 'ok  ' : 'MISS'} ${what}: ${got}`);
       if (opts.days > 1) for (const line of perDay(runs)) console.log(`  ${line}`);
     }
   } finally {

@@ -153,8 +153,12 @@ async function ensureRedis() {
   }
   const explicit = process.env.REDIS_URL && process.env.REDIS_URL.trim();
   const url = explicit || 'redis://127.0.0.1:6379';
-  if (await redisLib.ping(url)) return { url, started: false, pid: null, dir: null };
   const u = new URL(url);
+  if (await redisLib.ping(url)) {
+    const answer = await redisLib.command(url, 'PING', 5_000);
+    if (answer === '+PONG') return { url, started: false, pid: null, dir: null };
+    return (await ownRedisAgain(u, answer)) || fail(`${shown(url)} answers ${answer || 'nothing'} to PING: not usable; give its password in REDIS_URL (redis://:<password>@host:port), or stop it`);
+  }
   if (explicit && !LOOPBACK.has(u.hostname)) {
     fail(`REDIS_URL=${shown(url)} does not answer; start that Redis, or unset REDIS_URL to let npm start run a private one`);
   }
@@ -166,6 +170,26 @@ async function ensureRedis() {
   const password = localSecretsOrFail(() => secretsLib.redisPassword(runDir(), say));
   const r = await redisLib.startRedis({ port, dir, daemonize: true, log: (m) => say(`bidder: ${m}`), password });
   return { url: r.url, started: true, pid: r.pid, dir: r.dir };
+}
+
+/**
+ * A Redis on loopback that wants a password (-NOAUTH) and takes the one in secrets.json is the
+ * private redis-server an earlier `npm start` made, started again by hand (from its config file,
+ * which holds the password) or by a reboot's service: used with that password and recorded as ours,
+ * so that `npm stop` saves and stops it. Null when it is not.
+ */
+async function ownRedisAgain(u, answer) {
+  if (!LOOPBACK.has(u.hostname) || u.password || !/^-NOAUTH/.test(answer || '')) return null;
+  const password = secretsLib.savedRedisPassword(runDir());
+  if (!password) return null;
+  const withPassword = new URL(u.href);
+  withPassword.password = encodeURIComponent(password);
+  const url = withPassword.href.replace(/\/$/, '');
+  if ((await redisLib.command(url, 'PING', 5_000)) !== '+PONG') return null;
+  const pid = await redisLib.serverPid(url);
+  const dir = path.join(runDir(), 'redis');
+  say(`bidder: the redis-server on ${u.hostname}:${u.port || 6379} takes the password in ${path.join(runDir(), 'secrets.json')}: the private one, started again by hand (pid ${pid}); using it, and \`npm stop\` stops it`);
+  return { url, started: pid !== null && isRedisServer(pid), pid, dir };
 }
 
 function isRedisServer(pid) {
@@ -328,7 +352,7 @@ async function start() {
   }
 
   // Keep a Redis this script started earlier (e.g. a start that failed after it) instead of a second one.
-  let redis = state && state.redis && state.redis.started && alive(state.redis.pid) && (await redisLib.ping(state.redis.url)) ? state.redis : null;
+  let redis = state && state.redis && state.redis.started && alive(state.redis.pid) && (await redisLib.command(state.redis.url, 'PING', 5_000)) === '+PONG' ? state.redis : null;
   if (!redis) redis = await ensureRedis();
   const base = { startedAt: new Date().toISOString(), pm2Home: pm2Home(), redis };
   writeState(base);

@@ -8,7 +8,10 @@ const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 
-/** Sends PING over a raw socket; resolves true on +PONG within the timeout. */
+/**
+ * Sends PING over a raw socket; resolves true when a Redis answers within the timeout, +PONG or
+ * -NOAUTH (one that wants a password is there, but not usable without it: `command(url, 'PING')`).
+ */
 function ping(url, timeoutMs = 500) {
   const u = new URL(url);
   return new Promise((resolve) => {
@@ -258,4 +261,41 @@ function command(url, cmd, timeoutMs = 30_000) {
   });
 }
 
-module.exports = { ping, ensureRedisBinary, startRedis, freePort, waitFor, command, maskedUrl };
+/**
+ * The process id of the Redis at `url` (INFO server's process_id, after AUTH when the URL has a
+ * password), or null when it does not answer or refuses.
+ */
+function serverPid(url, timeoutMs = 5_000) {
+  const u = new URL(url);
+  const password = u.password ? decodeURIComponent(u.password) : '';
+  const user = u.username ? decodeURIComponent(u.username) : '';
+  return new Promise((resolve) => {
+    const sock = net.connect({ host: u.hostname || '127.0.0.1', port: Number(u.port || 6379) });
+    let buf = '';
+    const done = (v) => {
+      sock.destroy();
+      resolve(v);
+    };
+    sock.setTimeout(timeoutMs, () => done(null));
+    sock.once('error', () => done(null));
+    sock.once('close', () => done(null));
+    sock.on('data', (d) => {
+      buf += d.toString('latin1');
+      if (password) {
+        const i = buf.indexOf('\r\n');
+        if (i < 0) return;
+        if (!buf.startsWith('+OK')) return done(null);
+        buf = buf.slice(i + 2);
+      }
+      const m = /^\$(\d+)\r\n/.exec(buf);
+      if (buf.startsWith('-')) return done(null);
+      if (!m || buf.length < m[0].length + Number(m[1])) return;
+      const pid = /^process_id:(\d+)/m.exec(buf);
+      done(pid ? Number(pid[1]) : null);
+    });
+    const resp = (parts) => `*${parts.length}\r\n${parts.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join('')}`;
+    sock.once('connect', () => sock.write(`${password ? resp(user ? ['AUTH', user, password] : ['AUTH', password]) : ''}INFO server\r\n`));
+  });
+}
+
+module.exports = { ping, ensureRedisBinary, startRedis, freePort, waitFor, command, serverPid, maskedUrl };

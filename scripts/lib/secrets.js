@@ -104,4 +104,14 @@ function redisPassword(runDir, say = () => undefined) {
   return kept(runDir, ['REDIS_PASSWORD'], {}, say).REDIS_PASSWORD;
 }
 
-module.exports = { localSecrets, redisPassword, DamagedSecretsError };
+/** The private redis-server's password when secrets.json holds one (never makes one); null otherwise. */
+function savedRedisPassword(runDir) {
+  try {
+    const saved = readSecrets(path.join(runDir, 'secrets.json'), () => undefined);
+    return typeof saved.REDIS_PASSWORD === 'string' ? saved.REDIS_PASSWORD : null;
+  } catch {
+    return null;
+  }
+}
+
+module.exports = { localSecrets, redisPassword, savedRedisPassword, DamagedSecretsError };

@@ -7,9 +7,11 @@
  * less `endMarginMs`, so that notices arriving late still land inside the day), or, with a traffic
  * curve (`curve`, traffic-curve.ts), in proportion to the share of the day's traffic still to come
  * (the uniform curve is the one whose traffic is the same every hour). Recomputed at every
- * refresh, this is memoryless: a campaign first seen (or a worker restarted) mid-day spreads what is
- * left from its first second, a deficit is spread over the rest of the day instead of caught up in a
- * burst, and every worker, reading the same spend, steers the same way without talking to the others.
+ * refresh, this is memoryless: a worker restarted mid-day spreads what is left from its first second,
+ * a deficit is spread over the rest of the day instead of caught up in a burst, and every worker,
+ * reading the same spend, steers the same way without talking to the others. A campaign first seen
+ * mid-day with nothing spent that day gets the share of its daily budget that the rest of the day
+ * is on its curve (prorated). A new day starts without pressure, from the initial share.
  *
  * Controller: spend rate = share × k, where k (USD per ms at share 1) is the market's answer to
  * the campaign's bids (traffic × win rate × price); k is estimated as the ratio of two exponentially
@@ -38,6 +40,11 @@ export interface PaceSettings {
 
 /** Highest spend pressure: shading still keeps a fifth of its weight on surplus. */
 export const MAX_PRESSURE = 0.8;
+/**
+ * Lowest pressure, −λ: when the budget binds, shading maximises (value − (1 + λ) × price) × P(win | price)
+ * (the budget's shadow price λ, up to MAX_LAMBDA) before pacing throttles for good.
+ */
+export const MAX_LAMBDA = 1;
 
 export const DEFAULT_PACE: PaceSettings = { windowMs: 120_000, rampMs: 5_000, endMarginMs: 300_000, initialShare: 0.001, minShare: 1e-6 };
 
@@ -49,9 +56,13 @@ export class PaceController {
   /** What Redis said was spent today at the last update, USD. */
   spent = 0;
   /**
-   * In [0, MAX_PRESSURE]: grows while the campaign enters every request it may and still spends
-   * below the wanted rate (the market is too small at its shaded prices), shrinks otherwise. Bid
-   * shading then weighs spend as well as surplus and bids closer to the value (shading.ts).
+   * In [−MAX_LAMBDA, MAX_PRESSURE]. Above 0, spend pressure: grows while the campaign enters every
+   * request it may and still spends below the wanted rate (the market is too small at its shaded
+   * prices); shading then weighs spend as well as surplus and bids closer to the value. Below 0, the
+   * budget binds: −pressure is λ, the budget's shadow price, growing while pacing throttles (the
+   * share is below 0.9 of what the market could take); shading maximises (value − (1 + λ) × price) ×
+   * P(win | price), i.e. bids lower, so that fewer, cheaper wins spend the budget and the share rises
+   * back towards 1 (shading.ts). Throttling is what is left once λ reaches MAX_LAMBDA.
    */
   pressure = 0;
   private dayStart = NaN;
@@ -63,6 +74,8 @@ export class PaceController {
   /** The curve of the day: from (t0, spent0) to (the aimed end, the budget). */
   private t0 = 0;
   private spent0 = 0;
+  /** Share of the day's budget this day may spend: what was left of the day when the campaign was first seen with nothing spent, else 1. */
+  prorate = 1;
   /** The traffic curve of the day that began at `curveDay` (cumulative shares per hour), null: uniform. */
   curve: Float64Array | null = null;
   curveDay = NaN;
@@ -78,6 +91,7 @@ export class PaceController {
   update(now: number, day: LocalDay, spentToday: number, budget: number): number {
     const aimEnd = Math.max(day.start + 1, day.end - this.s.endMarginMs);
     if (day.start !== this.dayStart) {
+      const first = Number.isNaN(this.dayStart);
       // A new day, or the campaign first seen: the curve starts here, the rate estimate carries over.
       this.dayStart = day.start;
       this.t0 = now;
@@ -86,8 +100,19 @@ export class PaceController {
       this.lastSpent = spentToday;
       this.spent = spentToday;
       this.target = spentToday;
+      // First seen with nothing spent that day: its day is what is left of it (prorated); a worker
+      // restarted after the campaign spent spreads what is left, as every other worker does.
+      this.prorate = first && spentToday <= 0 ? Math.max(0, Math.min(1, (aimEnd - now) / (aimEnd - day.start))) : 1;
+      // Yesterday's pressure and share were about yesterday's market: the day starts without
+      // pressure, from the initial share, ramping up as a new campaign does.
+      this.pressure = 0;
+      this.share = this.s.initialShare;
+      // The market of the new day may not be yesterday's: its first measurements outweigh the old estimate at once.
+      this.wSpend *= 0.01;
+      this.wShareMs *= 0.01;
       return this.share;
     }
+    budget *= this.prorate;
     const dt = now - this.lastT;
     if (dt <= 0) return this.share;
     const spentNow = Math.max(spentToday, this.lastSpent);
@@ -112,7 +137,7 @@ export class PaceController {
     }
     const ceiling = Math.min(1, this.share * Math.pow(2, dt / this.s.rampMs));
     if (want > 1 && this.share >= 1) this.pressure = Math.min(MAX_PRESSURE, this.pressure + dt / this.s.windowMs);
-    else if (want < 0.9) this.pressure = Math.max(0, this.pressure - dt / this.s.windowMs);
+    else if (want < 0.9) this.pressure = Math.max(-MAX_LAMBDA, this.pressure - dt / this.s.windowMs);
     this.share = Math.max(this.s.minShare, Math.min(ceiling, want));
     return this.share;
   }

@@ -24,20 +24,60 @@ import { Random } from './random';
 import { Clock } from './clock';
 import { bestBid, binOf, ContributionCap, Counts, DEFAULT_SHADING, gridBelow, impossibleNotice, logNormalBins, Segment, SourceLimiter, updateSegment, type ShadingSettings } from './shading';
 
-/** Most segments kept; beyond, new segments bid from the pooled estimate and are not learned apart. */
+/** Most segments kept (every level); beyond, a bid or notice uses the finest level that exists. */
 const MAX_SEGMENTS = 20_000;
-/** Ad sizes given a small integer for the segment index ((size × 1024 + device type) × 24 + hour stays below 2^30). */
+/** Ad sizes given a small integer for the segment index. */
 const MAX_SIZE_IDS = 40_000;
 const POOL = '*';
 const SHARE_KEY = (member: string): string => `bidder:shade:${member}`;
 /** OpenRTB loss reasons that say the price lost: 102 lost to a higher bid, 103 lost to a deal. */
 const PRICE_LOSS = new Set([102, 103]);
-/** Largest share of the pooled estimate (what segments without data bid from) one publisher, or one exchange, may hold. */
+/** Largest share of a shared level (what other publishers', or other exchanges', segments fall back to) one publisher, or one exchange, may hold. */
 export const MAX_POOL_SHARE = 0.25;
+/** A segment is bid from once its weight (decayed observations, its own and its prior's) reaches this; below, its parent is. */
+export const MIN_WEIGHT = 20;
+/** Segments updated per tick because of their bids alone (about 2-3 µs each: a bounded stall). */
+const MAX_BID_UPDATES = 1000;
+/** An exchange that sent no loss notice for this long is taken to send none: its silent bids are losses (learning only). */
+const LOSS_SILENCE_MS = 600_000;
 
-export function segmentKey(publisher: string, size: string, deviceType: number, hour: number): string {
-  return `${publisher}|${size}|${deviceType}|${hour}`;
+/**
+ * Levels of the model, finest last: a bid is priced from the finest segment with enough weight, and
+ * each segment's prior is its parent's estimate (hierarchical shrinkage).
+ *   pool  '*'                                        every notice (each publisher and exchange bounded)
+ *   s|<source>                                        an exchange (each publisher bounded)
+ *   p|<source>|<publisher>                            a publisher of an exchange
+ *   pf|<source>|<publisher>|<floor bucket>            … at a floor
+ *   f|<source>|<publisher>|<size>|<device>|<floor bucket>   … an ad size and device type at a floor
+ */
+export function segmentKey(source: number, publisher: string, size: string, deviceType: number, floorBucket: number): string {
+  return `f|${source}|${publisher}|${size}|${deviceType}|${floorBucket}`;
 }
+
+/** The key of a segment's parent (null: the pool, or a key of no known form). */
+export function parentKey(key: string): string | null {
+  const parts = key.split('|');
+  switch (parts[0]) {
+    case 's':
+      return parts.length === 2 ? POOL : null;
+    case 'p':
+      return parts.length >= 3 ? `s|${parts[1]}` : null;
+    case 'pf':
+      return parts.length >= 4 ? `p|${parts[1]}|${parts.slice(2, -1).join('|')}` : null;
+    case 'f':
+      return parts.length >= 6 ? `pf|${parts[1]}|${parts.slice(2, -3).join('|')}|${parts[parts.length - 1]}` : null;
+    default:
+      return null;
+  }
+}
+
+/** The floor as a feature: buckets about 25 % wide (three grid steps), 0 without a floor. */
+export function floorBucket(floorUsd: number): number {
+  return floorUsd > 0 ? 1 + Math.floor((gridBelow(floorUsd) + 1) / 3) : 0;
+}
+
+/** Device types in segments: 0-14 as they are, anything else 15. */
+const deviceOf = (d: number): number => (Number.isInteger(d) && d >= 0 && d < 15 ? d : 15);
 
 /** The ad size of a candidate's bid as segments name it. */
 export function sizeOf(c: Candidate): string {
@@ -52,10 +92,10 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   readonly settings: ShadingSettings;
   private readonly segments = new Map<string, Segment>();
   /**
-   * The same segments found without a key string: by publisher, then by `segmentCode` (ad size, device
-   * type and hour in one small integer). Filled from `segments` on a miss, so a segment made by the
-   * sync (by its key) is found here too. Building and hashing the key text took about a third of a
-   * shaded price (bench/RESULTS-bid.md).
+   * The finest segments found without a key string: by publisher, then by a number made of ad size,
+   * device type, source and floor bucket (`segmentCode`). Filled from `segments` on a miss, so a
+   * segment made by the sync (by its key) is found here too. Building and hashing a key text per bid
+   * took about a third of a shaded price (bench/RESULTS-bid.md).
    */
   private readonly byPublisher = new Map<string, Map<number, Segment>>();
   /** Small integers naming the ad sizes seen (`sizeOf`), and each candidate's, made once per candidate. */
@@ -63,23 +103,32 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   private readonly candidateSizes = new WeakMap<Candidate, number>();
   private readonly pool: Segment;
   private readonly basePrior: Float64Array;
-  private readonly dirty = new Set<Segment>();
+  /** Segments to update at the next tick, by level (coarse first: each is its children's prior). */
+  private readonly dirty: Array<Set<Segment>> = [new Set(), new Set(), new Set(), new Set(), new Set()];
+  /** Segments whose bids teach (sources without loss notices), updated at the next ticks (at most MAX_BID_UPDATES a tick). */
+  private bidQueue: Segment[] = [];
   /** Bids already learned from (a win and its bill are one observation). */
   private learned = new Set<string>();
   private timers: NodeJS.Timeout[] = [];
   private readonly member: string;
   private syncing = false;
   readonly enabled: boolean;
-  /** One publisher's and one exchange's share of the pool, bounded (MAX_POOL_SHARE). */
+  /** One publisher's share of its exchange's level and of the pool, and one exchange's of the pool, bounded (MAX_POOL_SHARE). */
   private readonly publisherCap: ContributionCap;
+  private readonly sourcePublisherCaps = new Map<number, ContributionCap>();
   private readonly sourceCap: ContributionCap;
   private readonly limiter: SourceLimiter;
+  /** When each source (exchange index) last sent a loss notice (ms). */
+  private readonly lastLoss = new Float64Array(64).fill(-Infinity);
+  /** The `sd` parameter of the last shaded price (its segment's device type and floor bucket), for noticeParam. */
+  private sd = 0;
   /**
    * Notices: learned from; impossible (a price to win on the wrong side of our bid); limited (past
-   * the source's SHADING_LEARN_PER_S); capped (learned by their segment but not by the pool: their
-   * publisher or exchange holds its bound of it).
+   * the source's SHADING_LEARN_PER_S); capped (learned by their publisher's segments but not by the
+   * shared levels: their publisher or exchange holds its bound of them). Moves: a segment's market
+   * moved (change detection) and it forgot most of what it knew.
    */
-  readonly stats = { shaded: 0, explored: 0, learned: 0, impossible: 0, limited: 0, capped: 0, syncs: 0, syncErrors: 0 };
+  readonly stats = { shaded: 0, explored: 0, learned: 0, impossible: 0, limited: 0, capped: 0, moves: 0, syncs: 0, syncErrors: 0 };
 
   constructor(
     @Inject(CONFIG) private readonly config: Config,
@@ -90,7 +139,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     private readonly clock: Clock,
   ) {
     this.enabled = config.shading;
-    this.settings = { ...DEFAULT_SHADING, explore: config.shadingExplore };
+    this.settings = { ...DEFAULT_SHADING, explore: config.shadingExplore, halfLifeMs: config.shadingHalfLifeMs };
     this.basePrior = logNormalBins(1, 1.5);
     this.pool = new Segment(this.basePrior);
     this.publisherCap = new ContributionCap(MAX_POOL_SHARE, this.settings.priorWeight, config.shadingHalfLifeMs);
@@ -127,65 +176,87 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     const perUsd = m.price / c.price;
     let floorCur = 0;
     if (imp.bidfloor > 0) floorCur = rates.convert(imp.bidfloor, imp.bidfloorcur, cur) ?? 0;
-    const seg = this.segmentOf(req.publisher, c, req.deviceType, hourOf(now));
+    const floorUsd = floorCur / perUsd;
+    const fb = floorBucket(floorUsd);
+    const device = deviceOf(req.deviceType);
+    this.sd = device + 16 * fb;
+    const seg = this.segmentOf(req.source, req.publisher, c, device, fb);
+    // The finest level with enough weight.
+    let from: Segment = seg ?? this.pool;
+    while (from.weight < MIN_WEIGHT && from.parent !== null) from = from.parent;
     const draw = this.random.next();
-    const usd = bestBid(seg !== null && seg.weight > 0 ? seg.cdf : this.pool.cdf, c.price, floorCur / perUsd, this.settings, draw, pressure);
+    const s = this.settings;
+    const explore = (s.explore * s.exploreWeight) / (s.exploreWeight + from.exactWeight);
+    const usd = bestBid(from.cdf, c.price, floorUsd, s, draw, pressure, explore);
     const j = gridBelow(usd);
     if (j >= 0) {
-      if (seg !== null) seg.own.bids[j]++;
-      this.pool.own.bids[j]++;
+      // A source without loss notices: the bids themselves teach (unanswered, they are losses), so their segments are updated (a flag and, once per tick, a push).
+      const silent = now - this.lastLoss[req.source >= 0 && req.source < 64 ? req.source : 63] >= LOSS_SILENCE_MS;
+      for (let t: Segment | null = seg ?? this.pool; t !== null; t = t.parent) {
+        t.own.bids[j]++;
+        if (silent && t.level >= 2) {
+          t.silent = true;
+          if (!t.queued) {
+            t.queued = true;
+            this.bidQueue.push(t);
+          }
+        }
+      }
     }
     this.stats.shaded++;
-    if (draw < this.settings.explore) this.stats.explored++;
+    if (draw < explore) this.stats.explored++;
     const price = usd * perUsd;
     return price < floorCur ? floorCur : price > m.price ? m.price : price;
   }
 
-  /** The notice query parameter a shaded bid carries (its segment's device type), '' for others. */
+  /** The notice query parameter a shaded bid carries (its segment's device type and floor bucket, of the price just made), '' for others. */
   noticeParam(req: BidRequest, m: Match): string {
-    return this.enabled && req.at === 1 && m.dealId === null ? `&sd=${req.deviceType}` : '';
+    return this.enabled && req.at === 1 && m.dealId === null ? `&sd=${this.sd}` : '';
   }
 
-  /** The segment of a bid of candidate `c` (null when MAX_SEGMENTS are kept and this is not one of them). */
-  private segmentOf(publisher: string, c: Candidate, deviceType: number, hour: number): Segment | null {
-    const code = this.segmentCode(c, deviceType, hour);
+  /** The finest segment of a bid of candidate `c` (null when MAX_SEGMENTS are kept and it is not one of them). */
+  private segmentOf(source: number, publisher: string, c: Candidate, device: number, fb: number): Segment | null {
+    const code = this.segmentCode(c, device, source, fb);
     let inner = this.byPublisher.get(publisher);
     const found = code < 0 ? undefined : inner?.get(code);
     if (found !== undefined) return found;
-    const s = this.segment(segmentKey(publisher, sizeOf(c), deviceType, hour));
-    if (s !== null && code >= 0) {
+    const s = this.segment(segmentKey(source, publisher, sizeOf(c), device, fb));
+    if (s !== null && code >= 0 && s.level === 4) {
       if (inner === undefined) this.byPublisher.set(publisher, (inner = new Map()));
       inner.set(code, s);
     }
     return s;
   }
 
-  /** Ad size, device type and hour as one small integer; -1 (no code: the key string is used) for a device type outside 0-1023 or a size past MAX_SIZE_IDS. */
-  private segmentCode(c: Candidate, deviceType: number, hour: number): number {
-    if (!Number.isInteger(deviceType) || deviceType < 0 || deviceType > 1023) return -1;
+  /** Ad size, device type (0-15), source (0-63) and floor bucket (0-63) as one integer; -1 (the key string is used) for a size past MAX_SIZE_IDS. */
+  private segmentCode(c: Candidate, device: number, source: number, fb: number): number {
     let size = this.candidateSizes.get(c);
     if (size === undefined) {
       const name = sizeOf(c);
       size = this.sizeIds.get(name);
       if (size === undefined) {
-        // Sizes come from the campaigns; past MAX_SIZE_IDS of them (never, in practice) the rest go by key.
         size = this.sizeIds.size < MAX_SIZE_IDS ? this.sizeIds.size : -1;
         if (size >= 0) this.sizeIds.set(name, size);
       }
       this.candidateSizes.set(c, size);
     }
-    // 24 hours × 1024 device types per size: a small integer below 2^30.
-    return size < 0 ? -1 : (size * 1024 + deviceType) * 24 + hour;
+    if (size < 0 || !(source >= 0 && source < 64) || fb > 63) return -1;
+    // Below 40 000 × 16 × 64 × 64 < 2^32.
+    return ((size * 16 + device) * 64 + source) * 64 + fb;
   }
 
+  /** The segment of `key`, made (with its parents) when missing; when MAX_SEGMENTS are kept, the finest of its parents that exists. */
   private segment(key: string): Segment | null {
-    let s = this.segments.get(key);
-    if (s === undefined) {
-      if (this.segments.size >= MAX_SEGMENTS) return null;
-      s = new Segment(this.pool.q);
-      this.segments.set(key, s);
-    }
-    return s;
+    if (key === POOL) return this.pool;
+    const s = this.segments.get(key);
+    if (s !== undefined) return s;
+    const up = parentKey(key);
+    if (up === null) return null;
+    const parent = this.segment(up) ?? this.pool;
+    if (this.segments.size >= MAX_SEGMENTS) return parent;
+    const made = new Segment(parent.q, parent, parent.level + 1);
+    this.segments.set(key, made);
+    return made;
   }
 
   /**
@@ -194,16 +265,18 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
    * creative, publisher, time, source); `bidUsd`: our bid (USD CPM); `minToWinUsd`: the exact price
    * that had to be beaten, when the exchange told it: `${AUCTION_MIN_TO_WIN}` on any notice, or a
    * loss's clearing price (`${AUCTION_PRICE}` of a loss notice, the winner's price), USD CPM, null
-   * when unknown; `deviceType`: the `sd` parameter (null: not a shaded bid, nothing learned);
-   * `loss`: the loss reason (null: none given).
+   * when unknown; `sd`: the notice's `sd` parameter (the bid's segment: device type + 16 × floor
+   * bucket; null: not a shaded bid, nothing learned); `loss`: the loss reason (null: none given).
    *
    * Refused, and counted in `stats`: a price to win on the wrong side of our bid (impossible), past
    * the source's SHADING_LEARN_PER_S a second (limited). A publisher or exchange past its bound of
-   * the pool (MAX_POOL_SHARE) teaches its own segment only (capped). A bid teaches once.
+   * a shared level (MAX_POOL_SHARE) teaches its publisher's segments only (capped). A bid teaches once.
    */
-  learn(event: 'win' | 'bill' | 'loss', p: NoticedBid, bidUsd: number, minToWinUsd: number | null, deviceType: number | null, loss: number | null): void {
-    if (deviceType === null || !this.enabled) return;
-    if (event === 'loss' && loss !== null && !PRICE_LOSS.has(loss)) return;
+  learn(event: 'win' | 'bill' | 'loss', p: NoticedBid, bidUsd: number, minToWinUsd: number | null, sd: number | null, loss: number | null): void {
+    if (sd === null || !this.enabled) return;
+    const now = this.clock.now();
+    const source = p.source ?? 0;
+    if (event === 'loss' && source >= 0 && source < 64) this.lastLoss[source] = now;
     if (this.learned.has(p.bidId)) return;
     if (minToWinUsd !== null && impossibleNotice(event, bidUsd, minToWinUsd)) {
       this.stats.impossible++;
@@ -213,42 +286,70 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     if (c === undefined) return;
     const j = gridBelow(bidUsd);
     if (j < 0) return;
-    const now = this.clock.now();
-    const source = p.source ?? 0;
-    if (!this.limiter.take(source, now)) {
-      this.stats.limited++;
-      return;
-    }
     if (this.learned.size >= 100_000) this.learned = new Set();
     this.learned.add(p.bidId);
-    const seg = this.segmentOf(p.publisher, c, deviceType, hourOf(p.ts));
-    const sourceKey = String(source);
-    const pooled = this.publisherCap.allows(p.publisher, now) && this.sourceCap.allows(sourceKey, now);
-    if (pooled) {
-      this.publisherCap.add(p.publisher, now);
-      this.sourceCap.add(sourceKey, now);
-    } else this.stats.capped++;
-    const into: Segment[] = [];
-    if (seg !== null) into.push(seg);
-    if (pooled) into.push(this.pool);
-    for (const s of into) {
+    const fine = this.segmentOf(source, p.publisher, c, sd % 16, Math.floor(sd / 16)) ?? this.pool;
+    const limited = !this.limiter.take(source, now);
+    // Not a price loss, or past the source's rate: the bid was answered (it is no silent loss), nothing more.
+    const teaches = !limited && !(event === 'loss' && loss !== null && !PRICE_LOSS.has(loss));
+    if (limited) this.stats.limited++;
+    const exact = teaches && minToWinUsd !== null ? binOf(minToWinUsd) : -1;
+    const won = event !== 'loss';
+    // Without loss notices from this source, wins alone would read as a market that moved down.
+    const detect = exact >= 0 || now - this.lastLoss[source >= 0 && source < 64 ? source : 63] < LOSS_SILENCE_MS;
+    let shared = true;
+    for (let s: Segment | null = fine; s !== null; s = s.parent) {
+      if (teaches && s.level <= 1 && shared) {
+        // A shared level: within the publisher's (and, for the pool, the exchange's) bound.
+        shared = s.level === 1 ? this.withinBound(this.publisherCapOf(source), p.publisher, now) : this.withinBound(this.publisherCap, p.publisher, now) && this.withinBound(this.sourceCap, String(source), now);
+        if (!shared) this.stats.capped++;
+      }
       const o = s.own;
       o.answered[j]++;
-      if (minToWinUsd !== null) o.exact[binOf(minToWinUsd)]++;
-      else if (event === 'loss') o.lost[j]++;
-      else o.won[j]++;
-      s.pending++;
-      this.dirty.add(s);
+      // Bids never answered are losses where the source sends no loss notices, in its publishers' segments only (bids alone must not teach the shared levels).
+      s.silent = s.level >= 2 && now - this.lastLoss[source >= 0 && source < 64 ? source : 63] >= LOSS_SILENCE_MS;
+      if (!teaches || !shared) continue;
+      if (detect && s.observe(exact, j, won)) this.stats.moves++;
+      if (exact >= 0) o.exact[exact]++;
+      else if (won) o.won[j]++;
+      else o.lost[j]++;
+      this.dirty[s.level].add(s);
     }
-    this.stats.learned++;
+    if (teaches) this.stats.learned++;
   }
 
-  /** Folds what was learned into the estimates: the pool first (it is every segment's prior). */
+  private publisherCapOf(source: number): ContributionCap {
+    let cap = this.sourcePublisherCaps.get(source);
+    if (cap === undefined) this.sourcePublisherCaps.set(source, (cap = new ContributionCap(MAX_POOL_SHARE, this.settings.priorWeight, this.settings.halfLifeMs)));
+    return cap;
+  }
+
+  private withinBound(cap: ContributionCap, key: string, now: number): boolean {
+    if (!cap.allows(key, now)) return false;
+    cap.add(key, now);
+    return true;
+  }
+
+  /** Folds what was learned into the estimates, coarse levels first (each is its children's prior). */
   tick(): void {
-    if (this.dirty.size === 0) return;
-    if (this.dirty.has(this.pool)) updateSegment(this.pool, this.basePrior, this.settings);
-    for (const s of this.dirty) if (s !== this.pool) updateSegment(s, this.pool.q, this.settings);
-    this.dirty.clear();
+    const now = this.clock.now();
+    for (const level of this.dirty) {
+      for (const s of level) {
+        updateSegment(s, s.parent === null ? this.basePrior : s.parent.q, this.settings, now);
+        s.queued = false;
+      }
+      level.clear();
+    }
+    if (this.bidQueue.length === 0) return;
+    const queue = this.bidQueue;
+    const n = Math.min(queue.length, MAX_BID_UPDATES);
+    for (let i = 0; i < n; i++) {
+      const s = queue[i];
+      if (!s.queued) continue;
+      updateSegment(s, s.parent === null ? this.basePrior : s.parent.q, this.settings, now);
+      s.queued = false;
+    }
+    this.bidQueue = n === queue.length ? [] : queue.slice(n);
   }
 
   /** Publishes this worker's counts and reads the other live workers' (a few round trips, off the bid path). */
@@ -257,7 +358,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     this.syncing = true;
     try {
       const mine: Record<string, number[]> = { [POOL]: this.pool.own.toSparse() };
-      for (const [k, s] of this.segments) if (s.weight > 0 || s.pending > 0) mine[k] = s.own.toSparse();
+      for (const [k, s] of this.segments) if (s.weight > 0) mine[k] = s.own.toSparse();
       const c = this.db.client;
       await c.set(SHARE_KEY(this.member), JSON.stringify(mine), 'PX', 3 * this.config.shadingSyncMs + 60_000);
       const members = (await c.zrange(WORKERS_KEY, 0, -1)).filter((m) => m !== this.member);
@@ -277,7 +378,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
         const s = k === POOL ? this.pool : this.segment(k);
         if (s === null) continue;
         s.others = cs;
-        this.dirty.add(s);
+        this.dirty[s.level].add(s);
       }
       this.stats.syncs++;
     } catch (e) {
@@ -293,8 +394,4 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     const s = this.segments.get(key);
     return s !== undefined && s.weight > 0 ? s.cdf : this.pool.cdf;
   }
-}
-
-function hourOf(ms: number): number {
-  return Math.floor(ms / 3_600_000) % 24;
 }

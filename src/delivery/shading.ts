@@ -2,19 +2,19 @@
  * First-price bid shading: bid the price b that maximises the expected surplus (value − b) × P(win | b),
  * where P(win | b) = P(M ≤ b) and M is the price needed to win (the best competing bid or the floor),
  * learned online per segment from what the bidder sees of its own bids. Pure: no I/O, no clock
- * (ShadingService owns the timing, the notices and the sharing).
+ * (ShadingService owns the timing, the notices and the sharing; times are passed in).
  *
  * Prices live on a log grid (GRID_SIZE points from GRID_MIN to GRID_MAX USD CPM, ~8 % apart); a
- * segment keeps, decayed so that recent data counts most:
- *   bids[j]   its bids at grid price j (counted on the bid path),
- *   exact[k]  prices to win seen exactly (`${AUCTION_MIN_TO_WIN}`, on wins and losses),
- *   won[j]    wins at bid j without a price to win (M ≤ grid[j]),
- *   lost[j]   losses at bid j without one (M > grid[j]), plus, when `unanswered` is on, bids never
- *             answered (bids − answers, as far as this worker knows).
+ * segment keeps, decayed in time (half-life `halfLifeMs`) so that recent data counts most:
+ *   bids[j]     its bids at grid price j (counted on the bid path),
+ *   answered[j] its bids at j that got any notice,
+ *   exact[k]    prices to win seen exactly (`${AUCTION_MIN_TO_WIN}`, or a loss's clearing price),
+ *   won[j]      wins at bid j without a price to win (M ≤ grid[j]),
+ *   lost[j]     losses at bid j without one (M > grid[j]), plus, when `unanswered` is on, the bids
+ *               never answered (bids − answered: an exchange that sends no loss notices).
  * The distribution of M (q over GRID_SIZE + 1 bins) is the maximum a posteriori estimate from these
- * censored counts (EM, two O(GRID) iterations per update, à la Turnbull), with a prior: the pooled
- * estimate of every segment, itself starting from a wide log-normal. A segment without data bids
- * from the prior.
+ * censored counts (EM, two O(GRID) iterations per update, à la Turnbull), with a prior: the estimate
+ * of the segment's parent (a coarser segment), the coarsest starting from a wide log-normal.
  */
 
 export const GRID_SIZE = 128;
@@ -50,16 +50,30 @@ export function binOf(m: number): number {
 export interface ShadingSettings {
   /** Weight of the prior, in observations. */
   readonly priorWeight: number;
-  /** Counts halve every this many observations of a segment. */
-  readonly halfLife: number;
-  /** Share of bids placed at random within ±exploreSteps grid steps of the best price. */
+  /** Counts halve every this many ms. */
+  readonly halfLifeMs: number;
+  /**
+   * Share of bids placed at random within ±exploreSteps grid steps of the best price, for a segment
+   * without prices to win; it decays with the weight w of the prices to win the segment was told as
+   * explore × exploreWeight ÷ (exploreWeight + w). Wins and losses alone show the curve at the bid
+   * only: without exploration its slope, hence the best price, is the prior's guess.
+   */
   readonly explore: number;
   readonly exploreSteps: number;
+  readonly exploreWeight: number;
   /** Bids without any notice count as losses (exchanges that send no loss notices). */
   readonly unanswered: boolean;
 }
 
-export const DEFAULT_SHADING: ShadingSettings = { priorWeight: 10, halfLife: 2000, explore: 0.05, exploreSteps: 5, unanswered: false };
+export const DEFAULT_SHADING: ShadingSettings = { priorWeight: 10, halfLifeMs: 600_000, explore: 0.05, exploreSteps: 5, exploreWeight: 100, unanswered: true };
+
+/** Change detection: the running mean of the standardised surprises (smoothing SURPRISE_ALPHA) beyond ±SURPRISE_LIMIT means the market moved. */
+export const SURPRISE_ALPHA = 0.02;
+export const SURPRISE_LIMIT = 0.6;
+/** What a segment keeps of its counts when its market moved. */
+export const MOVED_KEEP = 0.05;
+/** Observations after a move (or a segment's start) before the next move can be detected. */
+export const SURPRISE_HOLD = 100;
 
 /** A log-normal over the bins: median `median` USD CPM, log-sd `sigma`. */
 export function logNormalBins(median: number, sigma: number): Float64Array {
@@ -134,13 +148,28 @@ export class Segment {
   /** Estimated distribution of M over the bins, and its cumulative form at the grid prices. */
   readonly q: Float64Array;
   readonly cdf = new Float64Array(GRID_SIZE);
-  /** Observations since the last update (decay and EM run at the update). */
-  pending = 0;
-  /** Observations in all (decayed): how far the segment trusts its own data. */
+  /** Observations in all (decayed), at the last update: how far the segment trusts its own data. */
   weight = 0;
-  dirty = false;
+  /** Of the weight, prices to win seen exactly: they show the whole curve, where wins and losses show it at the bid only. */
+  exactWeight = 0;
+  /** When `own` was last decayed (ms; NaN: never). */
+  at = NaN;
+  /** Change detection: running mean of the standardised surprises, and observations since the last move. */
+  surprise = 0;
+  since = 0;
+  /** Moves detected. */
+  moves = 0;
+  /** Its source sends no loss notices: bids never answered count as losses (with the settings' `unanswered`). */
+  silent = false;
+  /** Waiting for an update because of its bids (ShadingService). */
+  queued = false;
 
-  constructor(prior: Float64Array) {
+  /** `parent`: the coarser segment whose estimate is this one's prior (null: the base prior). */
+  constructor(
+    prior: Float64Array,
+    readonly parent: Segment | null = null,
+    readonly level = 0,
+  ) {
     this.q = Float64Array.from(prior);
     this.fillCdf();
   }
@@ -152,6 +181,33 @@ export class Segment {
       this.cdf[k] = c;
     }
   }
+
+  /**
+   * Change detection, before an observation joins the counts: how surprising it is under the current
+   * estimate (standardised: mean 0, variance 1 if the estimate is right), smoothed; past the limit
+   * the market moved and the segment keeps MOVED_KEEP of what it knew. `exact`: a price to win's bin
+   * (−1: none); `j`: the bid's grid index; `won`: the outcome (without a price to win).
+   */
+  observe(exact: number, j: number, won: boolean): boolean {
+    let z: number;
+    if (exact >= 0) {
+      const below = exact > 0 ? this.cdf[exact - 1] : 0;
+      // Signed as a win's: positive when the price to win is lower than the estimate expects.
+      z = (0.5 - below - this.q[exact] / 2) * 3.4641;
+    } else {
+      const f = Math.min(0.98, Math.max(0.02, this.cdf[j]));
+      z = won ? Math.sqrt((1 - f) / f) : -Math.sqrt(f / (1 - f));
+    }
+    this.surprise += SURPRISE_ALPHA * (Math.max(-3, Math.min(3, z)) - this.surprise);
+    this.since++;
+    if (this.since < SURPRISE_HOLD || Math.abs(this.surprise) < SURPRISE_LIMIT || this.weight <= 0) return false;
+    this.own.scale(MOVED_KEEP);
+    this.others?.scale(MOVED_KEEP);
+    this.surprise = 0;
+    this.since = 0;
+    this.moves++;
+    return true;
+  }
 }
 
 /** Scratch space of the EM step (one per estimator). */
@@ -159,13 +215,14 @@ const tmpCounts = new Counts();
 const expected = new Float64Array(BINS);
 
 /**
- * One update of a segment: decay its counts for the observations since the last update, then EM
+ * One update of a segment: decay its counts for the time since the last update, then EM
  * iterations of the MAP estimate of q under `prior` (weight `s.priorWeight`).
  */
-export function updateSegment(seg: Segment, prior: Float64Array, s: ShadingSettings, iterations = 2): void {
-  if (seg.pending > 0) {
-    seg.own.scale(Math.pow(0.5, seg.pending / s.halfLife));
-    seg.pending = 0;
+export function updateSegment(seg: Segment, prior: Float64Array, s: ShadingSettings, now: number, iterations = 2): void {
+  if (Number.isNaN(seg.at)) seg.at = now;
+  else if (now > seg.at) {
+    seg.own.scale(Math.pow(0.5, (now - seg.at) / s.halfLifeMs));
+    seg.at = now;
   }
   const c = tmpCounts;
   c.scale(0);
@@ -173,9 +230,10 @@ export function updateSegment(seg: Segment, prior: Float64Array, s: ShadingSetti
   if (seg.others !== null) c.add(seg.others);
   let weight = 0;
   for (let k = 0; k < BINS; k++) weight += c.exact[k];
+  seg.exactWeight = weight;
   const lostAt = new Float64Array(GRID_SIZE);
   for (let j = 0; j < GRID_SIZE; j++) {
-    lostAt[j] = c.lost[j] + (s.unanswered ? Math.max(0, c.bids[j] - c.answered[j]) : 0);
+    lostAt[j] = c.lost[j] + (s.unanswered && seg.silent ? Math.max(0, c.bids[j] - c.answered[j]) : 0);
     weight += c.won[j] + lostAt[j];
   }
   seg.weight = weight;
@@ -204,20 +262,19 @@ export function updateSegment(seg: Segment, prior: Float64Array, s: ShadingSetti
     for (let k = 0; k < BINS; k++) q[k] = expected[k] / total;
   }
   seg.fillCdf();
-  seg.dirty = false;
 }
 
 /**
  * The price that maximises (value − b) × P(M ≤ b) over the grid prices in [floor, value], and the
- * floor itself (`pressure`: see pacer.ts); `draw` in [0, 1): a draw that, below the settings' share, moves the bid up to
+ * floor itself (`pressure`: see pacer.ts); `draw` in [0, 1): a draw that, below `explore`, moves the bid up to
  * exploreSteps grid steps either way (within [floor, value]). Prices in USD CPM.
  */
-export function bestBid(cdf: Float64Array, value: number, floor: number, s: ShadingSettings, draw = 1, pressure = 0): number {
+export function bestBid(cdf: Float64Array, value: number, floor: number, s: ShadingSettings, draw = 1, pressure = 0, explore = s.explore): number {
   const lo = floor > 0 ? floor : 0;
   if (value <= lo) return value;
   const jv = gridBelow(value);
   const jf = gridBelow(lo);
-  // Under spend pressure p (pacer.ts), the objective is (value − (1 − p) b) × P(win | b).
+  // Under spend pressure p (pacer.ts), the objective is (value − (1 − p) b) × P(win | b); p = −λ < 0 when the budget binds.
   const keep = 1 - pressure;
   let best = lo;
   let bestJ = jf;
@@ -232,24 +289,38 @@ export function bestBid(cdf: Float64Array, value: number, floor: number, s: Shad
   }
   // Nothing the estimate says can win: bid the value, which at least teaches something.
   if (bestGain <= 0) return value;
-  if (draw < s.explore && s.exploreSteps > 0) {
-    const step = Math.round(((draw / s.explore) * 2 - 1) * s.exploreSteps);
+  if (draw < explore && s.exploreSteps > 0) {
+    const step = Math.round(((draw / explore) * 2 - 1) * s.exploreSteps);
     const j = bestJ + (step === 0 ? 1 : step);
     if (j > jf && j <= jv) return GRID[j];
     if (j <= jf) return lo;
     return value;
+  }
+  // Between grid points: the vertex of the parabola through the gains at the best point and its two
+  // neighbours (in log price), when both are inside [floor, value]; the grid alone is 8 % coarse.
+  if (bestJ > jf && bestJ < jv) {
+    const g0 = (value - keep * GRID[bestJ - 1]) * cdf[bestJ - 1];
+    const g2 = (value - keep * GRID[bestJ + 1]) * cdf[bestJ + 1];
+    const curve = g0 - 2 * bestGain + g2;
+    if (curve < 0) {
+      const x = Math.max(-0.5, Math.min(0.5, (0.5 * (g0 - g2)) / curve));
+      const b = best * Math.exp(x * LOG_STEP);
+      return b < lo ? lo : b > value ? value : b;
+    }
   }
   return best;
 }
 
 /**
  * The exact optimum for a known market (the simulator's oracle, and the tests' reference):
- * maximises (value − b) × cdf(b) over b in [floor, value] by a fine scan then golden-section search.
+ * maximises (value − (1 − pressure) b) × cdf(b) over b in [floor, value] by a fine scan then golden-section search
+ * (`pressure` as bestBid's: the pacing controller's, which makes the oracle budget-aware).
  */
-export function oracleBid(cdf: (b: number) => number, value: number, floor: number): number {
+export function oracleBid(cdf: (b: number) => number, value: number, floor: number, pressure = 0): number {
   const lo = Math.max(0, floor);
   if (value <= lo) return value;
-  const f = (b: number) => (value - b) * cdf(b);
+  const keep = 1 - pressure;
+  const f = (b: number) => (value - keep * b) * cdf(b);
   const n = 2000;
   let bestI = 0;
   let bestV = -1;

@@ -1,3 +1,5 @@
+import type { LogRecord } from '../bidlog/records';
+import { wellFormedJson, wellFormedJsonBytes } from './well-formed';
 
 /** The record types, quoted once. */
 const QUOTED_TYPE: Record<string, string> = {
@@ -85,4 +87,36 @@ export function rawText(json: string): string {
   if (json.length === 0) return 'null';
   if (json.indexOf('\n') === -1 && json.indexOf('\r') === -1) return json;
   return json.replace(/[\r\n]/g, ' ');
+}
+
+/** One NDJSON line in the parts the log buffer writes: `head`, then `tail` (or `null` for an empty text), then `}\n`. */
+export interface LineParts {
+  readonly head: string;
+  readonly tail: string | Uint8Array | null;
+  /** The bytes of `tail` may hold CR or LF (the buffer makes them spaces). */
+  readonly lineBreaks: boolean;
+}
+
+/**
+ * The line of one record as `LogService.log()` writes it (see lineHead, rawText). Every string it
+ * keeps is made well-formed (an escaped lone surrogate becomes U+FFFD: well-formed.ts), so the line
+ * is well-formed UTF-8 JSON whatever the request carried. Never throws: a record with a value JSON
+ * cannot hold (BigInt, cycle) becomes its identity and `error`.
+ */
+export function lineParts(ts: number, workerJson: string, hostJson: string, record: LogRecord, raw?: RawJson): LineParts {
+  try {
+    const head = wellFormedJson(lineHead(ts, workerJson, hostJson, record, raw ? raw.key : null));
+    if (raw === undefined) return { head, tail: null, lineBreaks: false };
+    if (raw.bytes !== undefined) return { head, tail: wellFormedJsonBytes(raw.bytes), lineBreaks: raw.singleLine !== true };
+    return { head, tail: wellFormedJson(raw.singleLine === true ? raw.json : rawText(raw.json)), lineBreaks: false };
+  } catch {
+    const failed = { type: record.type, id: String(record.id), name: String(record.name), error: 'unserializable record' };
+    return { head: wellFormedJson(lineHead(ts, workerJson, hostJson, failed, null)), tail: null, lineBreaks: false };
+  }
+}
+
+/** The whole line of `lineParts` as text (tests, tools): what the log buffer writes, decoded. */
+export function lineText(p: LineParts): string {
+  const tail = p.tail === null ? '' : typeof p.tail === 'string' ? (p.tail.length === 0 ? 'null' : p.tail) : Buffer.from(p.tail).toString('utf8');
+  return `${p.head}${tail}}\n`;
 }

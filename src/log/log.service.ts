@@ -11,7 +11,7 @@ import { CONFIG, type Config } from '../config/config';
 import { mkdirEachLevelSync } from '../config/dirs';
 import { RedisService } from '../redis/redis.service';
 import { logListKeys } from '../bidlog/keys';
-import { lineHead, rawText, type RawJson } from './log-line';
+import { lineParts, type RawJson } from './log-line';
 import { Journal } from './journal';
 import { LogPipeline } from './log-pipeline';
 import { RedisFrameSink } from './log-sink';
@@ -76,33 +76,15 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
   }
 
   /**
-   * Logs one record: O(1), synchronous, no I/O, never throws. The line starts with `ts`, `type`,
+   * Logs one record: O(1), synchronous, no I/O, never throws. The line is well-formed UTF-8 JSON
+   * whatever the strings held (an escaped lone surrogate becomes U+FFFD). The line starts with `ts`, `type`,
    * `worker`, `host` and `name`, then the record's other fields; `raw` embeds an already-serialized JSON
    * text (the bid request body) under `raw.key` without parsing or re-serializing it; line breaks in
    * it become spaces unless `raw.singleLine` says there are none (the caller knows it more cheaply).
    */
   log(record: LogRecord, raw?: RawJson): void {
-    const ts = Date.now();
-    let head: string;
-    let tail: string | Uint8Array | null = null;
-    let lineBreaks = false;
-    try {
-      head = lineHead(ts, this.workerJson, this.hostJson, record, raw ? raw.key : null);
-      if (raw !== undefined) {
-        if (raw.bytes !== undefined) {
-          tail = raw.bytes;
-          lineBreaks = raw.singleLine !== true;
-        } else {
-          // An empty text is written as `null` by the buffer.
-          tail = raw.singleLine === true ? raw.json : rawText(raw.json);
-        }
-      }
-    } catch {
-      // A field that JSON cannot hold (BigInt, cycle): keep the record's identity, never throw.
-      head = lineHead(ts, this.workerJson, this.hostJson, { type: record.type, id: String(record.id), name: String(record.name), error: 'unserializable record' }, null);
-      tail = null;
-    }
-    this.pipeline.append(head, tail, lineBreaks);
+    const line = lineParts(Date.now(), this.workerJson, this.hostJson, record, raw);
+    this.pipeline.append(line.head, line.tail, line.lineBreaks);
   }
 
   /** A bid request's two records, `request` then `response`, one after the other in the queue. */

@@ -6,6 +6,22 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { mkdirEachLevel } from '../config/dirs';
 import type { Batch, Frame } from './batch';
 import { BATCH_HOURS_SQL, copyHourSql, FILL_HOURS_SQL, INVALID_LINE_KEY, loadBatchSql, partitionOf } from '../bidlog/schema';
+import { wellFormedJson } from '../log/well-formed';
+
+/** A line the store refused, kept in `dead-letters/` with why. */
+export interface DeadLetter {
+  /** The hash of its frame. */
+  readonly frame: string;
+  readonly reason: string;
+  /** The line as it was in the frame (decoded as UTF-8). */
+  readonly line: string;
+}
+
+/** A frame set aside (`bad-frames/`) because it could not be stored on its own. */
+export interface SetAside {
+  readonly hash: string;
+  readonly reason: string;
+}
 
 /** What storing one batch group did. */
 export interface StoreResult {
@@ -18,6 +34,8 @@ export interface StoreResult {
   invalidLines: number;
   /** Frames that were not zstd: kept as files in `bad-frames/`, not in the partitions. */
   badFrames: string[];
+  /** Lines the store refused (an escaped lone surrogate, or what DuckDB's reader refuses): kept in `dead-letters/<group>.ndjson`. */
+  deadLetters: DeadLetter[];
 }
 
 /** Where a storage step failed: a class of error for the metrics and the log. */
@@ -101,7 +119,7 @@ export class ParquetStore {
 
   /** Stores a batch group; throws a StorageError (nothing half-written is visible) when it cannot. */
   async store(batch: Batch): Promise<StoreResult> {
-    const result: StoreResult = { records: 0, written: [], skipped: [], invalidLines: 0, badFrames: [] };
+    const result: StoreResult = { records: 0, written: [], skipped: [], invalidLines: 0, badFrames: [], deadLetters: [] };
     const conn = this.connection();
     let files: string[];
     try {
@@ -114,18 +132,27 @@ export class ParquetStore {
     try {
       if (files.length > 0) {
         try {
-          await conn.run(loadBatchSql(files));
+          await this.load(files);
         } catch {
-          // Not zstd, not UTF-8 or not JSON somewhere: sort it out line by line (rare, slow path).
+          // Not zstd, not UTF-8, not JSON or not well-formed somewhere: sort it out line by line (rare, slow path).
           let longest: number;
           try {
             ({ files, longest } = await this.stageChecked(batch.frames, result));
           } catch (e) {
             throw new StorageError('stage', e);
           }
-          if (files.length > 0) await conn.run(loadBatchSql(files, longest + 1024));
+          if (files.length > 0) {
+            try {
+              await this.load(files, longest + 1024);
+            } catch {
+              // A line DuckDB's reader refuses that the checks above let through: find it (and only it).
+              files = await this.isolateRefused(files, longest + 1024, result);
+              if (files.length > 0) await this.load(files, longest + 1024);
+            }
+          }
         }
       }
+      if (result.deadLetters.length > 0) await this.keepDeadLetters(batch.group, result.deadLetters);
     } catch (e) {
       throw e instanceof StorageError ? e : new StorageError('load', e);
     }
@@ -182,6 +209,7 @@ export class ParquetStore {
     let longest = 0;
     result.invalidLines = 0;
     result.badFrames = [];
+    result.deadLetters = [];
     for (const f of frames) {
       let text: string;
       try {
@@ -201,6 +229,11 @@ export class ParquetStore {
           staged = JSON.stringify({ [INVALID_LINE_KEY]: line });
           result.invalidLines++;
         }
+        if (staged === line && wellFormedJson(line) !== line) {
+          // Valid JSON to JavaScript, refused by DuckDB ("no low surrogate in string"): a writer that did not make it well-formed.
+          result.deadLetters.push({ frame: f.hash, reason: 'an escaped lone surrogate (\\uD800-\\uDFFF not in a pair): not well-formed UTF-8', line });
+          continue;
+        }
         out.push(staged);
         longest = Math.max(longest, Buffer.byteLength(staged));
       }
@@ -212,10 +245,118 @@ export class ParquetStore {
     return { files, longest };
   }
 
-  private async keepBadFrame(f: Frame): Promise<void> {
+  /** Creates the temporary table `batch` from staged files (loadBatchSql). */
+  protected async load(files: readonly string[], maxRecordBytes?: number): Promise<void> {
+    await this.connection().run(loadBatchSql(files, maxRecordBytes));
+  }
+
+  /**
+   * The staged files (one per frame, checked lines) without the lines DuckDB's reader refuses, each
+   * of which goes to `result.deadLetters` with DuckDB's message: every file is loaded alone, and the
+   * lines of one that fails are halved until the refused lines are found (a few loads per refused
+   * line). Returns the files to load.
+   */
+  private async isolateRefused(files: readonly string[], maxRecordBytes: number, result: StoreResult): Promise<string[]> {
+    const kept: string[] = [];
+    for (const file of files) {
+      const refusal = await this.refusal([file], maxRecordBytes);
+      if (refusal === null) {
+        kept.push(file);
+        continue;
+      }
+      const frame = path.basename(file).slice(0, 32);
+      const lines = (await fsp.readFile(file, 'utf8')).split('\n').filter((l) => l !== '');
+      const probe = path.join(this.staging, `probe-${frame}.ndjson`);
+      const refused = new Set<number>();
+      const search = async (from: number, to: number, known: string | null): Promise<void> => {
+        const why = known ?? (await this.refusalOfLines(probe, lines.slice(from, to), maxRecordBytes));
+        if (why === null) return;
+        if (to - from === 1) {
+          refused.add(from);
+          result.deadLetters.push({ frame, reason: why, line: lines[from] });
+          return;
+        }
+        const mid = (from + to) >> 1;
+        await search(from, mid, null);
+        await search(mid, to, null);
+      };
+      await search(0, lines.length, refusal);
+      await fsp.rm(probe, { force: true });
+      const rest = lines.filter((_, i) => !refused.has(i));
+      if (rest.length === 0) continue;
+      await fsp.writeFile(file, `${rest.join('\n')}\n`, { mode: FILE_MODE });
+      kept.push(file);
+    }
+    return kept;
+  }
+
+  /** DuckDB's message when it refuses to load `files`, else null. */
+  private async refusal(files: readonly string[], maxRecordBytes?: number): Promise<string | null> {
+    try {
+      await this.load(files, maxRecordBytes);
+      return null;
+    } catch (e) {
+      return (e instanceof Error ? e.message : String(e)).replace(/ in file "[^"]*"/, '').slice(0, 500);
+    }
+  }
+
+  private async refusalOfLines(file: string, lines: readonly string[], maxRecordBytes: number): Promise<string | null> {
+    await fsp.writeFile(file, `${lines.join('\n')}\n`, { mode: FILE_MODE });
+    return this.refusal([file], maxRecordBytes);
+  }
+
+  /** The refused lines of a group, in `dead-letters/<group>.ndjson` (one JSON object per line: frame, reason, line); once per group. */
+  private async keepDeadLetters(group: string, letters: readonly DeadLetter[]): Promise<void> {
+    const dir = path.join(this.opts.dir, 'dead-letters');
+    await mkdirEachLevel(this.opts.dir, DIR_MODE);
+    await mkdirSynced(dir);
+    const file = path.join(dir, `${group}.ndjson`);
+    if (await exists(file)) return;
+    const text = letters.map((l) => JSON.stringify({ frame: l.frame, reason: l.reason, line: l.line })).join('\n') + '\n';
+    await this.writeAtomically(file, (tmp) => fsp.writeFile(tmp, text, { mode: FILE_MODE }));
+  }
+
+  /**
+   * The frames of `batch` that cannot be stored even alone (a frame that kept a batch from being
+   * stored, see ShipperService): each is kept in `bad-frames/<hash>.zst` with `<hash>.reason`, and
+   * returned. Nothing is written to the partitions.
+   */
+  async setAside(batch: Batch): Promise<SetAside[]> {
+    const out: SetAside[] = [];
+    for (const f of batch.frames) {
+      const probe: StoreResult = { records: 0, written: [], skipped: [], invalidLines: 0, badFrames: [], deadLetters: [] };
+      let reason: string | null;
+      try {
+        await fsp.rm(this.staging, { recursive: true, force: true });
+        await mkdirEachLevel(this.staging, DIR_MODE);
+        const { files, longest } = await this.stageChecked([f], probe);
+        if (probe.badFrames.length > 0) continue; // not zstd: stored apart by store() already
+        reason = files.length === 0 ? null : await this.refusal(files, longest + 1024);
+        if (reason !== null && files.length > 0) {
+          const kept = await this.isolateRefused(files, longest + 1024, probe);
+          reason = kept.length === 0 ? null : await this.refusal(kept, longest + 1024);
+        }
+      } finally {
+        // A file-system error (disk full) is not the frame's fault: it propagates, nothing is set aside.
+        await this.connection().run('DROP TABLE IF EXISTS batch').catch(() => undefined);
+      }
+      if (reason === null) continue;
+      await this.keepBadFrame(f, reason);
+      out.push({ hash: f.hash, reason });
+    }
+    await fsp.rm(this.staging, { recursive: true, force: true }).catch(() => undefined);
+    return out;
+  }
+
+  private async keepBadFrame(f: Frame, reason?: string): Promise<void> {
     const dir = path.join(this.opts.dir, 'bad-frames');
+    await mkdirEachLevel(this.opts.dir, DIR_MODE);
     await mkdirSynced(dir);
     const file = path.join(dir, `${f.hash}.zst`);
+    if (reason !== undefined) {
+      const why = path.join(dir, `${f.hash}.reason`);
+      if (!(await exists(why))) await this.writeAtomically(why, (tmp) => fsp.writeFile(tmp, `${reason}\n`, { mode: FILE_MODE }));
+    }
     if (await exists(file)) return;
     await this.writeAtomically(file, (tmp) => fsp.writeFile(tmp, f.bytes, { mode: FILE_MODE }));
   }

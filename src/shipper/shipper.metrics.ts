@@ -26,6 +26,16 @@ export class ShipperMetrics {
   });
   readonly errors = new Counter({ name: 'shipper_errors_total', help: 'Failures by kind; each is retried with backoff, nothing is lost.', labelNames: ['kind'], registers: [this.registry] });
   readonly invalidLines = new Counter({ name: 'shipper_invalid_lines_total', help: 'Lines that were not JSON, stored with type NULL and the line in raw.', registers: [this.registry] });
+  readonly deadLetters = new Counter({
+    name: 'shipper_dead_letter_lines_total',
+    help: 'Lines the store refused (not well-formed UTF-8 JSON to DuckDB), kept with the reason in SHIP_DIR/dead-letters/; the rest of their batch is stored.',
+    registers: [this.registry],
+  });
+  readonly framesSetAside = new Counter({
+    name: 'shipper_frames_set_aside_total',
+    help: 'Frames that kept their batch from being stored (FRAME_TRIES loads in a row) and failed alone, kept in SHIP_DIR/bad-frames/ with a .reason file.',
+    registers: [this.registry],
+  });
   readonly badFrames = new Counter({ name: 'shipper_bad_frames_total', help: 'List elements that were not zstd frames, kept in SHIP_DIR/bad-frames/.', registers: [this.registry] });
   readonly partitionsDeleted = new Counter({ name: 'shipper_partitions_deleted_total', help: 'date= partitions deleted by the retention (SHIP_RETENTION_DAYS).', registers: [this.registry] });
   readonly batchSeconds = new Histogram({

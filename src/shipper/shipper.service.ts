@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { untilUsable } from '../redis/redis.options';
-import { toBatch } from './batch';
+import { toBatch, type Batch } from './batch';
 import { logListKeys } from '../bidlog/keys';
-import { ParquetStore, StorageError } from './parquet-store';
+import { ParquetStore, StorageError, type StoreResult } from './parquet-store';
 import { SHIPPER_CONFIG, type ShipperConfig } from './shipper.config';
 import { ShipperMetrics, type ShipErrorKind } from './shipper.metrics';
 import { LeaseLostError, ShipperRedis } from './shipper-redis';
@@ -11,6 +11,13 @@ import { LeaseLostError, ShipperRedis } from './shipper-redis';
 export function retryDelay(failures: number): number {
   return Math.min(500 * 2 ** Math.min(failures - 1, 10), 30_000);
 }
+
+/**
+ * A batch that cannot be loaded this many times in a row (the same frames, in this process) has its
+ * frames tried one by one: those that fail alone are set aside in SHIP_DIR/bad-frames/ with a
+ * `.reason` file, and the rest is stored (docs/log-pipeline.md, "The shipper").
+ */
+export const FRAME_TRIES = 5;
 
 /** How often the retention runs (and at start). */
 const RETENTION_EVERY_MS = 3_600_000;
@@ -48,6 +55,8 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
   /** Whether the heartbeat leases were taken at start: not ready before (another shipper could still adopt its list). */
   private leasesTaken = false;
   private drainUntil = 0;
+  /** The batch group that failed to load and how many times in a row (FRAME_TRIES). */
+  private loadFailures: { group: string; tries: number } | null = null;
 
   constructor(
     @Inject(SHIPPER_CONFIG) private readonly config: ShipperConfig,
@@ -207,17 +216,17 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
     }
     this.metrics.processingFrames.set(frames.length);
     const t0 = performance.now();
-    const batch = toBatch(frames);
-    const stored = await this.store.store(batch);
+    const claimed = toBatch(frames);
+    const { batch, stored } = await this.storeOrSetAside(listKey, claimed);
     if (this.config.testCrashAt === 'after-write') crashNow();
     await this.redis.remove(listKey);
     const seconds = (performance.now() - t0) / 1000;
     this.metrics.processingFrames.set(0);
     this.metrics.batchSeconds.observe(seconds);
     this.metrics.batches.inc({ source });
-    this.metrics.frames.inc(batch.elements);
+    this.metrics.frames.inc(claimed.elements);
     this.metrics.records.inc(stored.records);
-    this.metrics.bytes.inc({ kind: 'redis' }, batch.compressedBytes);
+    this.metrics.bytes.inc({ kind: 'redis' }, claimed.compressedBytes);
     this.metrics.bytes.inc({ kind: 'parquet' }, stored.written.reduce((s, w) => s + w.bytes, 0));
     if (stored.invalidLines > 0) this.metrics.invalidLines.inc(stored.invalidLines);
     if (stored.badFrames.length > 0) {
@@ -225,6 +234,15 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
       this.logger.warn({ msg: 'list elements that are not zstd frames were kept apart', dir: `${this.config.dir}/bad-frames`, frames: stored.badFrames });
     }
     if (stored.invalidLines > 0) this.logger.warn({ msg: 'lines that are not JSON were stored with type NULL', lines: stored.invalidLines, group: batch.group });
+    if (stored.deadLetters.length > 0) {
+      this.metrics.deadLetters.inc(stored.deadLetters.length);
+      this.logger.warn({
+        msg: 'lines the store refused were kept apart; the rest of the batch is stored',
+        file: `${this.config.dir}/dead-letters/${batch.group}.ndjson`,
+        lines: stored.deadLetters.length,
+        reasons: [...new Set(stored.deadLetters.map((d) => d.reason))].slice(0, 5),
+      });
+    }
     this.metrics.lastSuccess.set(Date.now() / 1000);
     this.logger.debug({
       msg: 'shipped',
@@ -238,6 +256,33 @@ export class ShipperService implements OnModuleInit, OnApplicationBootstrap, OnA
       ms: Math.round(seconds * 1000),
     });
     return more ? 'more' : 'shipped';
+  }
+
+  /**
+   * Stores `batch`. A batch that failed to load FRAME_TRIES times in a row has its frames tried
+   * alone; those refused alone are set aside (bad-frames/, counted) and the rest is stored. A
+   * failure no single frame explains (the disk, DuckDB's memory) is thrown: retried as before.
+   */
+  private async storeOrSetAside(listKey: string, batch: Batch): Promise<{ batch: Batch; stored: StoreResult }> {
+    try {
+      const stored = await this.store.store(batch);
+      this.loadFailures = null;
+      return { batch, stored };
+    } catch (e) {
+      if (!(e instanceof StorageError) || (e.step !== 'load' && e.step !== 'stage')) throw e;
+      const tries = this.loadFailures?.group === batch.group ? this.loadFailures.tries + 1 : 1;
+      this.loadFailures = { group: batch.group, tries };
+      if (tries < FRAME_TRIES) throw e;
+      const aside = await this.store.setAside(batch);
+      if (aside.length === 0) throw e;
+      this.metrics.framesSetAside.inc(aside.length);
+      this.logger.error({ msg: `frames that could not be stored after ${tries} tries were set aside; the rest of the batch is stored`, list: listKey, dir: `${this.config.dir}/bad-frames`, frames: aside });
+      const setAside = new Set(aside.map((a) => a.hash));
+      const rest = toBatch(batch.frames.filter((f) => !setAside.has(f.hash)).map((f) => f.bytes));
+      const stored: StoreResult = rest.frames.length === 0 ? { records: 0, written: [], skipped: [], invalidLines: 0, badFrames: [], deadLetters: [] } : await this.store.store(rest);
+      this.loadFailures = null;
+      return { batch: rest, stored };
+    }
   }
 
   private async housekeeping(): Promise<void> {

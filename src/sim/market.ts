@@ -18,6 +18,10 @@ export interface SegmentShape {
   readonly sigma: number;
   /** Mean number of competitors beyond the first. */
   readonly lambda: number;
+  /** Floors drawn uniformly in [floor, floorTo] per auction (default: `floor` always). */
+  readonly floorTo?: number;
+  /** Competition tied to the floor: each competitor's median is this × the auction's floor (instead of `median`). */
+  readonly floorTied?: number;
 }
 
 export interface MarketShape {
@@ -26,6 +30,16 @@ export interface MarketShape {
   readonly segments: readonly SegmentShape[];
   /** Share of win and loss notices that carry `${AUCTION_MIN_TO_WIN}`. */
   readonly minToWinShare: number;
+  /** The competitors' medians are multiplied by `factor` from `at` (a share of the run) on. */
+  readonly shift?: { readonly at: number; readonly factor: number };
+  /**
+   * What the exchange sends: win notices (default true), loss notices (default true), a loss's
+   * clearing price in `${AUCTION_PRICE}` (default false: empty), the bill's delay range in ms
+   * (default 500-3000).
+   */
+  readonly notices?: { readonly win?: boolean; readonly loss?: boolean; readonly lossPrice?: boolean; readonly billDelayMs?: readonly [number, number] };
+  /** A short run at a constant rate instead of days of diurnal traffic (the markets of issue-shaped checks): seconds, auctions a second. */
+  readonly run?: { readonly seconds: number; readonly perSecond: number };
 }
 
 /** mulberry32: small, fast, seeded, good enough for a simulation. */
@@ -53,15 +67,20 @@ export function logNormalCdf(b: number, median: number, sigma: number): number {
   return 0.5 * (1 + erf(Math.log(b / median) / (sigma * Math.SQRT2)));
 }
 
-/** P(best competing bid ≤ b) for a segment. */
-export function competitionCdf(s: SegmentShape, b: number): number {
-  const f = logNormalCdf(b, s.median, s.sigma);
+/** The competitors' median of an auction at `floor`. */
+export function medianAt(s: SegmentShape, floor: number): number {
+  return s.floorTied !== undefined ? s.floorTied * floor : s.median;
+}
+
+/** P(best competing bid ≤ b) for a segment, at an auction's floor. */
+export function competitionCdf(s: SegmentShape, b: number, floor = s.floor): number {
+  const f = logNormalCdf(b, medianAt(s, floor), s.sigma);
   return f * Math.exp(s.lambda * (f - 1));
 }
 
 /** P(win | bid b): the floor, then the competition (ties win). */
-export function winProbability(s: SegmentShape, b: number): number {
-  return b < s.floor ? 0 : competitionCdf(s, b);
+export function winProbability(s: SegmentShape, b: number, floor = s.floor): number {
+  return b < floor ? 0 : competitionCdf(s, b, floor);
 }
 
 function normal(r: () => number): number {
@@ -80,12 +99,13 @@ function poisson(lambda: number, r: () => number): number {
   return k;
 }
 
-/** The best competing bid of one auction. */
-export function drawCompetition(s: SegmentShape, r: () => number): number {
+/** The best competing bid of one auction at `floor`. */
+export function drawCompetition(s: SegmentShape, r: () => number, floor = s.floor): number {
   const n = 1 + poisson(s.lambda, r);
+  const median = medianAt(s, floor);
   let best = 0;
   for (let i = 0; i < n; i++) {
-    const b = s.median * Math.exp(s.sigma * normal(r));
+    const b = median * Math.exp(s.sigma * normal(r));
     if (b > best) best = b;
   }
   return best;
@@ -138,6 +158,31 @@ export const MARKETS: Record<string, MarketShape> = {
     ],
   },
 };
+
+/** The markets of the issue's table: 35 auctions a second for 150 s, one log-normal competitor, one publisher. */
+const ONE = { publisher: 'pub-a', w: 300, h: 250, deviceType: 2, weight: 1, floor: 0.05, median: 0.9, sigma: 0.3, lambda: 0 } as const;
+const SHORT = { seconds: 150, perSecond: 35 } as const;
+Object.assign(MARKETS, {
+  lognormal: { name: 'log-normal: one competitor (median 0.9), every notice, prices to win on half', auction: 'first', minToWinShare: 0.5, run: SHORT, segments: [ONE] },
+  shift: {
+    name: 'shift: the competitor\'s median jumps from 0.9 to 1.5 half way, every notice, prices to win on half',
+    auction: 'first',
+    minToWinShare: 0.5,
+    run: SHORT,
+    shift: { at: 0.5, factor: 1.5 / 0.9 },
+    segments: [ONE],
+  },
+  'floor-tied': {
+    name: 'floor-tied: floors U(0.2, 1.4), the competitor at 1.25 × the floor (σ 0.25), every notice, prices to win on half',
+    auction: 'first',
+    minToWinShare: 0.5,
+    run: SHORT,
+    segments: [{ ...ONE, floor: 0.2, floorTo: 1.4, floorTied: 1.25, sigma: 0.25 }],
+  },
+  'wins-only': { name: 'wins-only: no loss notices, no prices to win', auction: 'first', minToWinShare: 0, run: SHORT, notices: { loss: false }, segments: [ONE] },
+  'priced-loss': { name: 'priced-loss: loss notices carry the clearing price, no prices to win', auction: 'first', minToWinShare: 0, run: SHORT, notices: { lossPrice: true }, segments: [ONE] },
+  'late-bills': { name: 'late-bills: no win notices, bills 20-60 s late, loss notices', auction: 'first', minToWinShare: 0, run: SHORT, notices: { win: false, billDelayMs: [20_000, 60_000] }, segments: [ONE] },
+} satisfies Record<string, MarketShape>);
 
 /** Relative traffic by hour of the UTC day: a night trough and an evening peak (mean 1). */
 export function diurnal(hour: number): number {

@@ -42,6 +42,9 @@ export interface SimCampaign {
   readonly curve?: 'uniform' | 'traffic';
 }
 
+/** The campaign of the short runs (`market.run`): one asap creative worth 2.00 whose budget never binds. */
+export const SHORT_CAMPAIGNS: readonly SimCampaign[] = [{ id: 'short', w: 300, h: 250, value: 2, daily: 1000, pacing: 'asap', timeZone: 'UTC' }];
+
 /** Budgets for 100 000 requests a day (the simulator scales them with the traffic). */
 export const CAMPAIGNS: readonly SimCampaign[] = [
   { id: 'even-utc', w: 300, h: 250, value: 2, daily: 12, pacing: 'even', timeZone: 'UTC' },
@@ -75,6 +78,8 @@ export interface CampaignDay {
   readonly spend: number;
   /** First seen after the day began. */
   readonly partial: boolean;
+  /** What the day may spend: the daily budget, prorated on the day the campaign was first seen mid-day. */
+  readonly budget: number;
   /** Hours after the day's first (even campaigns): the largest relative error of spend against the curve. */
   readonly maxHourlyError: number;
   /** Half the sum over the day's hours of |spend share − request share|: 0 when spend follows traffic exactly. */
@@ -114,6 +119,9 @@ export interface SimResult {
   readonly requestsByHour: number[];
   readonly surplusByHour: number[];
   readonly campaigns: CampaignResult[];
+  /** Short runs: the median bid price of each second of the run (NaN: no bid that second), and the surplus of each second's wins (USD). */
+  readonly medianBidBySecond: number[];
+  readonly surplusBySecond: number[];
   readonly wallMs: number;
 }
 
@@ -190,7 +198,8 @@ export function campaignFile(campaigns: readonly SimCampaign[]): object {
 
 /**
  * The pacing curve's spend per hour of the run for one campaign: each of its days from the moment
- * it was first seen (the run's start, or the day's start) to the day's end less the margin.
+ * it was first seen (the run's start, or the day's start) to the day's end less the margin; the
+ * first, when partial, prorated.
  */
 export function targetByHour(c: SimCampaign, startMs: number, hours: number): { target: number[]; firstHours: Set<number> } {
   const target = new Array<number>(hours).fill(0);
@@ -200,7 +209,8 @@ export function targetByHour(c: SimCampaign, startMs: number, hours: number): { 
     const from = Math.max(day.start, startMs);
     const to = day.end - END_MARGIN;
     firstHours.add(Math.floor((from - startMs) / HOUR));
-    const cum = (t: number) => (c.daily * (Math.min(Math.max(t, from), to) - from)) / (to - from);
+    // A day the campaign is first seen in (nothing spent yet) is prorated: its budget × the share of the day left.
+    const cum = (t: number) => (c.daily * (Math.min(Math.max(t, from), to) - from)) / (to - day.start);
     for (let h = 0; h < hours; h++) target[h] += cum(startMs + (h + 1) * HOUR) - cum(startMs + h * HOUR);
   }
   return { target, firstHours };
@@ -255,13 +265,21 @@ interface Notice {
 
 export async function simulate(o: SimOptions): Promise<SimResult> {
   const wall0 = Date.now();
-  const campaigns = (o.campaigns ?? CAMPAIGNS.map((c) => ({ ...c, daily: (c.daily * o.requestsPerDay) / 100_000 }))).map((c) =>
+  const short = o.market.run;
+  const campaigns = (o.campaigns ?? (short !== undefined ? SHORT_CAMPAIGNS : CAMPAIGNS.map((c) => ({ ...c, daily: (c.daily * o.requestsPerDay) / 100_000 })))).map((c) =>
     o.curve !== undefined && c.pacing === 'even' ? { ...c, curve: o.curve } : c,
   );
-  const startMs = o.startMs ?? Date.UTC(2026, 0, 5);
-  const refreshMs = o.refreshMs ?? 10_000;
-  const hours = o.days * 24;
-  const endMs = startMs + hours * HOUR;
+  // A short run starts at noon (no day boundary in it), refreshes every 100 ms (shading's tick).
+  const startMs = o.startMs ?? Date.UTC(2026, 0, 5, short !== undefined ? 12 : 0);
+  const refreshMs = o.refreshMs ?? (short !== undefined ? 100 : 10_000);
+  const hours = short !== undefined ? Math.ceil(short.seconds / 3600) : o.days * 24;
+  const endMs = short !== undefined ? startMs + short.seconds * 1000 : startMs + hours * HOUR;
+  const shiftAt = o.market.shift !== undefined ? startMs + o.market.shift.at * (endMs - startMs) : Infinity;
+  const shiftOf = (t: number): number => (t >= shiftAt ? 1 : 0);
+  const segmentAt = (seg: SegmentShape, t: number): SegmentShape => (t >= shiftAt ? { ...seg, median: seg.median * o.market.shift!.factor, floorTied: seg.floorTied === undefined ? undefined : seg.floorTied * o.market.shift!.factor } : seg);
+  const sent = { win: o.market.notices?.win ?? true, loss: o.market.notices?.loss ?? true, lossPrice: o.market.notices?.lossPrice ?? false, bill: o.market.notices?.billDelayMs ?? [500, 3000] };
+  const bidsBySecond: number[][] = [];
+  const surplusBySecond: number[] = short !== undefined ? new Array<number>(short.seconds).fill(0) : [];
   fs.mkdirSync(o.dir, { recursive: true });
   const file = path.join(o.dir, 'campaigns.json');
   fs.writeFileSync(file, JSON.stringify(campaignFile(campaigns)));
@@ -286,12 +304,13 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
     for (let w = 0; w < (o.workers ?? 1); w++) {
       const app = await createApp(loadConfig({ ...env, WORKER_ID: `sim-${w}`, LOG_SPILL_DIR: path.join(o.dir, `spill-${w}`) }));
       apps.push(app);
+      // The virtual clock and draws from the start: the first refresh (at init) is at the run's start, as a bidder started then would make it.
+      app.get(Clock).now = () => now;
+      app.get(Random).next = seeded(o.seed * 7919 + 1 + w);
       await app.init();
       const worker = { bidding: app.get(BiddingService), notices: app.get(NoticeRoute), spend: app.get(SpendService), shading: app.get(ShadingService) };
       worker.spend.stopTimer();
       worker.shading.stopTimers();
-      app.get(Clock).now = () => now;
-      app.get(Random).next = seeded(o.seed * 7919 + 1 + w);
       workers.push(worker);
     }
     const byKey = new Map<string, SegmentShape>();
@@ -299,19 +318,22 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
     const cache = new Map<string, number>();
     for (const { shading } of workers) {
       if (o.strategy !== 'oracle') break;
-      // The oracle maximises each auction's surplus with the market's true distribution (no pacing pressure).
-      shading.price = (req: BidRequest, imp: Imp, m: Match): number => {
+      // The oracle maximises each auction's surplus with the market's true distribution, under the
+      // same pacing as the bidder: its pressure, and when the budget binds its shadow price λ
+      // (pacer.ts), so that a budget binds the oracle as it binds the bidder.
+      shading.price = (req: BidRequest, imp: Imp, m: Match, _cur: string, _rates: unknown, _now: number, pressure = 0): number => {
         if (req.at !== 1 || m.dealId !== null) return m.price;
         const b = m.candidate.banner!;
         const key = `${req.publisher}|${b.w}x${b.h}|${req.deviceType}`;
-        const ck = `${key}|${m.candidate.price}|${imp.bidfloor}`;
-        let p = cache.get(ck);
-        if (p === undefined) {
-          const seg = byKey.get(key)!;
-          p = Math.max(imp.bidfloor, oracleBid((x) => competitionCdf(seg, x), m.candidate.price, imp.bidfloor));
-          cache.set(ck, p);
+        const p = Math.round(pressure * 100) / 100;
+        const ck = `${key}|${m.candidate.price}|${imp.bidfloor}|${p}|${shiftOf(now)}`;
+        let bid = cache.get(ck);
+        if (bid === undefined) {
+          const seg = segmentAt(byKey.get(key)!, now);
+          bid = Math.max(imp.bidfloor, oracleBid((x) => competitionCdf(seg, x, imp.bidfloor), m.candidate.price, imp.bidfloor, p));
+          cache.set(ck, bid);
         }
-        return p;
+        return bid;
       };
     }
     const rMarket = seeded(o.seed);
@@ -334,7 +356,7 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
     const bidsByWorker = workers.map(() => 0);
     const requestsByHour = new Array<number>(hours).fill(0);
     const surplusByHour = new Array<number>(hours).fill(0);
-    const meanGapMs = 86_400_000 / o.requestsPerDay;
+    const meanGapMs = short !== undefined ? 1000 / short.perSecond : 86_400_000 / o.requestsPerDay;
     let nextRequest = startMs;
     let nextRefresh = startMs;
 
@@ -376,7 +398,7 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
       }
       // A request.
       const hour = Math.floor((now - startMs) / HOUR);
-      nextRequest = now + (-Math.log(1 - rTraffic()) * meanGapMs) / diurnal(new Date(now).getUTCHours() + new Date(now).getUTCMinutes() / 60);
+      nextRequest = now + (-Math.log(1 - rTraffic()) * meanGapMs) / (short !== undefined ? 1 : diurnal(new Date(now).getUTCHours() + new Date(now).getUTCMinutes() / 60));
       requests++;
       if (hour < hours) requestsByHour[hour]++;
       let pick = rTraffic() * totalWeight;
@@ -388,22 +410,25 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
           break;
         }
       }
+      const floor = seg.floorTo !== undefined ? Math.round((seg.floor + (seg.floorTo - seg.floor) * rMarket()) * 100) / 100 : seg.floor;
       const body = {
         id: `r${requests}`,
         at: o.market.auction === 'first' ? 1 : 2,
         tmax: 200,
         cur: ['USD'],
-        imp: [{ id: '1', banner: { w: seg.w, h: seg.h }, bidfloor: seg.floor, bidfloorcur: 'USD' }],
+        imp: [{ id: '1', banner: { w: seg.w, h: seg.h }, bidfloor: floor, bidfloorcur: 'USD' }],
         site: { domain: `${seg.publisher}.example`, publisher: { id: seg.publisher, name: seg.publisher } },
         device: { devicetype: seg.deviceType },
       };
-      const best = drawCompetition(seg, rMarket);
-      const threshold = Math.max(best, seg.floor);
+      const best = drawCompetition(segmentAt(seg, now), rMarket, floor);
+      const threshold = Math.max(best, floor);
       const wi = requests % workers.length;
       const answer = workers[wi].bidding.bid(Buffer.from(JSON.stringify(body)), performance.now());
       if (answer.status !== 200) continue;
       bidsByWorker[wi]++;
       const bid = (JSON.parse(answer.body) as { seatbid: Array<{ bid: Array<{ price: number; cid: string; nurl: string; burl: string; lurl: string }> }> }).seatbid[0].bid[0];
+      const second = Math.floor((now - startMs) / 1000);
+      if (short !== undefined) (bidsBySecond[second] ??= []).push(bid.price);
       bids++;
       const pc = perCampaign.get(bid.cid)!;
       if (hour < hours) pc.bids[hour]++;
@@ -417,6 +442,7 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
         paidAll += paid / 1000;
         surplus += (v - paid) / 1000;
         if (hour < hours) surplusByHour[hour] += (v - paid) / 1000;
+        if (second < surplusBySecond.length) surplusBySecond[second] += (v - paid) / 1000;
         pc.paid += paid / 1000;
         pc.winsAll++;
         pc.valueWon += v / 1000;
@@ -424,10 +450,11 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
           pc.spend[hour] += paid / 1000;
           pc.wins[hour]++;
         }
-        queue.push(now + d1, { url: bid.nurl, price: String(paid), loss: '0', mtw });
-        queue.push(now + 500 + 2_500 * rMarket(), { url: bid.burl, price: String(paid), loss: '0', mtw });
-      } else {
-        queue.push(now + d1, { url: bid.lurl, price: '', loss: '102', mtw });
+        if (sent.win) queue.push(now + d1, { url: bid.nurl, price: String(paid), loss: '0', mtw });
+        queue.push(now + sent.bill[0] + (sent.bill[1] - sent.bill[0]) * rMarket(), { url: bid.burl, price: String(paid), loss: '0', mtw });
+      } else if (sent.loss) {
+        // The clearing price of a loss: what the winner paid (first price: the best competing bid).
+        queue.push(now + d1, { url: bid.lurl, price: sent.lossPrice ? String(Math.round(threshold * 10000) / 10000) : '', loss: '102', mtw });
       }
     }
     await Promise.all(inFlight);
@@ -461,7 +488,8 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
         for (const h of inDay) distance += Math.abs(pc.spend[h] / Math.max(s, 1e-12) - requestsByHour[h] / Math.max(req, 1)) / 2;
         const stored = Number((await admin.get(spendKeys.daily(c.id, day.day))) ?? 0) / 1e6;
         if (stored > c.daily + 1e-9 || s > c.daily + 1e-9) over = true;
-        if (day.end <= endMs) days.push({ day: day.day, spend: s, partial: day.start < startMs, maxHourlyError: dayErr, trafficDistance: distance });
+        const budget = day.start < startMs ? (c.daily * (day.end - END_MARGIN - startMs)) / (day.end - END_MARGIN - day.start) : c.daily;
+        if (day.end <= endMs) days.push({ day: day.day, spend: s, partial: day.start < startMs, budget, maxHourlyError: dayErr, trafficDistance: distance });
       }
       results.push({
         id: c.id,
@@ -477,7 +505,8 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
         overBudget: over,
       });
     }
-    return { market: o.market.name, strategy: o.strategy, seed: o.seed, requests, bids, wins, paid: paidAll, surplus, noticeErrors, bidsByWorker, requestsByHour, surplusByHour, campaigns: results, wallMs: Date.now() - wall0 };
+    const medianBidBySecond = Array.from(bidsBySecond, (xs) => (xs === undefined || xs.length === 0 ? NaN : [...xs].sort((a, b) => a - b)[xs.length >> 1]));
+    return { market: o.market.name, strategy: o.strategy, seed: o.seed, requests, bids, wins, paid: paidAll, surplus, noticeErrors, bidsByWorker, requestsByHour, surplusByHour, campaigns: results, medianBidBySecond, surplusBySecond, wallMs: Date.now() - wall0 };
   } finally {
     for (const app of apps) await app.close();
     admin.disconnect();

@@ -19,8 +19,12 @@ export function audienceOf(event: NoticeEvent): Audience {
   return event === 'imp' || event === 'click' ? 'browser' : 's2s';
 }
 
-/** How far a payload's time may be ahead of ours (clocks of hosts disagree a little, not by this much). */
-const FUTURE_SKEW_MS = 10 * 60_000;
+/**
+ * How far a payload's time may be ahead of now, both on Redis's clock (src/tracking/redis-clock.ts):
+ * the skew stated for notices. Workers stamp and check on Redis's clock, so what is left is a worker
+ * that has not read it yet (Redis away since its start), stamping on its own.
+ */
+export const FUTURE_SKEW_MS = 10 * 60_000;
 
 /** Why a notice was refused, as `bidder_notices_refused_total` labels it. */
 export type RefusalCode = `payload_${PayloadError['reason']}` | 'expired' | 'future' | 'price_invalid' | 'price_currency' | 'price_above_bid';

@@ -1,8 +1,9 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { ComputedCounter } from '../metrics/fast-metrics';
+import { ComputedCounter, ComputedGauge } from '../metrics/fast-metrics';
 import type { MetricSample } from '../metrics/fast-metrics';
 import { MetricsService } from '../metrics/metrics.service';
 import { NoticeStats } from './notice-stats';
+import { RedisClock } from './redis-clock';
 
 /** Registers the tracking module's figures with this worker's Prometheus registry (read at scrape time). */
 @Injectable()
@@ -10,9 +11,18 @@ export class TrackingMetrics implements OnModuleInit {
   constructor(
     private readonly metrics: MetricsService,
     private readonly notices: NoticeStats,
+    private readonly clock: RedisClock,
   ) {}
 
   onModuleInit(): void {
+    this.metrics.addComputed(
+      new ComputedGauge(
+        'bidder_clock_offset_seconds',
+        'Redis\u2019s clock minus this host\u2019s, s, as last measured (0 before): positive, the host is behind. The worker follows Redis\u2019s clock; past 1 s it says degraded.',
+        'max',
+        () => [{ value: this.clock.offsetMs() / 1000, labels: {} }],
+      ),
+    );
     this.metrics.addComputed(
       new ComputedCounter(
         'bidder_notices_total',

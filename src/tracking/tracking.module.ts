@@ -7,6 +7,7 @@ import { NoticeRoute } from './notice.route';
 import { NoticeStats } from './notice-stats';
 import { CONFIG, type Config } from '../config/config';
 import { PayloadCodec, trackingKeys } from './payload';
+import { RedisClock } from './redis-clock';
 import { TrackingMetrics } from './tracking.metrics';
 
 /** One codec per worker, built from the config's tracking keys (the bid path signs with it, the notice route verifies). */
@@ -15,7 +16,7 @@ const codec = { provide: PayloadCodec, useFactory: (c: Config) => new PayloadCod
 /** Notices and trackers: the signed tracking payload (one codec for the worker) and the routes that read it back. */
 @Module({
   imports: [LogModule, TargetingModule, DeliveryModule, RedisModule],
-  providers: [NoticeRoute, NoticeStats, TrackingMetrics, codec],
-  exports: [NoticeStats, PayloadCodec],
+  providers: [NoticeRoute, NoticeStats, TrackingMetrics, RedisClock, codec],
+  exports: [NoticeStats, PayloadCodec, RedisClock],
 })
 export class TrackingModule {}

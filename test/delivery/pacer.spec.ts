@@ -63,13 +63,75 @@ describe('pacing controller', () => {
     assertOnCurve(r, budget, 1);
   });
 
-  it('a campaign first seen at 15:00 spreads its whole budget over the rest of the day, no burst', () => {
+  it('a campaign first seen at 15:00, nothing spent that day, spends the share of its budget left of the day, along the curve, no burst', () => {
     const budget = 90;
     const r = run(budget, () => (100 * budget) / (24 * H), 15 * H);
     for (let h = 0; h < 15; h++) assert.equal(r.hourly[h], 0);
-    assertOnCurve(r, budget, 16);
-    // The first hour: no catch-up of the hours gone, no burst while the controller learns.
-    assert.ok(r.hourly[15] <= r.targetHourly[15] * 1.1, `first hour ${r.hourly[15]} against ${r.targetHourly[15]}`);
+    const aimEnd = 24 * H - DEFAULT_PACE.endMarginMs;
+    const prorated = (budget * (aimEnd - 15 * H)) / aimEnd;
+    const scaled = { ...r, targetHourly: r.targetHourly.map((x) => (x * prorated) / budget) };
+    // Pacing steers to the prorated day; the lease bounds the daily budget, not the prorated one: 1 % over is allowed.
+    assertOnCurve({ ...scaled, total: Math.min(r.total, prorated) }, prorated, 16);
+    assert.ok(r.total <= 1.01 * prorated, `day: ${r.total} of ${prorated}`);
+    // The first hour: no burst while the controller learns.
+    assert.ok(r.hourly[15] <= scaled.targetHourly[15] * 1.1, `first hour ${r.hourly[15]} against ${scaled.targetHourly[15]}`);
+  });
+
+  it('a campaign first seen with one hour left spends at most 1/24 of its daily budget that day', () => {
+    const budget = 240;
+    const r = run(budget, () => (100 * budget) / (24 * H), 23 * H);
+    assert.ok(r.total <= budget / 24, `spent ${r.total.toFixed(2)} of ${budget} in the last hour`);
+    assert.ok(r.total >= 0.9 * ((budget * (H - DEFAULT_PACE.endMarginMs)) / (24 * H - DEFAULT_PACE.endMarginMs)), `spent ${r.total.toFixed(2)}`);
+  });
+
+  it('a worker restarted mid-day (something spent already) spreads what is left over the rest of the day', () => {
+    const budget = 90;
+    const pc = new PaceController(DEFAULT_PACE);
+    const day = localDay(DAY0, 'UTC');
+    let spent = 45;
+    const k = (100 * budget) / (24 * H);
+    for (let t = DAY0 + 12 * H; t < day.end; t += 1000) spent = Math.min(budget, spent + pc.update(t, day, spent, budget) * k * 1000);
+    assert.ok(spent >= 0.95 * budget, `spent ${spent.toFixed(2)} of ${budget}`);
+  });
+
+  it('midnight resets pressure and share: the first 10 minutes of the next day within 1.5x of the curve', () => {
+    const budget = 240;
+    const pc = new PaceController(DEFAULT_PACE);
+    const day1 = localDay(DAY0, 'UTC');
+    const day2 = localDay(day1.end, 'UTC');
+    let spent = 0;
+    // Day 1: a market too small for the budget (pressure at its highest, share 1); day 2: 50 times larger.
+    for (let t = day1.start; t < day1.end; t += 1000) spent += pc.update(t, day1, spent, budget) * ((0.5 * budget) / (24 * H)) * 1000;
+    assert.ok(pc.pressure > 0 && pc.share === 1, `under pressure at the end of day 1 (${pc.pressure}, share ${pc.share})`);
+    let spent2 = 0;
+    const k2 = (50 * budget) / (24 * H);
+    for (let t = day2.start; t < day2.start + 600_000; t += 1000) spent2 += pc.update(t, day2, spent2, budget) * k2 * 1000;
+    const curve = (budget * 600_000) / (24 * H - DEFAULT_PACE.endMarginMs);
+    assert.ok(spent2 <= 1.5 * curve, `first 10 minutes: ${spent2.toFixed(3)} against ${curve.toFixed(3)}`);
+    assert.ok(spent2 >= curve / 1.5, `first 10 minutes: ${spent2.toFixed(3)} against ${curve.toFixed(3)}`);
+    assert.ok(pc.pressure <= 0, `no spend pressure carried over (${pc.pressure})`);
+  });
+
+  it('when the budget binds, the shadow price λ rises (shading bids lower) before pacing throttles for good', () => {
+    const budget = 240;
+    const pc = new PaceController(DEFAULT_PACE);
+    const day = localDay(DAY0, 'UTC');
+    // A market 3x larger than the budget at λ = 0; bidding with λ spends k0 / (1 + λ)² (fewer, cheaper wins).
+    const k0 = (3 * budget) / (24 * H);
+    let spent = 0;
+    const hourly = new Array<number>(24).fill(0);
+    let noon = { lambda: 0, share: 0 };
+    for (let t = day.start; t < day.end; t += 1000) {
+      const share = pc.update(t, day, spent, budget);
+      if (t - day.start === 12 * H) noon = { lambda: -pc.pressure, share };
+      const usd = share * (k0 / (1 + Math.max(0, -pc.pressure)) ** 2) * 1000;
+      spent += usd;
+      hourly[Math.floor((t - DAY0) / H)] += usd;
+    }
+    assert.ok(noon.lambda > 0.5 && noon.lambda <= 1, `λ at noon ${noon.lambda.toFixed(2)} (${(Math.sqrt(3) - 1).toFixed(2)} spends the budget at share 1)`);
+    assert.ok(noon.share >= 0.8, `share at noon ${noon.share.toFixed(2)} (1/3 without λ)`);
+    assert.ok(spent >= 0.95 * budget && spent <= 1.01 * budget, `day: ${spent.toFixed(1)} of ${budget}`);
+    for (let h = 2; h < 23; h++) assert.ok(Math.abs(hourly[h] / (budget / 24) - 1) < 0.15, `hour ${h}: ${hourly[h].toFixed(2)}`);
   });
 
   it('a market too small for the budget: enters every request, spends what it can', () => {

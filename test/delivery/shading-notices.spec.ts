@@ -72,7 +72,8 @@ describe('bid shading over HTTP', () => {
     const shaded = await bid(1, 0.5);
     assert.ok(shaded.price >= 0.5 && shaded.price < 2, `shaded ${shaded.price}`);
     assert.equal((await bid(1, 1.9)).price >= 1.9, true, 'never below the floor');
-    assert.match(shaded.nurl, /&sd=4&price=\$\{AUCTION_PRICE\}&cur=\$\{AUCTION_CURRENCY\}&mtw=\$\{AUCTION_MIN_TO_WIN\}$/);
+    assert.match(shaded.nurl, /&sd=\d+&price=\$\{AUCTION_PRICE\}&cur=\$\{AUCTION_CURRENCY\}&mtw=\$\{AUCTION_MIN_TO_WIN\}$/);
+    assert.equal(Number(/&sd=(\d+)/.exec(shaded.nurl)?.[1]) % 16, 4, 'the segment parameter names the device type');
     assert.match(shaded.burl, /&mtw=\$\{AUCTION_MIN_TO_WIN\}$/);
     assert.match(shaded.lurl, /\/t\/loss\?.*&loss=\$\{AUCTION_LOSS\}&mtw=\$\{AUCTION_MIN_TO_WIN\}$/);
   });

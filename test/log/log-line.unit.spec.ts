@@ -4,7 +4,8 @@ import * as zlib from 'node:zlib';
 import { decompressFrame, splitLines } from '../../src/bidlog/reader';
 import { compressFrame } from '../../src/log/frame';
 import { LogBuffer } from '../../src/log/log-buffer';
-import { lineHead, rawText } from '../../src/log/log-line';
+import { lineHead, lineParts, lineText, rawText } from '../../src/log/log-line';
+import { wellFormedJson, wellFormedJsonBytes } from '../../src/log/well-formed';
 
 function line(head: string, tail: string | null): string {
   return head + (tail ?? '') + '}';
@@ -117,5 +118,42 @@ describe('zstd frames', () => {
     assert.equal(lines.length, 3000);
     assert.equal((JSON.parse(lines[2999]) as { id: string }).id, 'r2999');
     assert.ok(frame.length * 5 < batch.bytes, 'compresses');
+  });
+});
+
+describe('well-formed lines (an escaped lone surrogate becomes U+FFFD)', () => {
+  const cases: Array<[string, string]> = [
+    ['"a\\ud800b"', '"a\ufffdb"'],
+    ['"a\\uDC00"', '"a\ufffd"'],
+    ['"\\udbff"', '"\ufffd"'],
+    ['"x\\udc00\\ud800y"', '"x\ufffd\ufffdy"'],
+    ['"\\ud800\\ud800\\udc00"', '"\ufffd\\ud800\\udc00"'],
+    ['"a\\ud83d\\ude00b"', '"a\\ud83d\\ude00b"'],
+    ['"a\\\\ud800"', '"a\\\\ud800"'],
+    ['"a\\\\\\ud800"', '"a\\\\\ufffd"'],
+    ['"\\u0000\\u001f"', '"\\u0000\\u001f"'],
+    ['"\\ud80"', '"\\ud80"'],
+    ['{"k\\ud800":["\\udfff",1]}', '{"k\ufffd":["\ufffd",1]}'],
+  ];
+  for (const [input, want] of cases) {
+    it(`${input} → ${want}`, () => {
+      assert.equal(wellFormedJson(input), want);
+      assert.deepEqual(Buffer.from(wellFormedJsonBytes(Buffer.from(input))).toString(), want);
+    });
+  }
+
+  it('a text without a \\u escape is returned as it is (the same string, the same bytes)', () => {
+    const s = '{"id":"abc","ua":"Mozilla/5.0 😀"}';
+    assert.equal(wellFormedJson(s), s);
+    const b = Buffer.from(s);
+    assert.equal(wellFormedJsonBytes(b), b);
+  });
+
+  it('lineParts: every string of the record, the raw text and the raw bytes come out well-formed', () => {
+    const p = lineParts(1, '"w"', '"h"', { type: 'request', id: 'x\ud800', name: 'p\udc00', exchange: 'e\udbff' }, { key: 'req', json: JSON.stringify({ ua: 'u\ud800' }), singleLine: true });
+    const rec = JSON.parse(lineText(p)) as Record<string, unknown>;
+    assert.deepEqual(rec, { ts: 1, type: 'request', worker: 'w', host: 'h', name: 'p\ufffd', id: 'x\ufffd', exchange: 'e\ufffd', req: { ua: 'u\ufffd' } });
+    const q = lineParts(1, '"w"', '"h"', { type: 'response', id: 'y', name: '', status: 200 }, { key: 'res', bytes: Buffer.from(JSON.stringify({ id: 'y\udfff' })), singleLine: true });
+    assert.deepEqual((JSON.parse(lineText(q)) as { res: unknown }).res, { id: 'y\ufffd' });
   });
 });

@@ -1,8 +1,13 @@
 // Requests built to cost work: the auction's work per candidate must not grow with the length of
 // the request's lists (block lists, formats, battr, mimes), and sizes must not collide.
 import assert from 'node:assert/strict';
+import { isUtf8 } from 'node:buffer';
 import { describe, it } from 'node:test';
-import { parseBidRequest } from '../../src/openrtb/parse';
+import { InvalidRequestError, parseBidRequest } from '../../src/openrtb/parse';
+import { PrepareError, RequestPreparer } from '../../src/bidding/prepare';
+import { lineParts, lineText } from '../../src/log/log-line';
+import { PiiHasher } from '../../src/privacy/pii-hasher';
+import { PrivacyPolicy } from '../../src/privacy/policy';
 import { CandidateIndex } from '../../src/targeting/campaign-store';
 import { sizeKey } from '../../src/targeting/candidate-index';
 import type { Match, NoBidReason } from '../../src/targeting/types';
@@ -122,5 +127,84 @@ describe('banner size keys', () => {
     assert.equal(index.bannerBySize.size, 0);
     assert.equal(select(index, imp({ banner: bannerImp([{ w: 70000 - 65536, h: 250 + 1 }]) }), bidRequest()), 'size');
     assert.equal(winner(select(index, imp({ banner: bannerImp([]) }), bidRequest())), 'huge');
+  });
+});
+
+describe('hostile strings: every bid log line stays well-formed UTF-8 JSON', () => {
+  // Lone surrogates parse to strings JSON.stringify writes as `\ud800` escapes, which DuckDB (the
+  // shipper's store) refuses; NUL and controls are escaped; invalid escapes are not JSON (a 400).
+  const hostile = ['a\ud800', '\udc00b', 'a\udc00\ud800b', 'x\udbff', 'a\u0000b', '\u0001\u001f', 'a\\ud800'];
+  const invalid = ['\\x41', '\\u12', '\\ud800\\u', '\u0000', '\\'];
+  const preparer = new RequestPreparer(new PrivacyPolicy(null), new PiiHasher('hostile-secret-0123456789abcdef'));
+  const base = {
+    id: 'r', at: 1, tmax: 100, cur: ['USD'], bcat: ['IAB1'], badv: ['b.example'],
+    imp: [{ id: '1', tagid: 't', bidfloorcur: 'USD', banner: { w: 300, h: 250 }, ext: { gpid: 'g' } }],
+    site: { id: 's', name: 'n', domain: 'd.example', page: 'http://d.example/p', ref: 'http://r.example/', keywords: 'k', cat: ['IAB1'], publisher: { id: 'p', name: 'pn', domain: 'p.example' } },
+    device: { ua: 'ua', make: 'm', model: 'mo', os: 'os', osv: '1', language: 'en', ifa: 'ifa', ip: '192.0.2.1', geo: { country: 'USA', city: 'c', zip: 'z' } },
+    user: { id: 'u', buyeruid: 'b', keywords: 'k', consent: 'c' },
+    regs: { us_privacy: '1---', gpp: 'g' },
+    source: { tid: 't' },
+  };
+  /** Paths of every string field in `base`. */
+  function paths(v: unknown, at: Array<string | number> = []): Array<Array<string | number>> {
+    if (typeof v === 'string') return [at];
+    if (Array.isArray(v)) return v.flatMap((e, i) => paths(e, [...at, i]));
+    if (typeof v === 'object' && v !== null) return Object.entries(v).flatMap(([k, e]) => paths(e, [...at, k]));
+    return [];
+  }
+  function withValue(p: Array<string | number>, value: string): Record<string, unknown> {
+    const body = JSON.parse(JSON.stringify(base)) as Record<string, unknown>;
+    let cur = body as Record<string | number, unknown>;
+    for (const k of p.slice(0, -1)) cur = cur[k] as Record<string | number, unknown>;
+    cur[p[p.length - 1]] = value;
+    return body;
+  }
+  /** The two lines the bid path writes for a body: the request record and a response echoing the ids. */
+  function lines(text: string): string[] {
+    let record: string;
+    let id: string;
+    try {
+      const prepared = preparer.prepare(Buffer.from(text), 0);
+      record = prepared.record;
+      id = prepared.req?.id ?? '';
+    } catch (e) {
+      if (!(e instanceof PrepareError)) throw e;
+      record = e.record;
+      id = String((e.parsed as { id?: unknown }).id);
+    }
+    return [
+      lineText(lineParts(1, '"0"', '"h"', { type: 'request', id, name: id }, { key: 'req', json: record, singleLine: true })),
+      lineText(lineParts(2, '"0"', '"h"', { type: 'response', id, name: id, status: 204, reason: id }, { key: 'res', bytes: Buffer.from(JSON.stringify({ id })), singleLine: true })),
+    ];
+  }
+  function strings(v: unknown): string[] {
+    if (typeof v === 'string') return [v];
+    if (Array.isArray(v)) return v.flatMap(strings);
+    if (typeof v === 'object' && v !== null) return Object.entries(v).flatMap(([k, e]) => [k, ...strings(e)]);
+    return [];
+  }
+
+  const fields = paths(base);
+  it(`${hostile.length} hostile values in each of the ${fields.length} string fields: both lines well-formed (a lone surrogate is U+FFFD)`, () => {
+    for (const p of fields) {
+      for (const h of hostile) {
+        for (const line of lines(JSON.stringify(withValue(p, h)))) {
+          const bytes = Buffer.from(line);
+          assert.ok(isUtf8(bytes), `${p.join('.')}`);
+          assert.ok(!/(^|[^\\])(\\\\)*\\ud[89a-f]/i.test(line), `${p.join('.')} ${JSON.stringify(h)}: ${line}`);
+          const bad = strings(JSON.parse(line)).filter((s) => !(s as unknown as { isWellFormed(): boolean }).isWellFormed());
+          assert.deepEqual(bad, [], `${p.join('.')} ${JSON.stringify(h)}`);
+        }
+      }
+    }
+  });
+
+  it(`${invalid.length} invalid escapes and raw controls in each string field: a 400 before any record`, () => {
+    for (const p of fields) {
+      for (const bad of invalid) {
+        const text = JSON.stringify(withValue(p, 'MARK')).replace('MARK', bad);
+        assert.throws(() => preparer.prepare(Buffer.from(text), 0), InvalidRequestError, `${p.join('.')} ${JSON.stringify(bad)}`);
+      }
+    }
   });
 });

@@ -9,6 +9,7 @@ import { createHash, createHmac, createSecretKey, hash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as v8 from 'node:v8';
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from '../../src/app.module';
@@ -70,6 +71,24 @@ function measure(fn: (i: number) => void, iterations: number): number {
   const c0 = cpuMicros();
   for (let i = 0; i < iterations; i++) fn(i);
   return (cpuMicros() - c0) / iterations;
+}
+
+/**
+ * JS heap bytes allocated per call of `fn` over `iterations` calls: the heap's growth plus what
+ * every GC in between freed (v8.GCProfiler's before/after heap statistics). Off-heap memory (the
+ * log's Buffers) is not in it.
+ */
+function heapBytesPer(fn: (i: number) => void, iterations: number): number {
+  for (let i = 0; i < Math.min(5000, iterations); i++) fn(i);
+  const profiler = new v8.GCProfiler();
+  profiler.start();
+  const start = v8.getHeapStatistics().used_heap_size;
+  for (let i = 0; i < iterations; i++) fn(i);
+  const end = v8.getHeapStatistics().used_heap_size;
+  const gcs = profiler.stop()?.statistics ?? [];
+  let freed = 0;
+  for (const g of gcs) freed += g.beforeGC.heapStatistics.usedHeapSize - g.afterGC.heapStatistics.usedHeapSize;
+  return (end - start + freed) / iterations;
 }
 
 async function main(): Promise<void> {
@@ -154,6 +173,17 @@ async function main(): Promise<void> {
   }
   gate.check = realCheck;
   spend.commit = realCommit;
+  // Memory per bid: JS heap bytes allocated per request of the sample mix (GC work follows it).
+  const heapRounds = 6;
+  let heap = 0;
+  for (let k = 0; k < heapRounds; k++) {
+    heap += heapBytesPer((i) => {
+      bidding.bid(mix[i % mix.length], performance.now());
+      log.journal.commit();
+    }, chunk);
+    await settle();
+  }
+  const heapRow: [string, number, string] = ['sample mix: JS heap bytes allocated per request (÷1000: kB)', heap / heapRounds / 1000, `v8.GCProfiler before/after heap statistics, ${heapRounds} × ${chunk} requests; the log's Buffers are off-heap`];
   rows.push([`sample mix (${mix.length / 40} real requests), budget + cap gate on`, on / rounds, `interleaved ${rounds} × ${chunk} with the next row`]);
   rows.push(['sample mix, gate off', off / rounds, `the gate's cost: ${((on / off - 1) * 100).toFixed(1)} % (issue 6 allows 10 %; run-to-run noise is several %)`]);
   // Cold caches. Under HTTP a worker does not have its core's caches to itself between two requests:
@@ -205,6 +235,7 @@ async function main(): Promise<void> {
       rows.push([`${name}, caches cold (${evictMb} MiB written before each request)`, ns.cold / count / 1000, `wall clock; ${(ns.cold / ns.warm).toFixed(1)}× warm`]);
     }
   }
+  rows.push(heapRow);
   // The pieces, for scale.
   const nativeText = JSON.stringify(KINDS.native);
   rows.push(['  JSON.parse of the native request', measure(() => JSON.parse(nativeText), iterations), '']);
