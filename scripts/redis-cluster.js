@@ -67,7 +67,7 @@ async function start({ masters, replicas }) {
     return;
   }
   fs.rmSync(dir(), { recursive: true, force: true });
-  const c = await startRedisCluster({ masters, replicas, dir: dir(), daemonize: true, log: (m) => process.stderr.write(`redis-cluster: ${m}\n`) });
+  const c = await startRedisCluster({ masters, replicas, dir: dir(), daemonize: true, persist: true, log: (m) => process.stderr.write(`redis-cluster: ${m}\n`) });
   fs.writeFileSync(stateFile(), `${JSON.stringify({ startedAt: new Date().toISOString(), nodesEnv: c.nodesEnv, nodes: c.nodes }, null, 2)}\n`);
   process.stdout.write(
     `redis-cluster: ${masters} masters, ${replicas} replica(s) each, files in ${dir()}; stop with: npm run redis-cluster -- stop\n` +

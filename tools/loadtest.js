@@ -554,7 +554,7 @@ async function main() {
         const logKey = redis.started ? process.env.LOG_REDIS_KEY || 'bidlog' : `loadtest:${runId}:bidlog`;
         const port = process.env.PORT ? Number(process.env.PORT) : await freePort();
         const soakPortsOf = await soakPorts(o);
-        const bidder = await cluster.startBidder({ workers: o.workers, port, redisUrl: redis.url, redisNodes: redis.nodes, logKey, log });
+        const bidder = await cluster.startBidder({ workers: o.workers, port, redisUrl: redis.url, redisNodes: redis.nodes, logKey, log, volatileRedis: redis.started });
         bidder.logWait = o.logWait;
         bidder.target = `${bidder.url}/openrtb2/bid`;
         if (!bidder.startedPm2) {

@@ -118,6 +118,8 @@ async function startBidder(variant, redisUrl, dir) {
     NODE_ENV: 'production',
     // The load comes from loopback, to the open endpoint as before (production refuses that unless said).
     EXCHANGES_OPEN: '1',
+    // A throwaway Redis without an append-only file (production refuses that unless said).
+    REDIS_ALLOW_VOLATILE: '1',
     PORT: String(port),
     HOST: '127.0.0.1',
     ADMIN_PORT: String(adminPort),

@@ -318,6 +318,8 @@ async function startTarget(name, { redisUrl, nodeArgs, cpu, dir, kind = name, ro
       NODE_ENV: 'production',
       // The load comes from loopback, to the open endpoint as before (production refuses that unless said).
       EXCHANGES_OPEN: '1',
+      // A throwaway Redis without an append-only file (production refuses that unless said).
+      REDIS_ALLOW_VOLATILE: '1',
       ADMIN_PORT: String(adminPort),
       REDIS_URL: redisUrl,
       LOG_REDIS_KEY: `profile:${process.pid}:${name}:bidlog`,

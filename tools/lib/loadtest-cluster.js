@@ -83,9 +83,12 @@ async function ensureRedis({ log, dir, cluster = false }) {
  * shipDir is where the bid log shipper that start.js runs beside the workers writes its Parquet files
  * (ecosystem.config.js: $SHIP_DIR, else $BIDDER_RUN_DIR/bidlog).
  */
-async function startBidder({ workers, port, redisUrl, redisNodes = null, logKey, log, env: baseEnv = process.env }) {
+async function startBidder({ workers, port, redisUrl, redisNodes = null, logKey, log, env: baseEnv = process.env, volatileRedis = false }) {
   if (!fs.existsSync(START_JS)) throw new Error('scripts/start.js is missing: the load test starts the bidder through it');
   const env = { ...baseEnv, WORKERS: String(workers), REDIS_URL: redisUrl, LOG_REDIS_KEY: logKey };
+  // A Redis this run started holds nothing to keep (no append-only file): production workers refuse
+  // such a Redis unless told (src/health/redis-durability.ts).
+  if (volatileRedis) env.REDIS_ALLOW_VOLATILE = '1';
   if (redisNodes) Object.assign(env, { REDIS_MODE: 'cluster', REDIS_CLUSTER_NODES: redisNodes });
   if (port) env.PORT = String(port);
   const r = await startJs('start', env);
