@@ -347,7 +347,7 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const redisCommand = (require(path.join(ROOT, 'scripts', 'lib', 'redis.js')) as { command(url: string, cmd: string): Promise<string | null> }).command;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const loadtestCluster = require(path.join(ROOT, 'scripts', 'lib', 'loadtest-cluster.js')) as {
+const loadtestCluster = require(path.join(ROOT, 'tools', 'lib', 'loadtest-cluster.js')) as {
   startBidder(o: { workers: number; port: number; redisUrl?: string; logKey: string; log: (m: string) => void; env?: NodeJS.ProcessEnv }): Promise<{ redisUrl: string; startedPm2: boolean }>;
 };
 const secretsOf = (runDir: string) => JSON.parse(fs.readFileSync(path.join(runDir, 'secrets.json'), 'utf8')) as Record<string, string>;
