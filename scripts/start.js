@@ -2,7 +2,8 @@
 // `npm start` / `npm stop` / `node scripts/start.js status`: the whole bidder on this machine.
 //
 //   start   build if dist/ is missing or older than src/; use the Redis at REDIS_URL if it answers,
-//           else start a private redis-server (files in .run/redis); in cluster mode
+//           else start a private redis-server (files in .run/redis: an append-only file fsynced
+//           every second, at most REDIS_MAXMEMORY (1gb), never evicting); in cluster mode
 //           (REDIS_CLUSTER_NODES, or REDIS_MODE=cluster) a node of that cluster must answer (it
 //           is never started here: `npm run redis-cluster -- start` makes a local one); start the PM2 cluster
 //           (ecosystem.config.js, in PM2's own home ~/.pm2, daemon on this Node 24) and the bid log
@@ -168,7 +169,11 @@ async function ensureRedis() {
   say(`bidder: no Redis answers at ${shown(url)}; starting a private redis-server on 127.0.0.1:${port} (files in ${dir.startsWith(ROOT + path.sep) ? path.relative(ROOT, dir) : dir}), with a password kept in ${path.join(runDir(), 'secrets.json')}`);
   // Any local user could otherwise reset spend or read the bid log on loopback: a generated password (requirepass).
   const password = localSecretsOrFail(() => secretsLib.redisPassword(runDir(), say));
-  const r = await redisLib.startRedis({ port, dir, daemonize: true, log: (m) => say(`bidder: ${m}`), password });
+  // Spend and billing markers are money: an append-only file (fsync every second), and no eviction.
+  const maxmemory = (process.env.REDIS_MAXMEMORY || '').trim() || '1gb';
+  if (!/^\d+(kb|mb|gb)?$/i.test(maxmemory)) fail(`REDIS_MAXMEMORY=${JSON.stringify(maxmemory)}: expected a size such as 512mb or 2gb`, 2);
+  const r = await redisLib.startRedis({ port, dir, daemonize: true, log: (m) => say(`bidder: ${m}`), password, persist: true, maxmemory });
+  say(`bidder: the private Redis keeps its data in an append-only file (fsync every second) and holds at most ${maxmemory} (REDIS_MAXMEMORY), never evicting a key`);
   return { url: r.url, started: true, pid: r.pid, dir: r.dir };
 }
 
@@ -203,7 +208,7 @@ function isRedisServer(pid) {
 async function stopOurRedis(redis) {
   if (!redis || !redis.started || !redis.pid) return false;
   if (!alive(redis.pid) || !isRedisServer(redis.pid)) return false;
-  // The private Redis runs without periodic saves; keep the bid log for the next start.
+  // A snapshot besides the append-only file, taken before the stop.
   const saved = await redisLib.command(redis.url, 'SAVE');
   if (saved !== '+OK') say(`bidder: SAVE on ${shown(redis.url)} answered ${saved}; stopping it anyway`);
   process.kill(redis.pid, 'SIGTERM');

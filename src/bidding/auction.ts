@@ -22,6 +22,10 @@ export interface BidAnswer {
   reason: string | null;
   /** Bids dropped to keep the answer within ANSWER_MAX_BYTES (undefined: none). */
   dropped?: number;
+  /** On a bid: the compact bids of the response record, a JSON array text (src/bidlog/records.ts, CompactBid). */
+  bids?: string;
+  /** On a bid: the bid currency. */
+  cur?: string;
 }
 
 /** One imp as `/debug/explain` reports it: the auction's reason (null: it bids) and every candidate's verdict. */
@@ -83,6 +87,7 @@ export class BidAuction {
     const index = this.store.current();
     const now = this.clock.now();
     let bids: string | null = null;
+    let compact = '';
     let reason: NoBidReason | null = null;
     const idJson = JSON.stringify(req.id);
     // The answer's size budget (ANSWER_MAX_BYTES): bids are kept in imp order while they fit, one
@@ -118,12 +123,16 @@ export class BidAuction {
       }
       room -= size;
       bids = bids === null ? bid : `${bids},${bid}`;
+      // The bid's text starts with its id (response-json.ts: `{"id":"<uuid>"`); the shading input is the value.
+      compact +=
+        `${compact === '' ? '' : ','}{"id":${bid.slice(6, bid.indexOf('"', 7) + 1)},"impid":${JSON.stringify(imp.id)},"price":${price},` +
+        `"cid":${JSON.stringify(m.candidate.campaignId)},"crid":${JSON.stringify(m.candidate.id)},"dealid":${m.dealId === null ? 'null' : JSON.stringify(m.dealId)},"mtype":${m.mtype},"value":${m.price}}`;
       if (this.dry) continue;
       if (!req.test) this.spend.commit(m.candidate, req.source);
       this.metrics.bidPrice(price);
     }
     if (bids === null) return { status: 204, body: '', reason: dropped > 0 ? ANSWER_SIZE : (reason ?? 'no_candidates'), dropped: dropped > 0 ? dropped : undefined };
-    return { status: 200, body: explained !== null ? '' : this.writer.envelope(idJson, cur, bids), reason: null, dropped: dropped > 0 ? dropped : undefined };
+    return { status: 200, body: explained !== null ? '' : this.writer.envelope(idJson, cur, bids), reason: null, dropped: dropped > 0 ? dropped : undefined, bids: `[${compact}]`, cur };
   }
 
   /** The shaded first-price bid (src/delivery/shading.service.ts) on the 4-decimal grid, never below the imp's floor. */

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import type { LogRecord } from '../bidlog/records';
+import { markupVersion, requestFields, untypedRequestFields } from '../bidlog/compact';
 import { lineHead } from '../log/log-line';
 import { LogService } from '../log/log.service';
 import { MetricsService, type BidOutcome } from '../metrics/metrics.service';
@@ -51,6 +52,9 @@ export class BiddingService {
   private readonly warmAuction: BidAuction;
   /** Source names by index (src/exchanges/exchanges.ts), for the log records. */
   private readonly sourceNames: readonly string[];
+  /** LOG_REQUEST_SAMPLE: the fraction of requests whose redacted body (and full response) the log keeps. */
+  private readonly sample: number;
+  private readonly store: CampaignStore;
 
   constructor(
     @Inject(CONFIG) config: Config,
@@ -71,6 +75,13 @@ export class BiddingService {
     this.auction = new BidAuction(config, store, metrics, gate, spend, codec, currency, shading, clock);
     this.warmAuction = new BidAuction(config, store, metrics, null, spend, codec, currency, shading, clock, true);
     this.sourceNames = [OPEN_SOURCE, ...(config.exchanges ?? []).map((e) => e.name)];
+    this.sample = config.logRequestSample;
+    this.store = store;
+  }
+
+  /** Whether this request's body is kept in the log (LOG_REQUEST_SAMPLE: 1 keeps every one, 0 none). */
+  private keepBody(): boolean {
+    return this.sample >= 1 || (this.sample > 0 && Math.random() < this.sample);
   }
 
   /**
@@ -83,8 +94,9 @@ export class BiddingService {
     const waitedMs = startedAt - arrivedAt;
     this.metrics.bidWait(waitedMs / 1000);
     let prepared: Prepared;
+    const keep = this.keepBody();
     try {
-      prepared = this.requests.prepare(raw, source, waitedMs);
+      prepared = this.requests.prepare(raw, source, waitedMs, keep);
     } catch (e) {
       if (e instanceof InvalidRequestError) return this.refuse(400, e.reason, startedAt);
       if (!(e instanceof PrepareError)) throw e;
@@ -93,49 +105,54 @@ export class BiddingService {
       const id = idOf(e.parsed);
       if (!e.invalid) this.logger.error({ msg: 'bid request reader failed', err: e.cause });
       if (id !== '') {
-        this.logPair({ type: 'request', id, name: '', exchange }, e.record, { type: 'response', id, name: '', exchange, status: e.invalid ? 400 : 204, reason: e.reason, ms: elapsed(startedAt), privacy: privacy.reason });
+        this.logPair({ type: 'request', id, name: '', exchange }, e.record, untypedRequestFields(raw, true), { type: 'response', id, name: '', exchange, status: e.invalid ? 400 : 204, reason: e.reason, ms: elapsed(startedAt), privacy: privacy.reason });
       }
       if (e.invalid) return this.refuse(400, e.reason, startedAt);
       return this.failed(startedAt);
     }
-    if (prepared.req === null) return this.shed(prepared.parsed, prepared.record, startedAt, exchange);
+    if (prepared.req === null) return this.shed(prepared.parsed, prepared.record, untypedRequestFields(raw, keep), startedAt, exchange);
     const { req, privacy, record } = prepared;
     this.privacyStats.count(privacy.reason);
     // A test request (`test` = 1) is marked in both records; it bids but reserves and spends nothing.
     const test = req.test ? true : undefined;
     const request: LogRecord = { type: 'request', id: req.id, name: req.publisher, exchange, test };
+    const fields = requestFields(req, raw, keep);
     let answer: BidAnswer;
     try {
       answer = this.auction.run(req, privacy.userData);
     } catch (e) {
       this.logger.error({ msg: 'auction failed', id: req.id, err: e });
-      this.logPair(request, record, { type: 'response', id: req.id, name: req.publisher, exchange, test, status: 204, reason: 'internal_error', ms: elapsed(startedAt), privacy: privacy.reason });
+      this.logPair(request, record, fields, { type: 'response', id: req.id, name: req.publisher, exchange, test, status: 204, reason: 'internal_error', ms: elapsed(startedAt), privacy: privacy.reason });
       return this.failed(startedAt);
     }
     if (answer.status === 200) {
       // Encoded once: the log copies these bytes and the route sends them. The response text is
       // ours: the serializer never writes a raw line break.
       answer.bytes = Buffer.from(answer.body, 'utf8');
+      // The compact bids always; the response as sent only with the request's body (LOG_REQUEST_SAMPLE).
       this.log.logPair(
         request,
-        { key: 'req', json: record, singleLine: true },
+        keep ? { key: 'req', json: record, singleLine: true } : undefined,
         { type: 'response', id: req.id, name: req.publisher, exchange, test, dropped: answer.dropped, status: 200, ms: elapsed(startedAt), privacy: privacy.reason },
-        { key: 'res', bytes: answer.bytes, singleLine: true },
+        keep ? { key: 'res', bytes: answer.bytes, singleLine: true } : undefined,
+        fields,
+        `,"cur":${JSON.stringify(answer.cur ?? '')},"mv":"${markupVersion(this.store.current())}","bids":${answer.bids ?? '[]'}`,
       );
       this.metrics.bidRequest('bid', null, (performance.now() - startedAt) / 1000);
     } else {
-      this.logPair(request, record, { type: 'response', id: req.id, name: req.publisher, exchange, test, dropped: answer.dropped, status: 204, reason: answer.reason, ms: elapsed(startedAt), privacy: privacy.reason });
+      this.logPair(request, record, fields, { type: 'response', id: req.id, name: req.publisher, exchange, test, dropped: answer.dropped, status: 204, reason: answer.reason, ms: elapsed(startedAt), privacy: privacy.reason });
       this.metrics.bidRequest('nobid', answer.reason, (performance.now() - startedAt) / 1000);
     }
     return answer;
   }
 
   /**
-   * A request's two records: the request (`record`: its text as prepare.ts made it, one valid JSON
-   * object whatever was sent, personal data redacted) and the response without a body.
+   * A request's two records: the request with its compact `fields` and, when kept, its body
+   * (`record`: its text as prepare.ts made it, one valid JSON object whatever was sent, personal
+   * data redacted; '' when not kept), and the response without a body.
    */
-  private logPair(request: LogRecord, record: string, response: LogRecord): void {
-    this.log.logPair(request, { key: 'req', json: record, singleLine: true }, response);
+  private logPair(request: LogRecord, record: string, fields: string, response: LogRecord): void {
+    this.log.logPair(request, record === '' ? undefined : { key: 'req', json: record, singleLine: true }, response, undefined, fields);
   }
 
   /** A request refused before bidding (HTTP-level body errors included): counted, not logged. */
@@ -151,9 +168,9 @@ export class BiddingService {
    * exchange, be a timeout). Its records are logged like any other's (reason `shed`), personal data
    * redacted as for a request without consent; the auction, markup and privacy decoding are skipped.
    */
-  private shed(parsed: unknown, record: string, startedAt: number, exchange: string): BidAnswer {
+  private shed(parsed: unknown, record: string, fields: string, startedAt: number, exchange: string): BidAnswer {
     const id = idOf(parsed);
-    if (id !== '') this.logPair({ type: 'request', id, name: '', exchange }, record, { type: 'response', id, name: '', exchange, status: 204, reason: SHED, ms: elapsed(startedAt) });
+    if (id !== '') this.logPair({ type: 'request', id, name: '', exchange }, record, fields, { type: 'response', id, name: '', exchange, status: 204, reason: SHED, ms: elapsed(startedAt) });
     this.metrics.bidRequest('shed', SHED, (performance.now() - startedAt) / 1000);
     return { status: 204, body: '', reason: SHED };
   }

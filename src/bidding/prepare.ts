@@ -84,7 +84,8 @@ export class RequestPreparer {
       req = parseBidRequest(parsed, this.natives);
     } catch (e) {
       const invalid = e instanceof InvalidRequestError;
-      throw new PrepareError(parsed, this.redacted(parsed, record), privacy, invalid, invalid ? e.reason : 'internal_error', e);
+      // An invalid request's body is always kept (rare, and what explains its 400).
+      throw new PrepareError(parsed, this.redacted(parsed, true), privacy, invalid, invalid ? e.reason : 'internal_error', e);
     }
     // The log keeps what its allowlist names, IPs truncated and ids hashed, unless the request
     // consented and LOG_RAW_PII is on; caps and tracking payloads know the user by a keyed hash, and

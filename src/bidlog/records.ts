@@ -19,7 +19,12 @@ interface Head<T extends LogType> {
   readonly name: string;
 }
 
-/** A bid request that reached the bidding code; its body follows as `req` (raw JSON). */
+/**
+ * A bid request that reached the bidding code. Every request has its compact fields (CompactRequest,
+ * written by src/bidlog/compact.ts from the typed request; only `bytes`, `hash` and `body` when no
+ * typed view could be made); its redacted body follows as `req` (raw JSON) only when `body` is true
+ * (LOG_REQUEST_SAMPLE). Records of earlier versions have `req` always and no compact fields.
+ */
 export interface RequestRecord extends Head<'request'> {
   /** The calling exchange (`open` without EXCHANGES_FILE); the bid path always writes it. */
   readonly exchange?: string;
@@ -27,7 +32,66 @@ export interface RequestRecord extends Head<'request'> {
   readonly test?: boolean;
 }
 
-/** The answer to a bid request; a bid's JSON follows as `res` (raw JSON). */
+/** The compact fields of a request record (src/bidlog/compact.ts writes them, in this order). */
+export interface CompactRequest {
+  /** `site`, `app` or `dooh`. */
+  readonly inv?: string;
+  readonly domain?: string;
+  /** The app bundle ('' for a site). */
+  readonly bundle?: string;
+  /** device.devicetype (0: absent). */
+  readonly devicetype?: number;
+  /** device.os, lower-case. */
+  readonly os?: string;
+  /** device.geo.country, ISO-3166-1 alpha-3. */
+  readonly country?: string;
+  readonly imps?: number;
+  /** Media asked for: banner, video, native. */
+  readonly media?: readonly string[];
+  /** Banner and video sizes asked for, `WxH`. */
+  readonly sizes?: readonly string[];
+  /** Each imp's bidfloor and its currency. */
+  readonly floors?: readonly number[];
+  readonly floorcurs?: readonly string[];
+  /** Deal ids of the imps' PMPs. */
+  readonly deals?: readonly string[];
+  /** The currencies the request allows. */
+  readonly curs?: readonly string[];
+  readonly at?: number;
+  readonly tmax?: number;
+  /** The user key (keyed hash; '' without one or without consent). */
+  readonly user?: string;
+  /** The body's size in bytes, as received (decoded). */
+  readonly bytes?: number;
+  /** SHA-1 of the body, first 16 bytes, base64url. */
+  readonly hash?: string;
+  /** Whether the redacted body follows as `req`. */
+  readonly body?: boolean;
+}
+
+/** One bid of a response record: what identifies it, and the shading input (`value`). */
+export interface CompactBid {
+  readonly id: string;
+  readonly impid: string;
+  /** The bid price, in the response's `cur`. */
+  readonly price: number;
+  readonly cid: string;
+  readonly crid: string;
+  readonly dealid: string | null;
+  readonly mtype: number;
+  /** The candidate's value (the bid before shading), in `cur`. */
+  readonly value: number;
+}
+
+/** The compact fields of a response record with bids. */
+export interface CompactResponse {
+  readonly cur?: string;
+  /** The campaign set's version (src/bidlog/compact.ts markupVersion): with the bid's fields, what rebuilds its markup. */
+  readonly mv?: string;
+  readonly bids?: readonly CompactBid[];
+}
+
+/** The answer to a bid request: its bids in compact form (CompactResponse); the full response follows as `res` only when the request's body was kept. */
 export interface ResponseRecord extends Head<'response'> {
   readonly exchange?: string;
   readonly test?: boolean;
@@ -85,13 +149,10 @@ export interface Stamp {
   readonly host: string;
 }
 
-/** The raw JSON each kind of the bid path carries after its fields (`LogService.log(record, raw)`). */
-export const RAW_KEYS = { request: 'req', response: 'res' } as const;
-
 /** Every line as written, by kind: what the shipper reads. */
 export interface RecordLines {
-  readonly request: RequestRecord & Stamp & { readonly req: unknown };
-  readonly response: ResponseRecord & Stamp & { readonly res?: unknown };
+  readonly request: RequestRecord & CompactRequest & Stamp & { readonly req?: unknown };
+  readonly response: ResponseRecord & CompactResponse & Stamp & { readonly res?: unknown };
   readonly notice: NoticeRecord & Stamp;
   readonly failed: FailedRecord & Stamp;
 }

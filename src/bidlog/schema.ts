@@ -27,11 +27,12 @@ interface FieldSpec {
 
 type Fields<L> = { readonly [F in keyof L]-?: FieldSpec };
 
-const S = (read: string, columns?: Record<string, string>): FieldSpec => ({ read, columns });
+const S = (read: string | readonly string[], columns?: Record<string, string>): FieldSpec => ({ read, columns });
 const VARCHAR = S('VARCHAR');
 
 /** Media asked for (request) or of the bids (response, by `mtype`). */
 const MEDIA = `CASE
+    WHEN r.media IS NOT NULL THEN r.media
     WHEN r.req.imp IS NOT NULL THEN list_filter([
       CASE WHEN list_bool_or([i.banner IS NOT NULL FOR i IN r.req.imp]) THEN 'banner' END,
       CASE WHEN list_bool_or([i.video IS NOT NULL FOR i IN r.req.imp]) THEN 'video' END,
@@ -40,6 +41,10 @@ const MEDIA = `CASE
     WHEN bids IS NOT NULL THEN list_sort(list_distinct([CASE b.mtype WHEN 1 THEN 'banner' WHEN 2 THEN 'video' WHEN 3 THEN 'audio' WHEN 4 THEN 'native' END FOR b IN bids IF b.mtype BETWEEN 1 AND 4]))
   END`;
 const CUR = 'coalesce(r.res.cur, r.cur)';
+/** Imps of a request: the compact count, else (records of earlier versions) the body's. */
+const IMPS = 'coalesce(r.imps, len(r.req.imp))';
+/** Deal ids: a response's bids' (compact or from `res`), a request's compact list. */
+const DEALS = 'CASE WHEN bids IS NOT NULL THEN [b.dealid FOR b IN bids IF b.dealid IS NOT NULL] ELSE r.deals END';
 /**
  * How an imp's media object is read when only its presence matters: as a struct of one field,
  * which is non-NULL for any present value (as JSON would be) without writing the object back out as text.
@@ -65,7 +70,26 @@ export const RECORD_FIELDS: { readonly [K in keyof RecordLines]: Fields<RecordLi
     ...HEAD,
     exchange: VARCHAR,
     test: S('BOOLEAN'),
-    req: { read: { imp: [{ banner: PRESENT, video: PRESENT, audio: PRESENT, native: PRESENT }] }, columns: { imps: 'len(r.req.imp)', media: MEDIA } },
+    inv: VARCHAR,
+    domain: VARCHAR,
+    bundle: VARCHAR,
+    devicetype: S('INTEGER'),
+    os: VARCHAR,
+    country: VARCHAR,
+    imps: S('INTEGER', { imps: IMPS }),
+    media: S(['VARCHAR'], { media: MEDIA }),
+    sizes: S(['VARCHAR']),
+    floors: S(['DOUBLE']),
+    floorcurs: S(['VARCHAR'], { floor_curs: 'r.floorcurs' }),
+    deals: S(['VARCHAR'], { deals: DEALS }),
+    curs: S(['VARCHAR'], { request_curs: 'r.curs' }),
+    at: S('INTEGER', { auction_type: 'r.at' }),
+    tmax: S('INTEGER'),
+    user: S('VARCHAR', { user_id: 'r.user' }),
+    bytes: S('BIGINT', { body_bytes: 'r.bytes' }),
+    hash: S('VARCHAR', { body_hash: 'r.hash' }),
+    body: S('BOOLEAN', { body_kept: 'r.body' }),
+    req: { read: { imp: [{ banner: PRESENT, video: PRESENT, audio: PRESENT, native: PRESENT }] }, columns: { imps: IMPS, media: MEDIA } },
   },
   response: {
     ...HEAD,
@@ -76,6 +100,12 @@ export const RECORD_FIELDS: { readonly [K in keyof RecordLines]: Fields<RecordLi
     ms: S('DOUBLE'),
     dropped: S('INTEGER'),
     privacy: S('JSON', { privacy: 'CAST(r.privacy AS VARCHAR)' }),
+    cur: S('VARCHAR', { cur: CUR }),
+    mv: S('VARCHAR', { markup_version: 'r.mv' }),
+    bids: {
+      read: [{ id: 'VARCHAR', impid: 'VARCHAR', price: 'DOUBLE', cid: 'VARCHAR', crid: 'VARCHAR', dealid: 'VARCHAR', mtype: 'INTEGER', value: 'DOUBLE' }],
+      columns: { bids: 'len(bids)', bid_values: '[b.value FOR b IN r.bids]' },
+    },
     res: {
       read: {
         cur: 'VARCHAR',
@@ -89,7 +119,7 @@ export const RECORD_FIELDS: { readonly [K in keyof RecordLines]: Fields<RecordLi
         prices: '[b.price FOR b IN bids]',
         cids: '[b.cid FOR b IN bids]',
         crids: '[b.crid FOR b IN bids]',
-        deals: '[b.dealid FOR b IN bids IF b.dealid IS NOT NULL]',
+        deals: DEALS,
         cur: CUR,
       },
     },
@@ -185,7 +215,9 @@ WITH src AS (
 ), f AS (
   SELECT frame, j, r,
     CASE WHEN r.ts >= 0 AND r.ts <= ${MAX_TS} THEN CAST(r.ts AS BIGINT) END AS ts_ms,
-    flatten([s.bid FOR s IN r.res.seatbid IF s.bid IS NOT NULL]) AS bids
+    CASE WHEN r.bids IS NOT NULL
+      THEN [{'id': b.id, 'impid': b.impid, 'price': b.price, 'cid': b.cid, 'crid': b.crid, 'dealid': b.dealid, 'mtype': b.mtype} FOR b IN r.bids]
+      ELSE flatten([s.bid FOR s IN r.res.seatbid IF s.bid IS NOT NULL]) END AS bids
   FROM t
 )
 SELECT

@@ -34,6 +34,8 @@ export interface Config {
   /** How long an idle keep-alive connection is kept (ms). */
   readonly httpKeepAliveTimeoutMs: number;
   readonly redisUrl: string;
+  /** REDIS_ALLOW_VOLATILE: production runs on a Redis without an append-only file, or one that evicts (src/health/redis-durability.ts). */
+  readonly redisAllowVolatile: boolean;
   /** One Redis server or a Redis Cluster, and how to reach it (REDIS_MODE, REDIS_CLUSTER_NODES, REDIS_URL). */
   readonly redis: RedisTarget;
   /** This host (machine, pod) in worker ids, heartbeats, metrics keys, log records and spill file names. */
@@ -123,6 +125,8 @@ export interface Config {
   readonly tcfVendorId: number | null;
   /** Log a consented request's personal data as sent (else IPs truncated, ids hashed, data dropped). */
   readonly logRawPii: boolean;
+  /** The fraction of bid requests whose redacted body the bid log keeps (0 to 1; 1 keeps every body). */
+  readonly logRequestSample: number;
   /** Where currency rates come from (Prebid Server's currency-file format); neither: the static table. */
   readonly currencyRatesFile: string | null;
   readonly currencyRatesUrl: string | null;
@@ -178,6 +182,17 @@ function projectRoot(): string {
     if (up === dir) return process.cwd();
     dir = up;
   }
+}
+
+/** A fraction from 0 to 1 (`0.01`, `1`, `0`); a bad value is a problem naming the variable. */
+function fraction(r: Reader, name: string, def: number): number {
+  const v = r.str(name, String(def));
+  const n = /^(\d+(\.\d*)?|\.\d+)$/.test(v) ? Number(v) : NaN;
+  if (!(n >= 0 && n <= 1)) {
+    r.problems.push(`${name}=${JSON.stringify(v)}: expected a fraction from 0 to 1`);
+    return def;
+  }
+  return n;
 }
 
 export const DEFAULT_CAMPAIGNS_FILE = path.join(projectRoot(), 'data', 'campaigns.demo.json');
@@ -435,6 +450,7 @@ export function loadConfig(env: Env = process.env): Config {
     httpKeepAliveTimeoutMs: r.int('HTTP_KEEPALIVE_TIMEOUT_MS', 65_000, 1_000, 600_000),
     redisUrl: redis.url,
     redis,
+    redisAllowVolatile: r.bool('REDIS_ALLOW_VOLATILE', false),
     hostId: readHostId(r),
     ...readLogKeys(r, redis.mode),
     logWaitReplicas: r.int('LOG_REDIS_WAIT_REPLICAS', redis.mode === 'cluster' ? 1 : 0, 0, 16),
@@ -481,6 +497,7 @@ export function loadConfig(env: Env = process.env): Config {
     piiHashSecret: r.str('PII_HASH_SECRET', DEV_PII_HASH_SECRET),
     tcfVendorId: r.optionalInt('TCF_VENDOR_ID', 1, 65535),
     logRawPii: r.bool('LOG_RAW_PII', false),
+    logRequestSample: fraction(r, 'LOG_REQUEST_SAMPLE', 0.01),
     currencyRatesFile: env.CURRENCY_RATES_FILE?.trim() ? path.resolve(env.CURRENCY_RATES_FILE.trim()) : null,
     currencyRatesUrl: env.CURRENCY_RATES_URL?.trim() ? r.url('CURRENCY_RATES_URL', '', ['http:', 'https:'], true) : null,
     currencyRefreshSeconds: r.int('CURRENCY_REFRESH_S', 3600, 10, 7 * 24 * 3600),

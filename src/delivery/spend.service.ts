@@ -50,6 +50,7 @@ import { LocalDays, localDay, type LocalDay } from './local-day';
 import { DEFAULT_PACE, PaceController, type PaceSettings } from './pacer';
 import { curveFromHistory, HOUR_MS, hoursOf, MAX_HOURS, TRAFFIC_DAYS } from './traffic-curve';
 import { Random } from './random';
+import { MoneyKeysWatch, witnessKey } from './money-keys';
 
 const MICRO = 1_000_000;
 /** How long daily spend counters live after their last bill (they are read only on their day). */
@@ -219,13 +220,15 @@ interface RefreshPlan {
   readonly ids: string[];
   readonly budgets: Array<{ total: number; daily: number; timeZone: string; pacing: 'even' | 'asap'; curve: 'uniform' | 'traffic' }>;
   readonly totalKeys: string[];
+  /** Each campaign's witness of its billing markers (money-keys.ts). */
+  readonly witnessKeys: string[];
   /** The cost of each campaign's cheapest and dearest bid (USD): the tail is what fits one, not one per worker. */
   readonly minCost: number[];
   readonly maxCost: number[];
   /** Each campaign's day (in its zone) at the last refresh. */
   days: LocalDay[];
   dailyKeys: string[];
-  /** Every total key, then every daily key: what a refresh reads. */
+  /** Every total key, then every daily key, then every witness key: what a refresh reads. */
   keys: string[];
   /** Each key's hash slot (a campaign's two keys share its slot), for the cluster's reads. */
   slots: number[];
@@ -245,6 +248,8 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   private plan: RefreshPlan | null = null;
   /** `liveWorkers`: workers of every host counted at the last refresh; `throttled`: eligible requests an even campaign sat out. */
   readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0, liveWorkers: 0, released: 0, throttled: 0, tails: 0 };
+  /** Spend totals that go backwards and billing markers that vanish (money-keys.ts). */
+  readonly moneyKeys = new MoneyKeysWatch((text) => this.logger.error(text));
   /** This worker in the live set: host, worker id and pid. */
   private readonly member: string;
   /** A heartbeat older than this (on Redis's clock) is a worker that is gone. */
@@ -404,6 +409,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         ids,
         budgets: ids.map((id) => campaigns.get(id)!),
         totalKeys: ids.map((id) => spendKeys.total(id)),
+        witnessKeys: ids.map((id) => witnessKey(id)),
         minCost: ids.map((id) => costs.get(id)!.min),
         maxCost: ids.map((id) => costs.get(id)!.max),
         days: [],
@@ -423,7 +429,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       }
     }
     if (rebuild) {
-      plan.keys = [...plan.totalKeys, ...plan.dailyKeys];
+      plan.keys = [...plan.totalKeys, ...plan.dailyKeys, ...plan.witnessKeys];
       if (this.config.redis.mode === 'cluster') plan.slots = plan.keys.map(slotOf);
     }
     return plan;
@@ -433,12 +439,13 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
    * Every campaign's total and daily spend (micro-USD text, null when unset), or undefined for a
    * campaign whose read failed. Rejects only when nothing could be read.
    */
-  private async readSpend(plan: RefreshPlan): Promise<{ totals: Array<string | null | undefined>; dailies: Array<string | null | undefined> }> {
+  private async readSpend(plan: RefreshPlan): Promise<{ totals: Array<string | null | undefined>; dailies: Array<string | null | undefined>; witnesses: Array<string | null | undefined> }> {
     const n = plan.ids.length;
-    if (n === 0) return { totals: [], dailies: [] };
+    if (n === 0) return { totals: [], dailies: [], witnesses: [] };
     const values = await this.db.readMany(plan.keys, plan.slots);
     const totals = values.slice(0, n);
-    const dailies = values.slice(n);
+    const dailies = values.slice(n, 2 * n);
+    const witnesses = values.slice(2 * n);
     let unread = 0;
     for (let i = 0; i < n; i++) if (totals[i] === undefined || dailies[i] === undefined) unread++;
     if (unread > 0) {
@@ -446,14 +453,14 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       if (unread === n) throw new Error('no campaign\'s spend could be read');
       if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`budget refresh: ${unread} of ${n} campaigns' spend could not be read (their leases wait)`);
     }
-    return { totals, dailies };
+    return { totals, dailies, witnesses };
   }
 
   private async doRefresh(now: number): Promise<void> {
     try {
       const plan = this.refreshPlan(now);
       const ids = plan.ids;
-      const [live, { totals, dailies }] = await Promise.all([this.db.heartbeat(WORKERS_KEY, this.member, this.heartbeatWindowMs, 60_000), this.readSpend(plan)]);
+      const [live, { totals, dailies, witnesses }] = await Promise.all([this.db.heartbeat(WORKERS_KEY, this.member, this.heartbeatWindowMs, 60_000), this.readSpend(plan)]);
       this.stats.liveWorkers = live;
       const workers = Math.max(1, live);
       const tails: number[] = [];
@@ -469,6 +476,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         }
         // Its node did not answer: the lease waits (no slide either: its window only grows, which is safe).
         if (totals[i] === undefined || dailies[i] === undefined) continue;
+        this.watchMoneyKeys(id, totals[i] ?? null, witnesses[i]);
         const spentTotal = Number(totals[i] ?? 0) / MICRO;
         const spentToday = Number(dailies[i] ?? 0) / MICRO;
         const remaining = Math.max(0, Math.min(b.total - spentTotal, b.daily - spentToday));
@@ -482,11 +490,13 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         b.lease = tail ? 0 : Math.max(0, b.view - Math.max(0, b.sum));
         if (b.pacer !== null) b.share = b.pacer.update(now, plan.days[i], spentToday, Math.min(b.daily, spentToday + Math.max(0, b.total - spentTotal)));
       }
+      this.moneyKeys.endRefresh(now);
       if (tails.length > 0) await Promise.all(tails.map((i) => this.tailLease(plan, i, workers)));
       await this.traffic(plan, now);
       if (this.budgets.size > ids.length) {
         const live = new Set(ids);
         for (const id of [...this.budgets.keys()]) if (!live.has(id)) this.budgets.delete(id);
+        this.moneyKeys.retain(live);
       }
       this.stats.refreshes++;
       this.lastRefreshOk = now;
@@ -597,6 +607,17 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       this.stats.refreshErrors++;
       if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`traffic curve of ${id}: ${(e as Error).message}`);
     }
+  }
+
+  /**
+   * Money keys that vanish (money-keys.ts): the campaign's total compared with the last one read,
+   * its witness with the last one seen; a missing witness is set (SET NX, not awaited: a failed
+   * write is tried again at the next refresh).
+   */
+  private watchMoneyKeys(id: string, total: string | null, witness: string | null | undefined): void {
+    this.moneyKeys.total(id, Number(total ?? 0));
+    if (witness === undefined || !this.moneyKeys.witness(id, witness)) return;
+    this.db.client.set(witnessKey(id), this.moneyKeys.token, 'NX').catch(() => undefined);
   }
 
   /** Age of the budget view in ms (Infinity before the first successful refresh). */

@@ -46,7 +46,8 @@ export type RawJson =
 
 /**
  * The start of one NDJSON line, `{"ts":…,"type":…,"worker":…,"host":…,"name":…` followed by the record's
- * other fields, and `,"<raw.key>":` when a raw JSON text follows. The caller appends the raw text
+ * other fields, then `fields` (already-serialized `,"key":value…` members: src/bidlog/compact.ts), and
+ * `,"<raw.key>":` when a raw JSON text follows. The caller appends the raw text
  * (see `rawText`) and `}\n`. Built by string concatenation: one JSON.stringify per non-numeric
  * field value, never of the whole record, never of the raw request (docs/architecture.md);
  * about twice as fast as JSON.stringify of the record (bench/RESULTS-log.md).
@@ -54,7 +55,7 @@ export type RawJson =
  * leaves out (undefined, functions, symbols). Throws only if a value cannot be serialized
  * (BigInt, cycle); the service catches that.
  */
-export function lineHead<R extends { readonly type: string; readonly name?: unknown }>(ts: number, workerJson: string, hostJson: string, record: R, rawKey: string | null): string {
+export function lineHead<R extends { readonly type: string; readonly name?: unknown }>(ts: number, workerJson: string, hostJson: string, record: R, rawKey: string | null, fields = ''): string {
   const type = record.type;
   let s =
     '{"ts":' +
@@ -74,6 +75,7 @@ export function lineHead<R extends { readonly type: string; readonly name?: unkn
     if (t === 'number') s += prefix(k) + (Number.isFinite(v) ? String(v) : 'null');
     else if (t !== 'undefined' && t !== 'function' && t !== 'symbol') s += prefix(k) + JSON.stringify(v);
   }
+  s += fields;
   if (rawKey !== null) s += prefix(rawKey);
   return s;
 }
@@ -103,9 +105,9 @@ export interface LineParts {
  * is well-formed UTF-8 JSON whatever the request carried. Never throws: a record with a value JSON
  * cannot hold (BigInt, cycle) becomes its identity and `error`.
  */
-export function lineParts(ts: number, workerJson: string, hostJson: string, record: LogRecord, raw?: RawJson): LineParts {
+export function lineParts(ts: number, workerJson: string, hostJson: string, record: LogRecord, raw?: RawJson, fields = ''): LineParts {
   try {
-    const head = wellFormedJson(lineHead(ts, workerJson, hostJson, record, raw ? raw.key : null));
+    const head = wellFormedJson(lineHead(ts, workerJson, hostJson, record, raw ? raw.key : null, fields));
     if (raw === undefined) return { head, tail: null, lineBreaks: false };
     if (raw.bytes !== undefined) return { head, tail: wellFormedJsonBytes(raw.bytes), lineBreaks: raw.singleLine !== true };
     return { head, tail: wellFormedJson(raw.singleLine === true ? raw.json : rawText(raw.json)), lineBreaks: false };

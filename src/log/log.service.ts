@@ -81,16 +81,18 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
    * `worker`, `host` and `name`, then the record's other fields; `raw` embeds an already-serialized JSON
    * text (the bid request body) under `raw.key` without parsing or re-serializing it; line breaks in
    * it become spaces unless `raw.singleLine` says there are none (the caller knows it more cheaply).
+   * `fields`: members already serialized (`,"key":value…`, src/bidlog/compact.ts), written after the
+   * record's own fields.
    */
-  log(record: LogRecord, raw?: RawJson): void {
-    const line = lineParts(Date.now(), this.workerJson, this.hostJson, record, raw);
+  log(record: LogRecord, raw?: RawJson, fields = ''): void {
+    const line = lineParts(Date.now(), this.workerJson, this.hostJson, record, raw, fields);
     this.pipeline.append(line.head, line.tail, line.lineBreaks);
   }
 
   /** A bid request's two records, `request` then `response`, one after the other in the queue. */
-  logPair(request: LogRecord, requestRaw: RawJson, response: LogRecord, responseRaw?: RawJson): void {
-    this.log(request, requestRaw);
-    this.log(response, responseRaw);
+  logPair(request: LogRecord, requestRaw: RawJson | undefined, response: LogRecord, responseRaw?: RawJson, requestFields = '', responseFields = ''): void {
+    this.log(request, requestRaw, requestFields);
+    this.log(response, responseRaw, responseFields);
   }
 
   /**

@@ -27,7 +27,7 @@ describe('bid log records and their Parquet columns', () => {
   let lines: string[] = [];
 
   before(async () => {
-    t = await startTestApp({ LOG_REDIS_KEY: KEY, LOG_FLUSH_INTERVAL_MS: '50', LOG_LEVEL: 'warn' });
+    t = await startTestApp({ LOG_REDIS_KEY: KEY, LOG_FLUSH_INTERVAL_MS: '50', LOG_LEVEL: 'warn', SHED_MAX_WAIT_MS: '0' });
     shipDir = tmpDir('bidlog-schema-');
   });
   after(async () => {

@@ -49,6 +49,8 @@ describe('bid log end to end (in-process app, real Redis)', () => {
       LOG_LEVEL: 'warn',
       WORKER_ID: key,
       CAMPAIGNS_FILE: path.join(ROOT, 'data', 'campaigns.demo.json'),
+      // Every body kept: these tests read the request and response embedded in the records.
+      LOG_REQUEST_SAMPLE: '1',
       ...env,
     });
     const app = await createApp(config);

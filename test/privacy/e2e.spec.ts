@@ -71,7 +71,7 @@ before(async () => {
     campaigns,
     JSON.stringify({ version: 1, campaigns: [banner('open', 300, 250), banner('capped', 728, 90, { frequencyCap: { perDay: 1 } }), banner('targeted', 160, 600, { personalized: true })] }),
   );
-  t = await startTestApp({ CAMPAIGNS_FILE: campaigns, TCF_VENDOR_ID: String(OUR_VENDOR), LOG_REDIS_KEY: 'privacy-log', LOG_FLUSH_INTERVAL_MS: '50' });
+  t = await startTestApp({ CAMPAIGNS_FILE: campaigns, TCF_VENDOR_ID: String(OUR_VENDOR), LOG_REDIS_KEY: 'privacy-log', LOG_FLUSH_INTERVAL_MS: '50', LOG_REQUEST_SAMPLE: '1' });
 });
 after(async () => {
   await t.close();
@@ -202,7 +202,7 @@ describe('user-level data only with consent', () => {
 
 describe('LOG_RAW_PII', () => {
   it('keeps raw personal data of consented requests only', async () => {
-    const a = await startTestApp({ LOG_RAW_PII: 'true', TCF_VENDOR_ID: String(OUR_VENDOR), LOG_REDIS_KEY: 'raw-log', LOG_FLUSH_INTERVAL_MS: '50' });
+    const a = await startTestApp({ LOG_RAW_PII: 'true', TCF_VENDOR_ID: String(OUR_VENDOR), LOG_REDIS_KEY: 'raw-log', LOG_FLUSH_INTERVAL_MS: '50', LOG_REQUEST_SAMPLE: '1' });
     try {
       for (const [id, s] of [
         ['raw-consent', { regs: { gdpr: 1 }, user: { consent: CONSENT } }],
