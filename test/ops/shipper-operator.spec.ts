@@ -106,6 +106,8 @@ describe('the shipper, as an operator runs it', { timeout: 300_000 }, () => {
       ADMIN_PORT: String(await freePort()),
       SHIP_ADMIN_PORT: String(await freePort()),
       REDIS_URL: redis.url,
+      // The test's Redis keeps no append-only file (npm start refuses that unless told).
+      REDIS_ALLOW_VOLATILE: '1',
       // The shipper's own setting, refused by it alone.
       SHIP_INTERVAL_MS: 'often',
     });
