@@ -72,6 +72,18 @@ function allowedCpus() {
   return n > 0 ? n : os.cpus().length;
 }
 
+/**
+ * The project's Node (the npm `node` package, which `npm ci` installs: node_modules/.bin/node), else
+ * the Node running this file. Realpath: PM2 starts the binary itself, not the link.
+ */
+function projectNode() {
+  try {
+    return fs.realpathSync(path.join(__dirname, 'node_modules', '.bin', 'node'));
+  } catch {
+    return process.execPath;
+  }
+}
+
 // One worker per CPU unless WORKERS says otherwise (0 or unset: one per CPU).
 const instances = int('WORKERS', 0) || containerCpus();
 
@@ -138,7 +150,7 @@ module.exports = {
       // V8's young generation at most 2 x 16 MiB. Left to V8 it doubles up to 2 x 64 MiB within
       // minutes under load, and each bigger size also keeps more dead Buffers (freed only by a
       // scavenge) in malloc's main arena: a worker ended 14-minute runs at 348-364 MB, with this
-      // bound at 198-255 MB, for no CPU the runs could measure (bench/RESULTS.md, "Worker memory").
+      // bound at 198-255 MB, for no CPU the runs could measure (measured with `npm run memory`).
       // PM2 passes node_args to cluster workers (execArgv), after a reload too (each worker logs
       // its execArgv at start). Tried and not kept
       // (bench/README.md): --single-threaded-gc (no less CPU, longer scavenges).
@@ -153,13 +165,13 @@ module.exports = {
       // any worker (its live heap stays above ~20 MB). Side by side (npm run memory, 6 minutes at
       // 450/s): V8's own factor 469 µs of CPU per bid request, 150 437, 300 432; then 150 / 200 / 300
       // 391 / 387 / 383 µs at 212 / 217 / 231 MB resident (docs/operations.md, "Memory per worker";
-      // bench/README.md, "GC").
+      // measured with `npm run ab` and `npm run memory`).
       //
       // --v8-pool-size=1: one V8 helper thread per worker (Node's default is 4) for the concurrent
       // GC marking, parallel scavenges and background compiles, since there is one worker per core.
       // With 4 each, 2 workers' 8 helpers took the cores from the main threads in bursts. At
       // 1000/s on 2 cores, 4 alternating rounds: p99 median 168 → 68 ms, shed 0.66 → 0.04 %, CPU
-      // per bid request 824 → 779 µs (bench/RESULTS.md, "V8's helper threads").
+      // per bid request 824 → 779 µs (`npm run ab` with `--node-args-b`).
       //
       // --no-memory-reducer: once a worker's allocation rate drops (a lull in traffic), V8's memory
       // reducer runs full GCs that shrink its heap, and the first seconds after traffic resumes
@@ -168,7 +180,7 @@ module.exports = {
       // 0.949 of the default's CPU per bid request pooled (8 and 12 rounds); 0.989 under steady load
       // (16 rounds, no idle: the reducer acts only in lulls). A worker's RSS moved by ~3 MB
       // (237-240 against 241-243 MB while idle): the young generation is bounded above and jemalloc
-      // holds most of the rest (bench/README.md, "GC").
+      // holds most of the rest (measured with `npm run ab` and `npm run memory`).
       node_args: ['--max-semi-space-size=16', '--v8-pool-size=1', '--heap-growing-percent=200', '--no-memory-reducer'],
       // A worker takes traffic only after main.ts sent process.send('ready') (after listen);
       // `pm2 reload` stops an old worker only once its replacement is ready.
@@ -198,6 +210,9 @@ module.exports = {
       script: path.join(__dirname, 'dist', 'shipper', 'main.js'),
       cwd: __dirname,
       exec_mode: 'fork',
+      // PM2 runs a fork-mode app with the `node` first on PATH (the workers, in cluster mode, run on
+      // the daemon's Node): the project's Node 24 instead, wherever PM2 is started from.
+      interpreter: projectNode(),
       instances: 1,
       env: shipperEnv,
       pmx: false,

@@ -27,7 +27,7 @@ export default tseslint.config(
   },
   {
     // node:test's describe()/it() return promises the runner itself awaits.
-    files: ['test/**/*.ts'],
+    files: ['test/**/*.ts', 'tools/test/**/*.ts'],
     rules: {
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-unsafe-enum-comparison': 'off',

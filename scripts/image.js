@@ -13,6 +13,12 @@
 const path = require('node:path');
 const { ROOT, ensurePodman, podman, podmanStream } = require('./lib/podman');
 const { ensureBaseImage } = require('./lib/image-base');
+const { readCommandLine, usageError } = require('./lib/cli');
+
+const USAGE = `usage: node scripts/image.js [build|base [--force]|size]
+  build    the stand-in base when podman lacks it, then the image (the default)
+  base     only the stand-in base (--force: rebuild it)
+  size     the image's size`;
 
 const IMAGE = process.env.IMAGE || 'openrtb-bidder';
 const log = (m) => console.error(m);
@@ -33,18 +39,17 @@ function imageSize(tag = IMAGE) {
 }
 
 async function main() {
-  const [cmd = 'build', ...rest] = process.argv.slice(2);
-  if (!['build', 'base', 'size'].includes(cmd)) {
-    console.error('usage: node scripts/image.js build|base [--force]|size');
-    process.exit(2);
-  }
+  const { values, positionals } = readCommandLine({ name: 'image', usage: USAGE, options: { force: { type: 'boolean' } }, allowPositionals: true, maxPositionals: 1 });
+  const cmd = positionals[0] ?? 'build';
+  if (!['build', 'base', 'size'].includes(cmd)) usageError('image', USAGE, `unknown command '${cmd}'`);
+  if (values.force && cmd !== 'base') usageError('image', USAGE, '--force goes with base');
   const { bin, reason } = ensurePodman({ log, withDebootstrap: cmd !== 'size' });
   if (!bin) throw new Error(`podman is not available: ${reason}`);
   if (cmd === 'size') {
     console.log(`${IMAGE}: ${(imageSize() / 1e6).toFixed(1)} MB`);
     return;
   }
-  const base = await ensureBaseImage({ log, force: cmd === 'base' && rest.includes('--force') });
+  const base = await ensureBaseImage({ log, force: cmd === 'base' && values.force === true });
   log(base.built ? `image: built the stand-in base ${base.ref} in ${base.seconds} s` : `image: using ${base.ref} from podman's storage`);
   if (cmd === 'base') return;
   const seconds = await buildImage();

@@ -9,7 +9,7 @@
 //   stop                                 stop its nodes, by their PIDs, and remove its files
 //   status                               print REDIS_CLUSTER_NODES when it runs (exit 0), else exit 3
 const fs = require('node:fs');
-const { parseArgs } = require('node:util');
+const { readCommandLine, usageError } = require('./lib/cli');
 const path = require('node:path');
 const { startRedisCluster } = require('./lib/redis-cluster');
 const { runDir, assertNode, alive } = require('./pm2');
@@ -55,14 +55,8 @@ function count(flag, v, def, min) {
 
 /** The command and its options, or exit 2 with the reason and the usage. */
 function commandLine(argv) {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: argv, options: { masters: { type: 'string' }, replicas: { type: 'string' } }, allowPositionals: true });
-  } catch (e) {
-    fail(`${e.message}\n${USAGE}`, 2);
-  }
-  const { values, positionals } = parsed;
-  if (positionals.length !== 1) fail(USAGE, 2);
+  const { values, positionals } = readCommandLine({ name: 'redis-cluster', usage: USAGE, args: argv, options: { masters: { type: 'string' }, replicas: { type: 'string' } }, allowPositionals: true, maxPositionals: 1 });
+  if (positionals.length !== 1) usageError('redis-cluster', USAGE, 'which command: start, stop or status?');
   return { command: positionals[0], masters: count('--masters', values.masters, 3, 3), replicas: count('--replicas', values.replicas, 1, 0) };
 }
 
@@ -73,7 +67,7 @@ async function start({ masters, replicas }) {
     return;
   }
   fs.rmSync(dir(), { recursive: true, force: true });
-  const c = await startRedisCluster({ masters, replicas, dir: dir(), daemonize: true, log: (m) => process.stderr.write(`redis-cluster: ${m}\n`) });
+  const c = await startRedisCluster({ masters, replicas, dir: dir(), daemonize: true, persist: true, log: (m) => process.stderr.write(`redis-cluster: ${m}\n`) });
   fs.writeFileSync(stateFile(), `${JSON.stringify({ startedAt: new Date().toISOString(), nodesEnv: c.nodesEnv, nodes: c.nodes }, null, 2)}\n`);
   process.stdout.write(
     `redis-cluster: ${masters} masters, ${replicas} replica(s) each, files in ${dir()}; stop with: npm run redis-cluster -- stop\n` +
@@ -109,5 +103,5 @@ function status() {
 assertNode();
 const line = commandLine(process.argv.slice(2));
 const run = { start: () => start(line), stop, status }[line.command];
-if (!run) fail(USAGE, 2);
+if (!run) usageError('redis-cluster', USAGE, `unknown command '${line.command}'`);
 Promise.resolve(run()).catch((e) => fail(e instanceof Error ? e.message : String(e)));

@@ -2,7 +2,8 @@
 // `npm start` / `npm stop` / `node scripts/start.js status`: the whole bidder on this machine.
 //
 //   start   build if dist/ is missing or older than src/; use the Redis at REDIS_URL if it answers,
-//           else start a private redis-server (files in .run/redis); in cluster mode
+//           else start a private redis-server (files in .run/redis: an append-only file fsynced
+//           every second, at most REDIS_MAXMEMORY (1gb), never evicting); in cluster mode
 //           (REDIS_CLUSTER_NODES, or REDIS_MODE=cluster) a node of that cluster must answer (it
 //           is never started here: `npm run redis-cluster -- start` makes a local one); start the PM2 cluster
 //           (ecosystem.config.js, in PM2's own home ~/.pm2, daemon on this Node 24) and the bid log
@@ -168,7 +169,11 @@ async function ensureRedis() {
   say(`bidder: no Redis answers at ${shown(url)}; starting a private redis-server on 127.0.0.1:${port} (files in ${dir.startsWith(ROOT + path.sep) ? path.relative(ROOT, dir) : dir}), with a password kept in ${path.join(runDir(), 'secrets.json')}`);
   // Any local user could otherwise reset spend or read the bid log on loopback: a generated password (requirepass).
   const password = localSecretsOrFail(() => secretsLib.redisPassword(runDir(), say));
-  const r = await redisLib.startRedis({ port, dir, daemonize: true, log: (m) => say(`bidder: ${m}`), password });
+  // Spend and billing markers are money: an append-only file (fsync every second), and no eviction.
+  const maxmemory = (process.env.REDIS_MAXMEMORY || '').trim() || '1gb';
+  if (!/^\d+(kb|mb|gb)?$/i.test(maxmemory)) fail(`REDIS_MAXMEMORY=${JSON.stringify(maxmemory)}: expected a size such as 512mb or 2gb`, 2);
+  const r = await redisLib.startRedis({ port, dir, daemonize: true, log: (m) => say(`bidder: ${m}`), password, persist: true, maxmemory });
+  say(`bidder: the private Redis keeps its data in an append-only file (fsync every second) and holds at most ${maxmemory} (REDIS_MAXMEMORY), never evicting a key`);
   return { url: r.url, started: true, pid: r.pid, dir: r.dir };
 }
 
@@ -203,7 +208,7 @@ function isRedisServer(pid) {
 async function stopOurRedis(redis) {
   if (!redis || !redis.started || !redis.pid) return false;
   if (!alive(redis.pid) || !isRedisServer(redis.pid)) return false;
-  // The private Redis runs without periodic saves; keep the bid log for the next start.
+  // A snapshot besides the append-only file, taken before the stop.
   const saved = await redisLib.command(redis.url, 'SAVE');
   if (saved !== '+OK') say(`bidder: SAVE on ${shown(redis.url)} answered ${saved}; stopping it anyway`);
   process.kill(redis.pid, 'SIGTERM');
@@ -269,6 +274,8 @@ async function waitShipper(timeoutMs) {
     const p = appProcesses(pm2Home(), SHIPPER)[0];
     if (p && p.status === 'online') return null;
     if (p && p.status === 'errored') return 'the shipper errored';
+    // A configuration error (or a Node older than 24) stops it for good (exit code 2, stop_exit_codes).
+    if (p && p.status === 'stopped') return 'the shipper stopped (a configuration error, named in its error log)';
     last = p ? p.status : 'not started';
     await sleep(250);
   }
@@ -381,13 +388,17 @@ async function start() {
   }
   const expected = appProcesses().length;
   writeState({ ...base, url, port, workers: expected });
-  const err = (await waitReady(url, expected, READY_TIMEOUT_MS)) || (await waitShipper(READY_TIMEOUT_MS));
-  if (err) {
-    const logs = path.join(process.env.BIDDER_LOG_DIR || path.join(runDir(), 'logs'), 'bidder.err.log');
-    process.stderr.write(`${tail(logs)}\n`);
-    fail(`${err}; see ${logs}, \`npm run pm2 -- logs\`; \`npm stop\` cleans up`);
-  }
-  say(`bidder: ${expected} workers listening on ${url} (bid: POST ${url}/openrtb2/bid; metrics on the admin port: http://127.0.0.1:${process.env.ADMIN_PORT || 8081}/metrics)`);
+  // Each failure points at the error log of the app that failed (ecosystem.config.js names them).
+  const logDir = process.env.BIDDER_LOG_DIR || path.join(runDir(), 'logs');
+  const failed = async (wait, app, file) => {
+    const err = await wait;
+    if (!err) return;
+    process.stderr.write(`${tail(file)}\n`);
+    fail(`${err}; see ${file}, \`npm run pm2 -- logs ${app}\`; \`npm stop\` cleans up`);
+  };
+  await failed(waitReady(url, expected, READY_TIMEOUT_MS), APP, process.env.BIDDER_ERR_FILE || path.join(logDir, 'bidder.err.log'));
+  await failed(waitShipper(READY_TIMEOUT_MS), SHIPPER, process.env.SHIPPER_ERR_FILE || path.join(logDir, 'shipper.err.log'));
+  say(`bidder: ${expected} workers listening on ${url} (bid: POST ${url}/openrtb2/bid; metrics of every worker on the admin port: http://127.0.0.1:${process.env.ADMIN_PORT || 8081}/metrics/cluster)`);
   say(`bidder: bid log in ${redis.cluster ? `the Redis Cluster at ${redis.cluster}` : shown(redis.url)}${redis.started ? ` (private redis-server, pid ${redis.pid})` : ''}, shipped to Parquet by the shipper (\`npm run report\`)`);
   say('bidder: stop with `npm stop`; scale with `npm run pm2 -- scale bidder <n>`; reload with `npm run pm2 -- reload bidder`');
   say(readyLine({ url, redisUrl: shown(redis.url), ...(redis.cluster ? { redisClusterNodes: redis.cluster } : {}), startedRedis: redis.started, startedPm2: true, workers: expected }));

@@ -93,7 +93,7 @@ export function settings(env) {
 /**
  * reference: the reference load; ramp: rising steps until one is not sustained; overload: one rate,
  * judged by nothing (issue 16); soak: the reference rate for long, judged on memory and the bid log
- * by scripts/lib/loadtest-soak.js (k6 judges only the answers' correctness).
+ * by tools/lib/loadtest-soak.js (k6 judges only the answers' correctness).
  */
 export const SCENARIOS = ['reference', 'ramp', 'overload', 'soak'];
 

@@ -1,7 +1,7 @@
 'use strict';
 // Finds promtool (Prometheus's rule checker) for the monitoring tests: $PROMTOOL, then `promtool` on
 // PATH, then the project's .tools/bin/promtool; otherwise builds the pinned version once from the Go
-// module proxy with `go install` into .tools/bin (as scripts/lib/loadtest-k6.js does for k6).
+// module proxy with `go install` into .tools/bin (as tools/lib/loadtest-k6.js does for k6).
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');

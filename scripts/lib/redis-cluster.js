@@ -130,10 +130,13 @@ function pidAlive(pid) {
  * otherwise they are children of this process and stopped when it exits.
  * `nodeTimeoutMs` is cluster-node-timeout: how long a master may be unreachable before its replica
  * takes over (after kill()).
+ * `persist` (`npm run redis-cluster`): every node keeps an append-only file (fsync every second) and
+ * never evicts, as a production bidder requires of the Redis of its spend and billing markers
+ * (src/health/redis-durability.ts); tests and load tests run without files.
  * Returns { nodes: [{ host, port, pid, role }], nodesEnv, dir, stop(), failover(masterPort), kill(port),
  * waitUntilOk(), refresh() }.
  */
-async function startRedisCluster({ masters = 3, replicas = 1, dir, daemonize = false, nodeTimeoutMs = 2_000, timeoutMs = 30_000, log = console.error } = {}) {
+async function startRedisCluster({ masters = 3, replicas = 1, dir, daemonize = false, nodeTimeoutMs = 2_000, timeoutMs = 30_000, log = console.error, persist = false } = {}) {
   if (!Number.isInteger(masters) || masters < MIN_MASTERS) throw new Error(`masters: expected a whole number >= ${MIN_MASTERS}, got ${masters}`);
   if (!Number.isInteger(replicas) || replicas < 0) throw new Error(`replicas: expected a whole number >= 0, got ${replicas}`);
   const count = masters * (1 + replicas);
@@ -228,7 +231,9 @@ async function startRedisCluster({ masters = 3, replicas = 1, dir, daemonize = f
         '--bind', HOST, '--port', String(port), '--dir', nodeDir,
         '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
         '--cluster-port', String(busPorts[i]), '--cluster-node-timeout', String(nodeTimeoutMs),
-        '--save', '', '--appendonly', 'no', '--protected-mode', 'yes',
+        '--save', '',
+        ...(persist ? ['--appendonly', 'yes', '--appendfsync', 'everysec', '--maxmemory-policy', 'noeviction'] : ['--appendonly', 'no']),
+        '--protected-mode', 'yes',
         // A replica's first sync would otherwise wait 5 s for other replicas to share it.
         '--repl-diskless-sync-delay', '0',
         '--pidfile', pidfile, '--logfile', path.join(nodeDir, 'redis.log'),

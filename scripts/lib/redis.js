@@ -118,9 +118,13 @@ async function waitFor(fn, timeoutMs, what) {
 /**
  * Starts a private redis-server on 127.0.0.1:<port> with its files in `dir`.
  * `daemonize` detaches it (npm start); otherwise it is a child of this process (tests).
+ * `persist` (npm start): it keeps spend and billing markers through a crash, an append-only file
+ * fsynced every second, and never evicts a key: at most `maxmemory` (default 1gb), past which
+ * writes are refused (noeviction; the workers then spill the bid log to disk, and bills are
+ * answered 503 for the exchange to retry). Without it (tests, load tests): no files at all.
  * Returns { url, port, pid, stop() }.
  */
-async function startRedis({ port, dir, daemonize = false, log = console.error, password = null } = {}) {
+async function startRedis({ port, dir, daemonize = false, log = console.error, password = null, persist = false, maxmemory = '1gb' } = {}) {
   const bin = ensureRedisBinary({ log });
   port = port || (await freePort());
   // A directory made here is removed again by stop() (and when the start fails).
@@ -135,11 +139,15 @@ async function startRedis({ port, dir, daemonize = false, log = console.error, p
   const pidfile = path.join(dir, `redis-${port}.pid`);
   // A password goes in a config file only the owner reads: on the command line `ps` shows it to every user.
   const conf = path.join(dir, `redis-${port}.conf`);
-  if (password) fs.writeFileSync(conf, `requirepass "${password}"\n`, { mode: 0o600 });
+  // Its persistence too: a server started again by hand from this file keeps spend and markers.
+  const persistence = persist ? `appendonly yes\nappendfsync everysec\nmaxmemory ${maxmemory}\nmaxmemory-policy noeviction\n` : '';
+  if (password) fs.writeFileSync(conf, `requirepass "${password}"\n${persistence}`, { mode: 0o600 });
   const args = [
     ...(password ? [conf] : []),
     '--bind', '127.0.0.1', '--port', String(port), '--dir', dir,
-    '--save', '', '--appendonly', 'no', '--protected-mode', 'yes',
+    '--save', '',
+    ...(persist ? ['--appendonly', 'yes', '--appendfsync', 'everysec', '--maxmemory', String(maxmemory), '--maxmemory-policy', 'noeviction'] : ['--appendonly', 'no']),
+    '--protected-mode', 'yes',
     '--pidfile', pidfile, '--logfile', path.join(dir, `redis-${port}.log`),
     '--daemonize', daemonize ? 'yes' : 'no',
   ];

@@ -2,8 +2,8 @@
  * The bid path's warm-up, before a worker listens (WARM_UP_REQUESTS). A fresh worker runs its code
  * in V8's interpreter and baseline tiers until enough requests have gone through it, and compiles
  * the rest with TurboFan under its first seconds of traffic: the load test's first seconds at
- * 1300/s after a fresh start held the bidder's worst latencies (bench/RESULTS.md, "The first
- * seconds of the measured phase").
+ * 1300/s after a fresh start held the bidder's worst latencies (`npm run loadtest`, the
+ * measured phase's first seconds).
  *
  * Without effects: each request goes through the bid path's preparation (JSON, privacy decision,
  * typed request, the request record and the user key), its auction with the bids written at their

@@ -149,9 +149,6 @@ export interface Stamp {
   readonly host: string;
 }
 
-/** The raw JSON each kind of the bid path carries after its fields (`LogService.log(record, raw)`). */
-export const RAW_KEYS = { request: 'req', response: 'res' } as const;
-
 /** Every line as written, by kind: what the shipper reads. */
 export interface RecordLines {
   readonly request: RequestRecord & CompactRequest & Stamp & { readonly req?: unknown };

@@ -34,6 +34,8 @@ export interface Config {
   /** How long an idle keep-alive connection is kept (ms). */
   readonly httpKeepAliveTimeoutMs: number;
   readonly redisUrl: string;
+  /** REDIS_ALLOW_VOLATILE: production runs on a Redis without an append-only file, or one that evicts (src/health/redis-durability.ts). */
+  readonly redisAllowVolatile: boolean;
   /** One Redis server or a Redis Cluster, and how to reach it (REDIS_MODE, REDIS_CLUSTER_NODES, REDIS_URL). */
   readonly redis: RedisTarget;
   /** This host (machine, pod) in worker ids, heartbeats, metrics keys, log records and spill file names. */
@@ -448,6 +450,7 @@ export function loadConfig(env: Env = process.env): Config {
     httpKeepAliveTimeoutMs: r.int('HTTP_KEEPALIVE_TIMEOUT_MS', 65_000, 1_000, 600_000),
     redisUrl: redis.url,
     redis,
+    redisAllowVolatile: r.bool('REDIS_ALLOW_VOLATILE', false),
     hostId: readHostId(r),
     ...readLogKeys(r, redis.mode),
     logWaitReplicas: r.int('LOG_REDIS_WAIT_REPLICAS', redis.mode === 'cluster' ? 1 : 0, 0, 16),

@@ -10,7 +10,7 @@ import { createHmac } from 'node:crypto';
  * arrays, allocation-free. Alone in a loop node:crypto costs about the same per MAC (`createHmac`
  * with a KeyObject made once, `Hash.copy()` of the pad states, or two one-shot `crypto.hash` calls
  * over pads prepared once); inside the bid path it made every bid dearer, far more than its
- * per-MAC difference: bench/RESULTS-bid.md, "HMAC: hand-written or node:crypto", has the
+ * per-MAC difference: `npm run bench` (its HMAC rows) measures both in
  * alternating runs. The output equals `createHmac('sha256', key)`: test/crypto/hmac.unit.spec.ts
  * compares them at every padding boundary, for keys of every size class, for non-ASCII text and on
  * random keys and messages; test/crypto/golden.unit.spec.ts pins signatures and user keys.

@@ -45,6 +45,14 @@ class DeliveryMetrics implements OnModuleInit, OnApplicationBootstrap {
         return age > staleMs ? { level: 'not_ready', text: `budgets not read from Redis for ${Math.round(age / 1000)} s: budgeted campaigns stop bidding once their leases are spent` } : null;
       },
     });
+    // Every worker sees the same loss: degraded (still serving), for an operator to look at.
+    this.health.register({
+      name: 'money keys',
+      problem: () => {
+        const text = this.spend.moneyKeys.problem(Date.now());
+        return text === null ? null : { level: 'degraded', text };
+      },
+    });
   }
 
   onModuleInit(): void {
@@ -60,6 +68,16 @@ class DeliveryMetrics implements OnModuleInit, OnApplicationBootstrap {
         { value: this.spend.stats.refreshes, labels: { outcome: 'ok' } },
         { value: this.spend.stats.refreshErrors, labels: { outcome: 'error' } },
       ]),
+    );
+    m.addComputed(
+      new ComputedCounter(
+        'bidder_money_keys_lost_total',
+        'Campaigns whose spend total went backwards (what="spend") or whose billing markers vanished (what="markers") in Redis, as this worker saw them: data lost, budgets may be overspent.',
+        () => [
+          { value: this.spend.moneyKeys.lost.spend, labels: { what: 'spend' } },
+          { value: this.spend.moneyKeys.lost.markers, labels: { what: 'markers' } },
+        ],
+      ),
     );
     m.addComputed(
       new ComputedGauge('bidder_budget_view_age_seconds', 'Age of this worker\u2019s view of campaign spend.', 'max', () => {

@@ -45,11 +45,12 @@ import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate } from '../targeting/types';
 import type { NoticedBid } from './noticed-bid';
 import { Clock } from './clock';
-import { spendKeys, trafficKey, WORKERS_KEY } from './keys';
+import { paceKey, spendKeys, trafficKey, WORKERS_KEY } from './keys';
 import { LocalDays, localDay, type LocalDay } from './local-day';
-import { DEFAULT_PACE, PaceController, type PaceSettings } from './pacer';
+import { DEFAULT_PACE, NO_PEERS, PaceController, type PaceSettings, type Peers } from './pacer';
 import { curveFromHistory, HOUR_MS, hoursOf, MAX_HOURS, TRAFFIC_DAYS } from './traffic-curve';
 import { Random } from './random';
+import { MoneyKeysWatch, witnessKey } from './money-keys';
 
 const MICRO = 1_000_000;
 /** How long daily spend counters live after their last bill (they are read only on their day). */
@@ -219,17 +220,24 @@ interface RefreshPlan {
   readonly ids: string[];
   readonly budgets: Array<{ total: number; daily: number; timeZone: string; pacing: 'even' | 'asap'; curve: 'uniform' | 'traffic' }>;
   readonly totalKeys: string[];
+  /** Each campaign's witness of its billing markers (money-keys.ts). */
+  readonly witnessKeys: string[];
   /** The cost of each campaign's cheapest and dearest bid (USD): the tail is what fits one, not one per worker. */
   readonly minCost: number[];
   readonly maxCost: number[];
   /** Each campaign's day (in its zone) at the last refresh. */
   days: LocalDay[];
   dailyKeys: string[];
-  /** Every total key, then every daily key: what a refresh reads. */
+  /** Every total key, then every daily key, then every witness key: what a refresh reads. */
   keys: string[];
   /** Each key's hash slot (a campaign's two keys share its slot), for the cluster's reads. */
   slots: number[];
 }
+
+/** How often each worker shares its pacing shares and reads the others' (ms), their time to live, and when a view is too old to use. */
+const PACE_SYNC_MS = 1_000;
+const PACE_TTL_MS = 5_000;
+const PACE_STALE_MS = 10_000;
 
 @Injectable()
 export class SpendService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -242,9 +250,15 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   private refreshing: Promise<void> | null = null;
   private lastRefreshOk = 0;
   private lastTrafficSync = -Infinity;
+  /** The other live workers' pacing shares per campaign (pacer.ts), as last read, and when (ms). */
+  private peers = new Map<string, Peers>();
+  private peersAt = -Infinity;
+  private lastPaceSync = -Infinity;
   private plan: RefreshPlan | null = null;
   /** `liveWorkers`: workers of every host counted at the last refresh; `throttled`: eligible requests an even campaign sat out. */
   readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0, liveWorkers: 0, released: 0, throttled: 0, tails: 0 };
+  /** Spend totals that go backwards and billing markers that vanish (money-keys.ts). */
+  readonly moneyKeys = new MoneyKeysWatch((text) => this.logger.error(text));
   /** This worker in the live set: host, worker id and pid. */
   private readonly member: string;
   /** A heartbeat older than this (on Redis's clock) is a worker that is gone. */
@@ -404,6 +418,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         ids,
         budgets: ids.map((id) => campaigns.get(id)!),
         totalKeys: ids.map((id) => spendKeys.total(id)),
+        witnessKeys: ids.map((id) => witnessKey(id)),
         minCost: ids.map((id) => costs.get(id)!.min),
         maxCost: ids.map((id) => costs.get(id)!.max),
         days: [],
@@ -423,22 +438,65 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       }
     }
     if (rebuild) {
-      plan.keys = [...plan.totalKeys, ...plan.dailyKeys];
+      plan.keys = [...plan.totalKeys, ...plan.dailyKeys, ...plan.witnessKeys];
       if (this.config.redis.mode === 'cluster') plan.slots = plan.keys.map(slotOf);
     }
     return plan;
+  }
+
+  /** The other workers' shares of an even campaign; none once they are PACE_STALE_MS old (Redis away: each worker paces alone). */
+  private peersOf(id: string, now: number): Peers {
+    return now - this.peersAt > PACE_STALE_MS ? NO_PEERS : (this.peers.get(id) ?? NO_PEERS);
+  }
+
+  /**
+   * Pacing shares, shared: writes this worker's share of each even campaign (`bidder:pace:<worker>`,
+   * a hash expiring after PACE_TTL_MS) and reads every other worker's of the live set, so that every
+   * worker's controller knows the sum of the shares the spend answers (pacer.ts). A few small
+   * commands a second, off the bid path; a failure leaves the last view, which goes stale.
+   */
+  private async syncPace(now: number): Promise<void> {
+    try {
+      const mine: Record<string, string> = {};
+      for (const [id, b] of this.budgets) if (b.pacer !== null) mine[id] = b.share.toPrecision(6);
+      const c = this.db.client;
+      const key = paceKey(this.member);
+      if (Object.keys(mine).length > 0) await c.multi().del(key).hset(key, mine).pexpire(key, PACE_TTL_MS).exec();
+      else await c.del(key);
+      const members = (await c.zrange(WORKERS_KEY, 0, -1)).filter((m) => m !== this.member);
+      const theirs = await Promise.all(members.map((m) => c.hgetall(paceKey(m))));
+      const peers = new Map<string, { shares: number; count: number }>();
+      for (const h of theirs) {
+        for (const [id, v] of Object.entries(h)) {
+          const share = Number(v);
+          if (!(share >= 0 && share <= 1)) continue;
+          const p = peers.get(id);
+          if (p === undefined) peers.set(id, { shares: share, count: 1 });
+          else {
+            p.shares += share;
+            p.count++;
+          }
+        }
+      }
+      this.peers = peers;
+      this.peersAt = now;
+    } catch (e) {
+      this.stats.refreshErrors++;
+      if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`pacing shares could not be shared: ${(e as Error).message}`);
+    }
   }
 
   /**
    * Every campaign's total and daily spend (micro-USD text, null when unset), or undefined for a
    * campaign whose read failed. Rejects only when nothing could be read.
    */
-  private async readSpend(plan: RefreshPlan): Promise<{ totals: Array<string | null | undefined>; dailies: Array<string | null | undefined> }> {
+  private async readSpend(plan: RefreshPlan): Promise<{ totals: Array<string | null | undefined>; dailies: Array<string | null | undefined>; witnesses: Array<string | null | undefined> }> {
     const n = plan.ids.length;
-    if (n === 0) return { totals: [], dailies: [] };
+    if (n === 0) return { totals: [], dailies: [], witnesses: [] };
     const values = await this.db.readMany(plan.keys, plan.slots);
     const totals = values.slice(0, n);
-    const dailies = values.slice(n);
+    const dailies = values.slice(n, 2 * n);
+    const witnesses = values.slice(2 * n);
     let unread = 0;
     for (let i = 0; i < n; i++) if (totals[i] === undefined || dailies[i] === undefined) unread++;
     if (unread > 0) {
@@ -446,14 +504,14 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       if (unread === n) throw new Error('no campaign\'s spend could be read');
       if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`budget refresh: ${unread} of ${n} campaigns' spend could not be read (their leases wait)`);
     }
-    return { totals, dailies };
+    return { totals, dailies, witnesses };
   }
 
   private async doRefresh(now: number): Promise<void> {
     try {
       const plan = this.refreshPlan(now);
       const ids = plan.ids;
-      const [live, { totals, dailies }] = await Promise.all([this.db.heartbeat(WORKERS_KEY, this.member, this.heartbeatWindowMs, 60_000), this.readSpend(plan)]);
+      const [live, { totals, dailies, witnesses }] = await Promise.all([this.db.heartbeat(WORKERS_KEY, this.member, this.heartbeatWindowMs, 60_000), this.readSpend(plan)]);
       this.stats.liveWorkers = live;
       const workers = Math.max(1, live);
       const tails: number[] = [];
@@ -469,6 +527,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         }
         // Its node did not answer: the lease waits (no slide either: its window only grows, which is safe).
         if (totals[i] === undefined || dailies[i] === undefined) continue;
+        this.watchMoneyKeys(id, totals[i] ?? null, witnesses[i]);
         const spentTotal = Number(totals[i] ?? 0) / MICRO;
         const spentToday = Number(dailies[i] ?? 0) / MICRO;
         const remaining = Math.max(0, Math.min(b.total - spentTotal, b.daily - spentToday));
@@ -480,13 +539,19 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         const tail = workers > 1 && remaining >= plan.minCost[i] && remaining < workers * plan.maxCost[i];
         if (tail) tails.push(i);
         b.lease = tail ? 0 : Math.max(0, b.view - Math.max(0, b.sum));
-        if (b.pacer !== null) b.share = b.pacer.update(now, plan.days[i], spentToday, Math.min(b.daily, spentToday + Math.max(0, b.total - spentTotal)));
+        if (b.pacer !== null) b.share = b.pacer.update(now, plan.days[i], spentToday, Math.min(b.daily, spentToday + Math.max(0, b.total - spentTotal)), this.peersOf(id, now));
       }
+      if (now - this.lastPaceSync >= PACE_SYNC_MS) {
+        this.lastPaceSync = now;
+        await this.syncPace(now);
+      }
+      this.moneyKeys.endRefresh(now);
       if (tails.length > 0) await Promise.all(tails.map((i) => this.tailLease(plan, i, workers)));
       await this.traffic(plan, now);
       if (this.budgets.size > ids.length) {
         const live = new Set(ids);
         for (const id of [...this.budgets.keys()]) if (!live.has(id)) this.budgets.delete(id);
+        this.moneyKeys.retain(live);
       }
       this.stats.refreshes++;
       this.lastRefreshOk = now;
@@ -597,6 +662,17 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       this.stats.refreshErrors++;
       if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`traffic curve of ${id}: ${(e as Error).message}`);
     }
+  }
+
+  /**
+   * Money keys that vanish (money-keys.ts): the campaign's total compared with the last one read,
+   * its witness with the last one seen; a missing witness is set (SET NX, not awaited: a failed
+   * write is tried again at the next refresh).
+   */
+  private watchMoneyKeys(id: string, total: string | null, witness: string | null | undefined): void {
+    this.moneyKeys.total(id, Number(total ?? 0));
+    if (witness === undefined || !this.moneyKeys.witness(id, witness)) return;
+    this.db.client.set(witnessKey(id), this.moneyKeys.token, 'NX').catch(() => undefined);
   }
 
   /** Age of the budget view in ms (Infinity before the first successful refresh). */

@@ -4,6 +4,7 @@ import { CONFIG, type Config } from '../config/config';
 import { probeWritableDir } from '../config/dirs';
 import { describeTarget } from '../redis/redis.options';
 import { RedisService } from '../redis/redis.service';
+import { RedisDurability } from './redis-durability';
 
 /** What a module reports about itself: nothing when fine, else how bad and why. */
 export interface HealthProblem {
@@ -67,15 +68,19 @@ export class Health implements OnApplicationBootstrap, OnApplicationShutdown {
     return { status: problems.length > 0 ? 'not ready' : warnings.length > 0 ? 'degraded' : 'ready', problems, warnings };
   }
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
     const config = this.find<Config>(CONFIG);
     const redis = this.find(RedisService);
     if (config === null || redis === null) return;
     this.register({ name: 'redis', problem: () => redisProblem(config, redis) });
+    const durability = new RedisDurability(config, redis, this.logger);
+    this.register({ name: 'redis durability', problem: () => durability.problem() });
     this.register({ name: 'spill directory', problem: () => (this.spillProblem === null ? null : { level: 'not_ready', text: this.spillProblem }) });
     void this.probeSpill(config.logSpillDir);
     this.probeTimer = setInterval(() => void this.probeSpill(config.logSpillDir), SPILL_PROBE_EVERY_MS);
     this.probeTimer.unref();
+    // Production refuses a Redis that loses spend and billing markers (a ConfigError: exit 2).
+    await durability.atStart();
   }
 
   onApplicationShutdown(): void {

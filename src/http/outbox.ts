@@ -1,7 +1,6 @@
 import { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { type HttpAnswer, internalError } from './answer';
-import type { HttpStats } from './server';
 
 /**
  * What must be on disk before an answer leaves: the bid log's crash journal (LogService.journal).
@@ -80,7 +79,8 @@ export class Outbox {
   private releaseQueued = false;
 
   constructor(
-    private readonly stats: HttpStats,
+    /** Where answers that could not be sent are counted (server.ts, HttpStats). */
+    private readonly stats: { sendErrors: number },
     private readonly errors: { error(o: object): void },
     private readonly holdMaxMs = HOLD_MAX_MS,
     private readonly now: () => number = () => performance.now(),

@@ -16,7 +16,7 @@ import { newFrameId, pidAlive, type SpillStore } from './spill';
  * (`#frames <bytes>:<records>,…`) and opens the next one; a sealed segment is deleted once each of
  * its frames is in Redis or in a spill file: up to two such files are kept (`….jnl.free`) and written
  * over by the next segments instead, because writing into pages a file already has costs a fraction
- * of growing one (bench/RESULTS-log.md, "The crash journal"). Frame ids are derived from the segment's id and the
+ * of growing one (`node .test-build/tools/bench/journal.bench.js`). Frame ids are derived from the segment's id and the
  * frame's index, so a segment recovered after a crash yields the very frame ids the dead worker
  * pushed, and PUSH_ONCE makes a frame it had already pushed a no-op: each record once.
  *

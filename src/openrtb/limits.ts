@@ -27,5 +27,3 @@ export const REQUEST_LIMITS = Object.freeze({
   /** Width and height in pixels (banner formats, native images): size keys are w × 65536 + h. */
   pixels: 65535,
 });
-
-export type RequestLimits = typeof REQUEST_LIMITS;

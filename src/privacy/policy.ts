@@ -92,7 +92,7 @@ export interface PrivacyPolicyOptions {
 /**
  * Decides per request; built once with our IAB TCF vendor id (`TCF_VENDOR_ID`), or null when we
  * have none: then a request under GDPR never has consent. Decoding costs 10-25 µs for a TC string
- * and 40-120 µs for a GPP string (bench/privacy.bench.ts), against ~0.1 µs for a cached outcome, so
+ * and 40-120 µs for a GPP string (tools/bench/privacy.bench.ts), against ~0.1 µs for a cached outcome, so
  * outcomes are cached per distinct string in two bounded LRU maps owned by this object: at most
  * 4096 + 1024 keys of at most 4096 characters, 20 M characters in the worst case (consent strings
  * are ASCII, one byte per character in V8). TC strings carry the time consent was given, so they

@@ -28,7 +28,7 @@ export const REQUIRED_PURPOSES: readonly number[] = [1, 3, 4];
 export function evaluateTcf(tcString: string, vendorId: number): TcfOutcome {
   // Only the core segment (before the first '.') holds what we read: version, purpose and vendor
   // consents, publisher restrictions. The disclosed-vendors segment that TCF 2.2 strings carry is a
-  // bit per vendor of the whole list, and decoding it cost nearly half of a decode (bench/privacy.bench.ts).
+  // bit per vendor of the whole list, and decoding it cost nearly half of a decode (tools/bench/privacy.bench.ts).
   const dot = tcString.indexOf('.');
   let tc;
   try {

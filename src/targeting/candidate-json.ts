@@ -3,7 +3,7 @@
  * candidate index is built (src/targeting/candidate-index.ts), so that the bid writer
  * (src/bidding/bidding.service.ts) concatenates them instead of serializing per bid.
  */
-import type { Candidate } from './types';
+import type { Candidate, CandidateJsonParts } from './types';
 
 // Quote, backslash, control characters, surrogates (JSON.stringify escapes lone ones).
 // eslint-disable-next-line no-control-regex
@@ -14,7 +14,7 @@ export function isJsonSafe(s: string): boolean {
   return !NEEDS_ESCAPE.test(s);
 }
 
-export class CandidateJson {
+export class CandidateJson implements CandidateJsonParts {
   /** `,"adomain":[…],"crid":…,"cid":…,"cat":[…],"attr":[…]`. */
   readonly fields: string;
   /**

@@ -1,5 +1,4 @@
 import type { BidRequest, MType, NativeAssetKind, Size } from '../openrtb/types';
-import type { CandidateJson } from './candidate-json';
 
 export type { Rates } from '../currency/rates';
 
@@ -112,8 +111,20 @@ export interface Match {
   readonly size: Size | null;
   /** Native assets to return, null for other kinds. */
   readonly native: readonly NativeFill[] | null;
-  /** The candidate's parts of the bid's JSON text, built with the index. */
-  readonly json: CandidateJson;
+  /** The candidate's parts of the bid's JSON text, built with the index (candidate-json.ts). */
+  readonly json: CandidateJsonParts;
+}
+
+/** The parts of a bid's JSON text that depend only on its candidate (CandidateJson, candidate-json.ts). */
+export interface CandidateJsonParts {
+  /** `,"adomain":[…],"crid":…,"cid":…,"cat":[…],"attr":[…]`. */
+  readonly fields: string;
+  /** The banner markup's campaign parts need no JSON escaping. */
+  readonly bannerSafe: boolean;
+  /** The VAST markup's campaign parts need no JSON escaping. */
+  readonly vastSafe: boolean;
+  /** `,"ext":{"dsa":{"behalf":…,"paid":…,` (the writer adds the rest), or '' when the campaign has no DSA information. */
+  readonly dsaHead: string;
 }
 
 /** Why an imp (or a candidate) got no bid; stable strings used in logs, metrics and debug output. */

@@ -1,4 +1,5 @@
-// No import cycle between the modules of src/ (its top-level folders), and the bidder's log and the
+// No import cycle between the modules of src/ (its top-level folders) nor between its files (type-only
+// imports included: a file that names another's types depends on it), and the bidder's log and the
 // shipper (two processes that share only the bid log's contract, src/bidlog/) import neither the
 // other. The graph comes from scripts/import-cycles.js (`node scripts/import-cycles.js --why`
 // prints it with the imports that make each edge).
@@ -10,6 +11,7 @@ const ROOT = path.resolve(__dirname, '..', '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const graph = require(path.join(ROOT, 'scripts', 'import-cycles.js')) as {
   moduleEdges(srcDir?: string): Map<string, string[]>;
+  fileEdges(srcDir?: string): Set<string>;
   findCycles(edges: Iterable<string>): string[][];
 };
 
@@ -30,6 +32,13 @@ describe('module imports', () => {
         .map(([k, v]) => `  ${k}: ${v.join('; ')}`)
         .join('\n');
     assert.deepEqual(cycles, [], cycles.map((c) => `cycle ${c.join(', ')}:\n${why(c)}`).join('\n'));
+  });
+
+  it('has no cycle between the files of src/, inside a folder too', () => {
+    const files = graph.fileEdges(path.join(ROOT, 'src'));
+    assert.ok(files.has('http/server.ts -> http/answer.ts'), 'the graph of files has the imports inside a folder');
+    const cycles = graph.findCycles(files);
+    assert.deepEqual(cycles, [], cycles.map((c) => `cycle ${c.join(', ')}`).join('\n'));
   });
 
   it('log/ and shipper/ import neither the other, and bidlog/ imports neither', () => {

@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import Redis from 'ioredis';
 import { addShipped, incomplete, readBidLog } from './support/bidlog';
 import { postBid, request, SteadyLoad, type LoadResult } from './support/http';
 import { parseProm, sum } from '../support/prom';
@@ -135,7 +136,8 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
   }
 
   before(async () => {
-    redis = await startTestRedis();
+    // As production needs it (the workers refuse a Redis that loses spend and billing markers): AOF, noeviction.
+    redis = await startTestRedis({ persist: true, maxmemory: '512mb' });
     runDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-ops-'));
     pm2Home = path.join(runDir, 'pm2');
     const port = await freePort();
@@ -345,7 +347,7 @@ describe('PM2 cluster (npm start, scale, reload, stop)', { timeout: 240_000 }, (
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const redisCommand = (require(path.join(ROOT, 'scripts', 'lib', 'redis.js')) as { command(url: string, cmd: string): Promise<string | null> }).command;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const loadtestCluster = require(path.join(ROOT, 'scripts', 'lib', 'loadtest-cluster.js')) as {
+const loadtestCluster = require(path.join(ROOT, 'tools', 'lib', 'loadtest-cluster.js')) as {
   startBidder(o: { workers: number; port: number; redisUrl?: string; logKey: string; log: (m: string) => void; env?: NodeJS.ProcessEnv }): Promise<{ redisUrl: string; startedPm2: boolean }>;
 };
 const secretsOf = (runDir: string) => JSON.parse(fs.readFileSync(path.join(runDir, 'secrets.json'), 'utf8')) as Record<string, string>;
@@ -403,6 +405,19 @@ describe('npm start on a machine without a Redis, then npm stop', { timeout: 120
       const state = JSON.parse(fs.readFileSync(path.join(runDir, 'state.json'), 'utf8')) as { redis: { pid: number } };
       redisPid = state.redis.pid;
       assert.match(fs.readFileSync(`/proc/${redisPid}/cmdline`, 'utf8'), /redis-server/);
+      // Spend and billing markers survive a crash of this Redis (AOF, fsync every second), and no
+      // money key is ever evicted to make room: bounded memory, writes refused past it.
+      const admin = new Redis({ port: redisPort, host: '127.0.0.1', password: secretsOf(runDir).REDIS_PASSWORD, lazyConnect: true, maxRetriesPerRequest: 1 });
+      try {
+        await admin.connect();
+        const conf = async (k: string) => ((await admin.config('GET', k)) as string[])[1];
+        assert.equal(await conf('appendonly'), 'yes');
+        assert.equal(await conf('appendfsync'), 'everysec');
+        assert.equal(await conf('maxmemory-policy'), 'noeviction');
+        assert.ok(Number(await conf('maxmemory')) > 0, 'a memory bound');
+      } finally {
+        admin.disconnect();
+      }
       const ok = await postBid(String(info.url), 'fresh-1');
       assert.ok(ok.status === 200 || ok.status === 204);
 

@@ -169,7 +169,7 @@ describe('ecosystem.config.js', () => {
     }
   });
 
-  it('bounds V8\'s young generation of a worker (32 MiB, not V8\'s 128 MiB: bench/RESULTS.md, "Worker memory") and its helper threads (one, not 4: "V8\'s helper threads"), lets its old generation grow 3x between mark-compacts and keeps its heap through a lull (bench/README.md, "GC"), not the shipper\'s', () => {
+  it('bounds V8\'s young generation of a worker (32 MiB, not V8\'s 128 MiB: measured with `npm run memory`) and its helper threads (one, not 4), lets its old generation grow 3x between mark-compacts and keeps its heap through a lull (measured with `npm run ab` and `npm run memory`), not the shipper\'s', () => {
     assert.deepEqual(load({}).node_args, ['--max-semi-space-size=16', '--v8-pool-size=1', '--heap-growing-percent=200', '--no-memory-reducer']);
     assert.equal(load({}, 'shipper').node_args, undefined);
   });

@@ -85,6 +85,8 @@ describe('container image (podman)', { timeout: 1_500_000 }, () => {
         '-e', `REDIS_URL=${redis.url}`, '-e', `PORT=${port}`, '-e', `ADMIN_PORT=${admin}`, '-e', 'HOST=127.0.0.1',
         '-e', `TRACKING_SECRET=${secret()}`, '-e', `PII_HASH_SECRET=${secret()}`, '-e', `TRACKING_BASE_URL=${url}`,
         '-v', `${exchangesFile}:/etc/bidder/exchanges.json:ro`, '-e', 'EXCHANGES_FILE=/etc/bidder/exchanges.json',
+        // The test Redis keeps no append-only file: production refuses it unless told.
+        '-e', 'REDIS_ALLOW_VOLATILE=1',
         // Nothing is flushed before the stop: what reaches Redis is the stop's own flush.
         '-e', 'LOG_FLUSH_INTERVAL_MS=600000',
         TAG,

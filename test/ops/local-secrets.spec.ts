@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import Redis from 'ioredis';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -102,7 +103,7 @@ describe('npm start: the exchanges file of a single machine', () => {
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const redisLib = require(path.join(ROOT, 'scripts', 'lib', 'redis.js')) as {
-  startRedis(o: { dir?: string; password?: string }): Promise<{ url: string; pid: number; dir: string; stop(): Promise<void> }>;
+  startRedis(o: { dir?: string; password?: string; port?: number; persist?: boolean; maxmemory?: string }): Promise<{ url: string; port: number; pid: number; dir: string; stop(): Promise<void> }>;
   command(url: string, cmd: string): Promise<string | null>;
 };
 
@@ -123,6 +124,33 @@ describe('npm start: the private redis-server', { timeout: 60_000 }, () => {
         if (fs.readFileSync(path.join(dir, 'redis', f), 'utf8').includes(password)) assert.equal(m, 0o600, `${f} holds the password`);
       }
     } finally {
+      await r.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('npm start: the private redis-server keeps money keys', { timeout: 60_000 }, () => {
+  it('a kill -9 loses at most the last second (AOF, fsync every second), and memory is bounded without evicting', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'private-redis-aof-'));
+    const password = 'p'.repeat(20) + 'Xy7';
+    let r = await redisLib.startRedis({ dir: path.join(dir, 'redis'), password, persist: true, maxmemory: '64mb' });
+    let c = new Redis(r.url, { maxRetriesPerRequest: 1 });
+    try {
+      assert.deepEqual(await c.config('GET', 'maxmemory-policy'), ['maxmemory-policy', 'noeviction']);
+      assert.deepEqual(await c.config('GET', 'maxmemory'), ['maxmemory', String(64 * 1024 * 1024)]);
+      await c.set('bidder:spend:{c1}:total', '4620');
+      await c.set('bidder:spend:{c1}:bill:b1', '1', 'EX', 3600);
+      await new Promise((res) => setTimeout(res, 1_500));
+      c.disconnect();
+      process.kill(r.pid, 'SIGKILL');
+      await new Promise((res) => setTimeout(res, 200));
+      r = await redisLib.startRedis({ dir: path.join(dir, 'redis'), password, port: r.port, persist: true, maxmemory: '64mb' });
+      c = new Redis(r.url, { maxRetriesPerRequest: 1 });
+      assert.equal(await c.get('bidder:spend:{c1}:total'), '4620', 'the spend survived the crash');
+      assert.equal(await c.exists('bidder:spend:{c1}:bill:b1'), 1, 'and the billing marker');
+    } finally {
+      c.disconnect();
       await r.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     }

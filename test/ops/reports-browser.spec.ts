@@ -1,5 +1,5 @@
 // The two HTML reports opened in a real browser (headless Chromium, Debian's package): the load
-// test's k6/results/<run>/index.html, written by scripts/lib/loadtest-report.js from a small fixture
+// test's k6/results/<run>/index.html, written by tools/lib/loadtest-report.js from a small fixture
 // of results (no k6 run), and `npm run report -- --html`'s page, made by the real report command
 // from Parquet files the shipper wrote from a real bidder's log. Each: no script error, no failed
 // load, every chart drawn (rendered with a size, with the marks of each series), and a screenshot

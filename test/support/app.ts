@@ -29,6 +29,9 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     LOG_SPILL_DIR: spill,
     TRACKING_SECRET: 'test-secret',
     TRACKING_BASE_URL: 'http://127.0.0.1:9',
+    // Test files run side by side on a shared machine: a request that waited for a busy core must
+    // get its bid, not a shed no-bid. The tests of shedding set SHED_MAX_WAIT_MS themselves.
+    SHED_MAX_WAIT_MS: '0',
     ...env,
   });
   const app = await createApp(config);

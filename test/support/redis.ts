@@ -11,13 +11,13 @@ interface StartedRedis {
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const lib = require(path.resolve(__dirname, '..', '..', '..', 'scripts', 'lib', 'redis.js')) as {
-  startRedis(opts: { port?: number; dir?: string }): Promise<StartedRedis>;
+  startRedis(opts: { port?: number; dir?: string; persist?: boolean; maxmemory?: string }): Promise<StartedRedis>;
   freePort(): Promise<number>;
 };
 
 export type TestRedis = StartedRedis;
 
-export function startTestRedis(opts: { port?: number; dir?: string } = {}): Promise<TestRedis> {
+export function startTestRedis(opts: { port?: number; dir?: string; persist?: boolean; maxmemory?: string } = {}): Promise<TestRedis> {
   return lib.startRedis(opts);
 }
 

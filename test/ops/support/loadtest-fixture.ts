@@ -1,7 +1,7 @@
 // A small load-test result made without running k6: the plan of a short reference run (k6/lib/plan.js,
 // as `npm run loadtest` makes it), k6 end-of-test summaries with the metrics that plan names (per
-// phase and per time bucket), CPU samples per phase, and the rest of what scripts/loadtest.js hands
-// the report. scripts/lib/loadtest-report.js then builds and writes the report from it as after a
+// phase and per time bucket), CPU samples per phase, and the rest of what tools/loadtest.js hands
+// the report. tools/lib/loadtest-report.js then builds and writes the report from it as after a
 // real run: summary.json, report.md, the SVG plots and index.html.
 import * as path from 'node:path';
 
@@ -15,7 +15,7 @@ const planLib = require(path.join(ROOT, 'k6', 'lib', 'plan.js')) as {
   makePlan(s: Obj): Obj;
   answeredMetric(phase: string): string;
 };
-export const report = require(path.join(ROOT, 'scripts', 'lib', 'loadtest-report.js')) as {
+export const report = require(path.join(ROOT, 'tools', 'lib', 'loadtest-report.js')) as {
   build(ctx: Obj): Obj;
   write(dir: string, rep: Obj): { files: string[] };
 };
