@@ -1,10 +1,14 @@
 # syntax=docker/dockerfile:1
 # The bidder as a container: PM2 in cluster mode (pm2-runtime, ecosystem.config.js), one worker per
 # CPU the container may use (its CPU quota, rounded up) unless WORKERS says otherwise. Redis is
-# outside the image: set REDIS_URL. Kubernetes manifests: deploy/k8s/ (docs/kubernetes.md).
+# outside the image: set REDIS_URL (with an append-only file, maxmemory-policy noeviction). As
+# production it needs the secrets, TRACKING_BASE_URL and EXCHANGES_FILE (docs/operations.md,
+# Production settings). Kubernetes manifests: deploy/k8s/ (docs/kubernetes.md).
 #
 #   docker build -t openrtb-bidder .
-#   docker run -p 8080:8080 -e REDIS_URL=redis://redis-host:6379 --stop-timeout 20 openrtb-bidder
+#   docker run -p 8080:8080 -e REDIS_URL=redis://redis-host:6379 -e TRACKING_SECRET=… -e PII_HASH_SECRET=… \
+#     -e TRACKING_BASE_URL=https://bidder.example.com -v "$PWD/exchanges.json:/etc/bidder/exchanges.json:ro" \
+#     -e EXCHANGES_FILE=/etc/bidder/exchanges.json --stop-timeout 20 openrtb-bidder
 #
 # See docs/operations.md. test/ops/dockerfile.spec.ts checks this file's shape.
 

@@ -25,5 +25,8 @@ export const capKeys = {
 /** Eligible requests of a campaign per hour of its local day, every worker's (a hash: hour index → count), for traffic-shaped pacing curves. */
 export const trafficKey = (cid: string, day: string): string => `bidder:traffic:{${cid}}:${day}`;
 
+/** A worker's pacing share of each even campaign (a hash: campaign → share), read by the other workers. */
+export const paceKey = (member: string): string => `bidder:pace:${member}`;
+
 /** Live workers of every host (a sorted set scored by Redis's clock). */
 export const WORKERS_KEY = 'bidder:workers';

@@ -13,10 +13,12 @@
  * mid-day with nothing spent that day gets the share of its daily budget that the rest of the day
  * is on its curve (prorated). A new day starts without pressure, from the initial share.
  *
- * Controller: spend rate = share × k, where k (USD per ms at share 1) is the market's answer to
- * the campaign's bids (traffic × win rate × price); k is estimated as the ratio of two exponentially
- * weighted sums over the last `windowMs`: spend measured, and share × time. Then share = wanted
- * rate / k. The ratio of the two sums is unbiased from the first measurement (both start at zero),
+ * Controller: spend rate = Σ over the live workers of share × k, where k (USD per ms at share 1,
+ * per worker) is the market's answer to the campaign's bids (traffic × win rate × price); k is
+ * estimated as the ratio of two exponentially weighted sums over the last `windowMs`: spend
+ * measured, and the sum of every worker's share × time (the others' as they shared them). Then share
+ * = wanted rate / (k × workers): every worker, reading the same spend and the same shares, computes
+ * the same share, so a restarted worker and the others meet within the ramp. The ratio of the two sums is unbiased from the first measurement (both start at zero),
  * and a change of share is matched by the same change of spend. Until the first spend is measured,
  * and whenever the estimate asks for more, the share at most doubles every `rampMs`: a campaign
  * starts at `initialShare` and never bursts while the estimate is young. The budget lease
@@ -45,6 +47,13 @@ export const MAX_PRESSURE = 0.8;
  * (the budget's shadow price λ, up to MAX_LAMBDA) before pacing throttles for good.
  */
 export const MAX_LAMBDA = 1;
+
+/** The other live workers' shares of a campaign (their sum) and how many they are. */
+export interface Peers {
+  readonly shares: number;
+  readonly count: number;
+}
+export const NO_PEERS: Peers = { shares: 0, count: 0 };
 
 export const DEFAULT_PACE: PaceSettings = { windowMs: 120_000, rampMs: 5_000, endMarginMs: 300_000, initialShare: 0.001, minShare: 1e-6 };
 
@@ -86,9 +95,10 @@ export class PaceController {
 
   /**
    * One refresh. `spentToday`: the campaign's spend of its day (every worker); `budget`: what it may
-   * spend today in all (its daily budget, less when its total budget has less left). Returns the share.
+   * spend today in all (its daily budget, less when its total budget has less left); `peers`: the
+   * other live workers' shares of the campaign, as last shared. Returns the share.
    */
-  update(now: number, day: LocalDay, spentToday: number, budget: number): number {
+  update(now: number, day: LocalDay, spentToday: number, budget: number, peers: Peers = NO_PEERS): number {
     const aimEnd = Math.max(day.start + 1, day.end - this.s.endMarginMs);
     if (day.start !== this.dayStart) {
       const first = Number.isNaN(this.dayStart);
@@ -118,7 +128,8 @@ export class PaceController {
     const spentNow = Math.max(spentToday, this.lastSpent);
     const decay = Math.exp(-dt / this.s.windowMs);
     this.wSpend = this.wSpend * decay + (spentNow - this.lastSpent);
-    this.wShareMs = this.wShareMs * decay + this.share * dt;
+    // Every worker's share: the market answers the sum (each worker sees its part of the traffic).
+    this.wShareMs = this.wShareMs * decay + (this.share + peers.shares) * dt;
     this.lastT = now;
     this.lastSpent = spentNow;
     this.spent = spentNow;
@@ -133,7 +144,8 @@ export class PaceController {
     else {
       const density = cum === null ? 1 : curveDensity(cum, day.start, now);
       const wantedRate = (left * density) / Math.max(at(aimEnd) - at(now), density * dt);
-      want = this.wSpend > 0 && this.wShareMs > 0 ? wantedRate / (this.wSpend / this.wShareMs) : Infinity;
+      // k per worker at share 1; every worker computes the same share from the same spend and sum.
+      want = this.wSpend > 0 && this.wShareMs > 0 ? wantedRate / ((this.wSpend / this.wShareMs) * (1 + peers.count)) : Infinity;
     }
     const ceiling = Math.min(1, this.share * Math.pow(2, dt / this.s.rampMs));
     if (want > 1 && this.share >= 1) this.pressure = Math.min(MAX_PRESSURE, this.pressure + dt / this.s.windowMs);

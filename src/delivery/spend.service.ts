@@ -45,9 +45,9 @@ import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate } from '../targeting/types';
 import type { NoticedBid } from './noticed-bid';
 import { Clock } from './clock';
-import { spendKeys, trafficKey, WORKERS_KEY } from './keys';
+import { paceKey, spendKeys, trafficKey, WORKERS_KEY } from './keys';
 import { LocalDays, localDay, type LocalDay } from './local-day';
-import { DEFAULT_PACE, PaceController, type PaceSettings } from './pacer';
+import { DEFAULT_PACE, NO_PEERS, PaceController, type PaceSettings, type Peers } from './pacer';
 import { curveFromHistory, HOUR_MS, hoursOf, MAX_HOURS, TRAFFIC_DAYS } from './traffic-curve';
 import { Random } from './random';
 import { MoneyKeysWatch, witnessKey } from './money-keys';
@@ -234,6 +234,11 @@ interface RefreshPlan {
   slots: number[];
 }
 
+/** How often each worker shares its pacing shares and reads the others' (ms), their time to live, and when a view is too old to use. */
+const PACE_SYNC_MS = 1_000;
+const PACE_TTL_MS = 5_000;
+const PACE_STALE_MS = 10_000;
+
 @Injectable()
 export class SpendService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger('Spend');
@@ -245,6 +250,10 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   private refreshing: Promise<void> | null = null;
   private lastRefreshOk = 0;
   private lastTrafficSync = -Infinity;
+  /** The other live workers' pacing shares per campaign (pacer.ts), as last read, and when (ms). */
+  private peers = new Map<string, Peers>();
+  private peersAt = -Infinity;
+  private lastPaceSync = -Infinity;
   private plan: RefreshPlan | null = null;
   /** `liveWorkers`: workers of every host counted at the last refresh; `throttled`: eligible requests an even campaign sat out. */
   readonly stats = { refreshes: 0, refreshErrors: 0, billsCounted: 0, billsDuplicate: 0, blockedBids: 0, liveWorkers: 0, released: 0, throttled: 0, tails: 0 };
@@ -435,6 +444,48 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     return plan;
   }
 
+  /** The other workers' shares of an even campaign; none once they are PACE_STALE_MS old (Redis away: each worker paces alone). */
+  private peersOf(id: string, now: number): Peers {
+    return now - this.peersAt > PACE_STALE_MS ? NO_PEERS : (this.peers.get(id) ?? NO_PEERS);
+  }
+
+  /**
+   * Pacing shares, shared: writes this worker's share of each even campaign (`bidder:pace:<worker>`,
+   * a hash expiring after PACE_TTL_MS) and reads every other worker's of the live set, so that every
+   * worker's controller knows the sum of the shares the spend answers (pacer.ts). A few small
+   * commands a second, off the bid path; a failure leaves the last view, which goes stale.
+   */
+  private async syncPace(now: number): Promise<void> {
+    try {
+      const mine: Record<string, string> = {};
+      for (const [id, b] of this.budgets) if (b.pacer !== null) mine[id] = b.share.toPrecision(6);
+      const c = this.db.client;
+      const key = paceKey(this.member);
+      if (Object.keys(mine).length > 0) await c.multi().del(key).hset(key, mine).pexpire(key, PACE_TTL_MS).exec();
+      else await c.del(key);
+      const members = (await c.zrange(WORKERS_KEY, 0, -1)).filter((m) => m !== this.member);
+      const theirs = await Promise.all(members.map((m) => c.hgetall(paceKey(m))));
+      const peers = new Map<string, { shares: number; count: number }>();
+      for (const h of theirs) {
+        for (const [id, v] of Object.entries(h)) {
+          const share = Number(v);
+          if (!(share >= 0 && share <= 1)) continue;
+          const p = peers.get(id);
+          if (p === undefined) peers.set(id, { shares: share, count: 1 });
+          else {
+            p.shares += share;
+            p.count++;
+          }
+        }
+      }
+      this.peers = peers;
+      this.peersAt = now;
+    } catch (e) {
+      this.stats.refreshErrors++;
+      if (this.stats.refreshErrors % 100 === 1) this.logger.warn(`pacing shares could not be shared: ${(e as Error).message}`);
+    }
+  }
+
   /**
    * Every campaign's total and daily spend (micro-USD text, null when unset), or undefined for a
    * campaign whose read failed. Rejects only when nothing could be read.
@@ -488,7 +539,11 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
         const tail = workers > 1 && remaining >= plan.minCost[i] && remaining < workers * plan.maxCost[i];
         if (tail) tails.push(i);
         b.lease = tail ? 0 : Math.max(0, b.view - Math.max(0, b.sum));
-        if (b.pacer !== null) b.share = b.pacer.update(now, plan.days[i], spentToday, Math.min(b.daily, spentToday + Math.max(0, b.total - spentTotal)));
+        if (b.pacer !== null) b.share = b.pacer.update(now, plan.days[i], spentToday, Math.min(b.daily, spentToday + Math.max(0, b.total - spentTotal)), this.peersOf(id, now));
+      }
+      if (now - this.lastPaceSync >= PACE_SYNC_MS) {
+        this.lastPaceSync = now;
+        await this.syncPace(now);
       }
       this.moneyKeys.endRefresh(now);
       if (tails.length > 0) await Promise.all(tails.map((i) => this.tailLease(plan, i, workers)));

@@ -27,6 +27,14 @@ export const noticeMarker = (event: string, bidId: string): string => `bidder:no
 /** The smallest transparent GIF, the impression pixel's answer. */
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 
+function noContentAnswer(): HttpAnswer {
+  return noContent();
+}
+
+function pixel(): HttpAnswer {
+  return { status: 200, headers: { 'content-type': 'image/gif', 'cache-control': 'no-store' }, payload: PIXEL };
+}
+
 /**
  * Notice and tracker endpoints, the targets of every bid's nurl/burl/lurl, impression tracker and
  * click URL: `GET /t/{win,bill,loss,imp,click}?p=<payload>&s=<signature>&<macros>`, served by the
@@ -71,7 +79,10 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
     return this.answer(r.path.slice(NOTICE_PREFIX.length), r.query);
   }
 
-  /** The answer to one notice; a promise only for billing, which waits for Redis. */
+  /**
+   * The answer to one notice: a promise when its record waits for Redis (is this the bid's first
+   * notice of the kind? was the bill counted?), which the answer waits for in turn.
+   */
   answer(event: string, query: querystring.ParsedUrlQuery): HttpAnswer | Promise<HttpAnswer> {
     if (!isNoticeEvent(event)) return errorAnswer(404, 'unknown notice type');
     let n: Notice;
@@ -104,12 +115,10 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
     };
     switch (n.event) {
       case 'win':
-        this.once(p, record, 'ok');
-        return noContent();
+        return this.once(p, record, 'ok', noContentAnswer);
       case 'loss':
         // A loss gives the bid's reservation back to the campaign's lease, once per bid.
-        this.once(p, { ...record, loss: n.loss }, 'ok', () => this.spend.release(p, false));
-        return noContent();
+        return this.once(p, { ...record, loss: n.loss }, 'ok', noContentAnswer, () => this.spend.release(p, false));
       case 'bill':
         if (p.test === true) {
           this.stats.count('bill', 'test');
@@ -121,16 +130,14 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
         if (p.test === true) {
           this.stats.count('imp', 'test');
           this.log.log({ ...record, user: p.userKey === '' ? null : p.userKey, counted: false });
-        } else {
-          this.impression(p, record);
+          return pixel();
         }
-        return { status: 200, headers: { 'content-type': 'image/gif', 'cache-control': 'no-store' }, payload: PIXEL };
+        return this.impression(p, record);
       case 'click': {
         const c = this.store.current().get(p.crid);
-        this.once(p, { ...record, landing: c?.landingUrl ?? null }, c === undefined ? 'unknown_creative' : 'ok');
         // Only ever redirect to the landing page of the creative named by the signed payload.
-        if (c === undefined) return errorAnswer(404, 'creative no longer exists');
-        return { status: 302, headers: { location: c.landingUrl, 'cache-control': 'no-store' }, payload: undefined };
+        const answer = c === undefined ? () => errorAnswer(404, 'creative no longer exists') : () => ({ status: 302, headers: { location: c.landingUrl, 'cache-control': 'no-store' }, payload: undefined });
+        return this.once(p, { ...record, landing: c?.landingUrl ?? null }, c === undefined ? 'unknown_creative' : 'ok', answer);
       }
     }
   }
@@ -153,49 +160,59 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
   }
 
   /**
-   * Win, loss and click: the answer goes at once; the record follows when Redis has said whether
-   * this is the bid's first notice of the kind (`counted`: true the first time, false for a repeat,
-   * null when Redis failed), as bills and impressions say it. `first` runs for the first one only.
-   * The marker is set with the next batch of commands (src/redis/batch.ts: within REDIS_BATCH_MS,
-   * one write to Redis for all of them), not at once: nothing waits for it but the record.
+   * Win, loss and click: the record says whether this is the bid's first notice of the kind
+   * (`counted`: true the first time, false for a repeat, null when Redis failed), as bills and
+   * impressions say it; `first` runs for the first one only. The answer leaves once the record is
+   * logged, so that it is in the crash journal with its answer (src/http/outbox.ts holds an answer
+   * until the records logged before it are written there): a worker killed after answering has the
+   * record on disk, and the next one recovers it. The marker is set with the next batch of commands
+   * (src/redis/batch.ts: within REDIS_BATCH_MS, one write to Redis for all of them), so a notice's
+   * answer waits up to that long; when Redis fails the record says null and the answer goes at once.
    */
-  private once(p: TrackingPayload, record: NoticeRecord, outcome: string, first?: () => void): void {
+  private once(p: TrackingPayload, record: NoticeRecord, outcome: string, answer: () => HttpAnswer, first?: () => void): Promise<HttpAnswer> {
     const event = record.type;
-    this.batch.later(() =>
-      this.redis
-        .connection()
-        .set(noticeMarker(event, p.bidId), '1', 'EX', this.markerTtlSeconds, 'NX')
-        .then(
-          (ok) => {
-            const counted = ok !== null;
-            this.stats.count(event, counted ? outcome : 'repeated');
-            this.log.log({ ...record, counted });
-            if (counted) first?.();
-          },
-          (e: unknown) => {
-            this.stats.count(event, 'error');
-            this.log.log({ ...record, counted: null });
-            this.logger.warn(`${event} notice not checked for repeats: ${(e as Error).message}`);
-          },
-        ),
-    );
+    return new Promise<HttpAnswer>((resolve) => {
+      this.batch.later(() =>
+        this.redis
+          .connection()
+          .set(noticeMarker(event, p.bidId), '1', 'EX', this.markerTtlSeconds, 'NX')
+          .then(
+            (ok) => {
+              const counted = ok !== null;
+              this.stats.count(event, counted ? outcome : 'repeated');
+              this.log.log({ ...record, counted });
+              if (counted) first?.();
+              resolve(answer());
+            },
+            (e: unknown) => {
+              this.stats.count(event, 'error');
+              this.log.log({ ...record, counted: null });
+              this.logger.warn(`${event} notice not checked for repeats: ${(e as Error).message}`);
+              resolve(answer());
+            },
+          ),
+      );
+    });
   }
 
   /**
-   * The pixel answers at once; the record follows when Redis has said whether this bid's impression
-   * was counted before (`counted`: true the first time, false for a replay, null when Redis failed).
+   * The pixel answers once the record is logged (in the crash journal with its answer, as `once`
+   * says), when Redis has said whether this bid's impression was counted before (`counted`: true the
+   * first time, false for a replay, null when Redis failed).
    */
-  private impression(p: TrackingPayload, record: NoticeRecord): void {
+  private impression(p: TrackingPayload, record: NoticeRecord): Promise<HttpAnswer> {
     const user = p.userKey === '' ? null : p.userKey;
-    this.caps.recordImpression(p.bidId, p.userKey, p.cid, p.crid).then(
+    return this.caps.recordImpression(p.bidId, p.userKey, p.cid, p.crid).then(
       (counted) => {
         this.stats.count('imp', counted ? 'ok' : 'repeated');
         this.log.log({ ...record, user, counted });
+        return pixel();
       },
       (e: unknown) => {
         this.stats.count('imp', 'cap_error');
         this.log.log({ ...record, user, counted: null });
         this.logger.warn(`impression not counted: ${(e as Error).message}`);
+        return pixel();
       },
     );
   }

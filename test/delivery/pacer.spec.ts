@@ -112,6 +112,33 @@ describe('pacing controller', () => {
     assert.ok(pc.pressure <= 0, `no spend pressure carried over (${pc.pressure})`);
   });
 
+  it('two workers: shares within 1.5x of each other 2 minutes after one restarts (each knows the other\'s share)', () => {
+    const budget = 240;
+    const day = localDay(DAY0, 'UTC');
+    // Each worker's market at share 1: the same traffic, 20x what the budget needs in all.
+    const kW = (10 * budget) / (24 * H);
+    let a = new PaceController(DEFAULT_PACE);
+    let b = new PaceController(DEFAULT_PACE);
+    let spent = 0;
+    let sa = 0;
+    let sb = 0;
+    const ratios: number[] = [];
+    for (let t = day.start; t < day.start + 14 * H; t += 1000) {
+      // Worker b restarts at 10:00, worker a at 12:00: a new controller, from the initial share.
+      if (t === day.start + 10 * H) b = new PaceController(DEFAULT_PACE);
+      if (t === day.start + 12 * H) a = new PaceController(DEFAULT_PACE);
+      // Each learns the other's share of the previous refresh (shared through Redis).
+      const na = a.update(t, day, spent, budget, { shares: sb, count: 1 });
+      const nb = b.update(t, day, spent, budget, { shares: sa, count: 1 });
+      sa = na;
+      sb = nb;
+      spent += (sa + sb) * kW * 1000;
+      if (t === day.start + 10 * H + 120_000 || t === day.start + 12 * H + 120_000) ratios.push(Math.max(sa, sb) / Math.min(sa, sb));
+    }
+    for (const r of ratios) assert.ok(r <= 1.5, `shares ${ratios.map((x) => x.toFixed(2)).join(', ')} apart 2 minutes after a restart`);
+    assert.ok(Math.abs(spent / ((budget * 14 * H) / (24 * H - DEFAULT_PACE.endMarginMs)) - 1) < 0.1, `spent ${spent.toFixed(1)} by 14:00`);
+  });
+
   it('when the budget binds, the shadow price λ rises (shading bids lower) before pacing throttles for good', () => {
     const budget = 240;
     const pc = new PaceController(DEFAULT_PACE);
