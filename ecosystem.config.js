@@ -72,6 +72,18 @@ function allowedCpus() {
   return n > 0 ? n : os.cpus().length;
 }
 
+/**
+ * The project's Node (the npm `node` package, which `npm ci` installs: node_modules/.bin/node), else
+ * the Node running this file. Realpath: PM2 starts the binary itself, not the link.
+ */
+function projectNode() {
+  try {
+    return fs.realpathSync(path.join(__dirname, 'node_modules', '.bin', 'node'));
+  } catch {
+    return process.execPath;
+  }
+}
+
 // One worker per CPU unless WORKERS says otherwise (0 or unset: one per CPU).
 const instances = int('WORKERS', 0) || containerCpus();
 
@@ -198,6 +210,9 @@ module.exports = {
       script: path.join(__dirname, 'dist', 'shipper', 'main.js'),
       cwd: __dirname,
       exec_mode: 'fork',
+      // PM2 runs a fork-mode app with the `node` first on PATH (the workers, in cluster mode, run on
+      // the daemon's Node): the project's Node 24 instead, wherever PM2 is started from.
+      interpreter: projectNode(),
       instances: 1,
       env: shipperEnv,
       pmx: false,

@@ -274,6 +274,8 @@ async function waitShipper(timeoutMs) {
     const p = appProcesses(pm2Home(), SHIPPER)[0];
     if (p && p.status === 'online') return null;
     if (p && p.status === 'errored') return 'the shipper errored';
+    // A configuration error (or a Node older than 24) stops it for good (exit code 2, stop_exit_codes).
+    if (p && p.status === 'stopped') return 'the shipper stopped (a configuration error, named in its error log)';
     last = p ? p.status : 'not started';
     await sleep(250);
   }
@@ -386,13 +388,17 @@ async function start() {
   }
   const expected = appProcesses().length;
   writeState({ ...base, url, port, workers: expected });
-  const err = (await waitReady(url, expected, READY_TIMEOUT_MS)) || (await waitShipper(READY_TIMEOUT_MS));
-  if (err) {
-    const logs = path.join(process.env.BIDDER_LOG_DIR || path.join(runDir(), 'logs'), 'bidder.err.log');
-    process.stderr.write(`${tail(logs)}\n`);
-    fail(`${err}; see ${logs}, \`npm run pm2 -- logs\`; \`npm stop\` cleans up`);
-  }
-  say(`bidder: ${expected} workers listening on ${url} (bid: POST ${url}/openrtb2/bid; metrics on the admin port: http://127.0.0.1:${process.env.ADMIN_PORT || 8081}/metrics)`);
+  // Each failure points at the error log of the app that failed (ecosystem.config.js names them).
+  const logDir = process.env.BIDDER_LOG_DIR || path.join(runDir(), 'logs');
+  const failed = async (wait, app, file) => {
+    const err = await wait;
+    if (!err) return;
+    process.stderr.write(`${tail(file)}\n`);
+    fail(`${err}; see ${file}, \`npm run pm2 -- logs ${app}\`; \`npm stop\` cleans up`);
+  };
+  await failed(waitReady(url, expected, READY_TIMEOUT_MS), APP, process.env.BIDDER_ERR_FILE || path.join(logDir, 'bidder.err.log'));
+  await failed(waitShipper(READY_TIMEOUT_MS), SHIPPER, process.env.SHIPPER_ERR_FILE || path.join(logDir, 'shipper.err.log'));
+  say(`bidder: ${expected} workers listening on ${url} (bid: POST ${url}/openrtb2/bid; metrics of every worker on the admin port: http://127.0.0.1:${process.env.ADMIN_PORT || 8081}/metrics/cluster)`);
   say(`bidder: bid log in ${redis.cluster ? `the Redis Cluster at ${redis.cluster}` : shown(redis.url)}${redis.started ? ` (private redis-server, pid ${redis.pid})` : ''}, shipped to Parquet by the shipper (\`npm run report\`)`);
   say('bidder: stop with `npm stop`; scale with `npm run pm2 -- scale bidder <n>`; reload with `npm run pm2 -- reload bidder`');
   say(readyLine({ url, redisUrl: shown(redis.url), ...(redis.cluster ? { redisClusterNodes: redis.cluster } : {}), startedRedis: redis.started, startedPm2: true, workers: expected }));

@@ -9,9 +9,79 @@ import { hash } from 'node:crypto';
 import type { BidRequest } from '../openrtb/types';
 import type { CandidateIndex } from '../targeting/campaign-store';
 
-function str(s: string): string {
-  return JSON.stringify(s);
+/**
+ * A reused byte buffer the compact fields are written into, then read out as one flat string: a
+ * record's fields cost one string allocation instead of one per concatenation (measured in the bid
+ * benchmark's heap row).
+ */
+class FieldWriter {
+  private buf = Buffer.allocUnsafe(16 * 1024);
+  private pos = 0;
+
+  reset(): void {
+    this.pos = 0;
+  }
+
+  private room(bytes: number): void {
+    if (this.pos + bytes <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + bytes));
+    this.buf.copy(next, 0, 0, this.pos);
+    this.buf = next;
+  }
+
+  /** Text that needs no JSON escaping (field names, punctuation, base64url). */
+  raw(s: string): void {
+    this.room(3 * s.length);
+    this.pos += this.buf.write(s, this.pos);
+  }
+
+  /** A string value, quoted; escaped by JSON.stringify only when it has to be. */
+  str(s: string): void {
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) {
+        this.raw(JSON.stringify(s));
+        return;
+      }
+    }
+    this.room(3 * s.length + 2);
+    this.buf[this.pos++] = 0x22;
+    this.pos += this.buf.write(s, this.pos);
+    this.buf[this.pos++] = 0x22;
+  }
+
+  /** A number value (null when not finite, as JSON.stringify writes it). */
+  num(n: number): void {
+    if (Number.isInteger(n) && n >= 0 && n < 1e15) {
+      this.room(16);
+      if (n === 0) {
+        this.buf[this.pos++] = 0x30;
+        return;
+      }
+      let digits = 0;
+      for (let v = n; v >= 1; v = Math.floor(v / 10)) digits++;
+      let at = this.pos + digits;
+      for (let v = n; v >= 1; v = Math.floor(v / 10)) this.buf[--at] = 0x30 + (v % 10);
+      this.pos += digits;
+      return;
+    }
+    this.raw(Number.isFinite(n) ? String(n) : 'null');
+  }
+
+  /** `,` before every element of a list but the first. */
+  comma(first: boolean): void {
+    if (!first) {
+      this.room(1);
+      this.buf[this.pos++] = 0x2c;
+    }
+  }
+
+  text(): string {
+    return this.buf.toString('utf8', 0, this.pos);
+  }
 }
+
+const out = new FieldWriter();
 
 /**
  * The request's compact fields: inventory, domain, bundle, device type, OS, country, imps, media,
@@ -19,42 +89,105 @@ function str(s: string): string {
  * byte size and hash, and whether the body follows (`body`).
  */
 export function requestFields(req: BidRequest, raw: Uint8Array, bodyKept: boolean): string {
-  let media = '';
-  let sizes = '';
-  let floors = '';
-  let floorcurs = '';
-  let deals = '';
+  const w = out;
+  w.reset();
+  w.raw(`,"inv":"${req.inventory}","domain":`);
+  w.str(req.domain);
+  w.raw(',"bundle":');
+  w.str(req.bundle);
+  w.raw(',"devicetype":');
+  w.num(req.deviceType);
+  w.raw(',"os":');
+  w.str(req.os);
+  w.raw(',"country":');
+  w.str(req.country);
+  w.raw(',"imps":');
+  w.num(req.imps.length);
   let banner = false;
   let video = false;
   let native = false;
-  for (let i = 0; i < req.imps.length; i++) {
-    const imp = req.imps[i];
-    if (imp.banner !== null) {
-      banner = true;
-      const s = imp.banner.sizes;
-      for (let k = 0; k < s.length; k++) sizes += `${sizes === '' ? '' : ','}"${s[k].w}x${s[k].h}"`;
-    }
-    if (imp.video !== null) {
-      video = true;
-      if (imp.video.w > 0 && imp.video.h > 0) sizes += `${sizes === '' ? '' : ','}"${imp.video.w}x${imp.video.h}"`;
-    }
-    if (imp.native !== null) native = true;
-    floors += `${i === 0 ? '' : ','}${Number.isFinite(imp.bidfloor) ? imp.bidfloor : 0}`;
-    floorcurs += `${i === 0 ? '' : ','}${str(imp.bidfloorcur)}`;
-    if (imp.pmp !== null) for (const d of imp.pmp.deals) deals += `${deals === '' ? '' : ','}${str(d.id)}`;
+  for (const imp of req.imps) {
+    banner ||= imp.banner !== null;
+    video ||= imp.video !== null;
+    native ||= imp.native !== null;
   }
-  if (banner) media = '"banner"';
-  if (video) media += `${media === '' ? '' : ','}"video"`;
-  if (native) media += `${media === '' ? '' : ','}"native"`;
-  let curs = '';
-  for (let i = 0; i < req.cur.length; i++) curs += `${i === 0 ? '' : ','}${str(req.cur[i])}`;
-  return (
-    `,"inv":"${req.inventory}","domain":${str(req.domain)},"bundle":${str(req.bundle)},"devicetype":${req.deviceType},` +
-    `"os":${str(req.os)},"country":${str(req.country)},"imps":${req.imps.length},"media":[${media}],"sizes":[${sizes}],` +
-    `"floors":[${floors}],"floorcurs":[${floorcurs}],"deals":[${deals}],"curs":[${curs}],"at":${req.at},"tmax":${req.tmax},` +
-    `"user":${str(req.userKey)},"bytes":${raw.length},"hash":"${bodyHash(raw)}","body":${bodyKept}`
-  );
+  w.raw(',"media":[');
+  let first = true;
+  for (const [on, name] of MEDIA) {
+    if (!(on === 1 ? banner : on === 2 ? video : native)) continue;
+    w.comma(first);
+    w.raw(name);
+    first = false;
+  }
+  w.raw('],"sizes":[');
+  first = true;
+  for (const imp of req.imps) {
+    if (imp.banner !== null) {
+      for (const z of imp.banner.sizes) {
+        w.comma(first);
+        first = false;
+        w.raw('"');
+        w.num(z.w);
+        w.raw('x');
+        w.num(z.h);
+        w.raw('"');
+      }
+    }
+    if (imp.video !== null && imp.video.w > 0 && imp.video.h > 0) {
+      w.comma(first);
+      first = false;
+      w.raw('"');
+      w.num(imp.video.w);
+      w.raw('x');
+      w.num(imp.video.h);
+      w.raw('"');
+    }
+  }
+  w.raw('],"floors":[');
+  for (let i = 0; i < req.imps.length; i++) {
+    w.comma(i === 0);
+    const f = req.imps[i].bidfloor;
+    w.num(Number.isFinite(f) ? f : 0);
+  }
+  w.raw('],"floorcurs":[');
+  for (let i = 0; i < req.imps.length; i++) {
+    w.comma(i === 0);
+    w.str(req.imps[i].bidfloorcur);
+  }
+  w.raw('],"deals":[');
+  first = true;
+  for (const imp of req.imps) {
+    if (imp.pmp === null) continue;
+    for (const d of imp.pmp.deals) {
+      w.comma(first);
+      first = false;
+      w.str(d.id);
+    }
+  }
+  w.raw('],"curs":[');
+  for (let i = 0; i < req.cur.length; i++) {
+    w.comma(i === 0);
+    w.str(req.cur[i]);
+  }
+  w.raw('],"at":');
+  w.num(req.at);
+  w.raw(',"tmax":');
+  w.num(req.tmax);
+  w.raw(',"user":');
+  w.str(req.userKey);
+  w.raw(',"bytes":');
+  w.num(raw.length);
+  w.raw(',"hash":"');
+  w.raw(bodyHash(raw));
+  w.raw(bodyKept ? '","body":true' : '","body":false');
+  return w.text();
 }
+
+const MEDIA: ReadonlyArray<readonly [number, string]> = [
+  [1, '"banner"'],
+  [2, '"video"'],
+  [3, '"native"'],
+];
 
 /** The request body's identity: SHA-1 (one native call, ~1 µs for a few KB), first 16 bytes, base64url. */
 export function bodyHash(raw: Uint8Array): string {

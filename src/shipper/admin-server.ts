@@ -18,7 +18,7 @@ export class AdminServer {
 
   constructor(
     private readonly metrics: ShipperMetrics,
-    private readonly status: () => ShipperStatus,
+    private readonly status: () => ShipperStatus | Promise<ShipperStatus>,
     private readonly shipperId: string,
   ) {}
 
@@ -43,8 +43,8 @@ export class AdminServer {
     return { status: 200, headers: { 'content-type': Registry.PROMETHEUS_CONTENT_TYPE, 'cache-control': 'no-store' }, payload: await this.metrics.render() };
   }
 
-  private ready(): HttpAnswer {
-    const s = this.status();
+  private async ready(): Promise<HttpAnswer> {
+    const s = await this.status();
     const a = jsonAnswer(s.ready ? 200 : 503, { status: s.ready ? 'ready' : 'not ready', shipper: this.shipperId, pid: process.pid, problems: s.problems });
     a.headers['cache-control'] = 'no-store';
     return a;

@@ -10,7 +10,8 @@ import { lowerPriority } from './priority';
 import { loadShipperConfig, type ShipperConfig } from './shipper.config';
 import { ShipperMetrics } from './shipper.metrics';
 import { ShipperModule } from './shipper.module';
-import { ShipperService } from './shipper.service';
+import { ShipperService, type ShipperStatus } from './shipper.service';
+import { StorageProbe } from './storage-probe';
 
 const LEVELS: Record<ShipperConfig['logLevel'], LogLevel[]> = {
   fatal: ['fatal'],
@@ -59,7 +60,17 @@ async function main(): Promise<void> {
     process.exit(1);
   });
   const shipper = app.get(ShipperService);
-  const admin = new AdminServer(app.get(ShipperMetrics), () => shipper.status(), config.shipperId);
+  // SHIP_DIR is tried at start and every 10 s: not ready while it cannot be written. While it
+  // fails, each readiness check tries again first (a directory made meanwhile counts at once).
+  const storage = new StorageProbe(config.dir);
+  await storage.start();
+  const status = async (): Promise<ShipperStatus> => {
+    if (storage.status() !== null) await storage.probe();
+    const s = shipper.status();
+    const problem = storage.status();
+    return problem === null ? s : { ready: false, problems: [...s.problems, problem] };
+  };
+  const admin = new AdminServer(app.get(ShipperMetrics), status, config.shipperId);
   try {
     const url = await admin.listen(config.adminPort, config.adminHost);
     log.log({ msg: 'admin server listening', url, node: process.version });
@@ -81,6 +92,7 @@ async function main(): Promise<void> {
     void app
       .close()
       .then(() => admin.close())
+      .then(() => storage.stop())
       .then(
         () => process.exit(0),
         (e: unknown) => {

@@ -27,7 +27,7 @@ svg text{font:11px system-ui,sans-serif;fill:#556}
 <div class="muted">${esc(r.dir)} · ${r.files} Parquet files · ${fmtInt(r.records)} records · window: ${esc(window)} (UTC)${r.first ? ` · data from ${esc(r.first)} to ${esc(r.last ?? '')}` : ''}</div>
 <div class="cards">
 ${card('bid requests', fmtInt(t.requests))}${card('fill rate', pct(t.fillRate))}${card('bids', fmtInt(t.bids))}${card('wins', fmtInt(t.wins))}${card('win rate', pct(t.winRate))}
-${card('impressions', fmtInt(t.impressions))}${card('clicks', fmtInt(t.clicks))}${card('CTR', pct(t.ctr))}${card('billed', fmtInt(t.billed))}
+${card('impressions', fmtInt(t.impressions))}${card('clicks', fmtInt(t.clicks))}${card('clicks without an impression', fmtInt(t.clicksWithoutImpression))}${card('CTR', pct(t.ctr))}${card('billed', fmtInt(t.billed))}
 ${card('spend', moneyText(t.money, 'spend'))}${card('eCPM', moneyText(t.money, 'ecpm'))}${card('answer time p99', t.answerMs.p99 === null ? '–' : `${ms(t.answerMs.p99)} ms`)}
 </div>
 ${r.hours.length > 1 ? charts(r.hours) : ''}
@@ -39,7 +39,7 @@ ${campaignTable(r.campaigns)}
 ${table(['status', 'reason', 'responses', 'share of requests'], r.reasons.map((x) => [String(x.status), esc(x.reason), fmtInt(x.count), pct(t.requests > 0 ? x.count / t.requests : null)]))}
 <h2>Records by type</h2>
 ${table(['type', 'records'], Object.entries(r.types).map(([k, v]) => [esc(k), fmtInt(v)]))}
-<p class="muted">Wins, losses, impressions and clicks count once per bid: ${fmtInt(r.repeats)} repeated notice records are left out of the figures. Spend is the sum of billed clearing prices / 1000 in the bid currency (billing notices counted once); eCPM = spend / billed × 1000; win rate = wins / bids; fill rate = bid requests answered with a bid / bid requests; answer time is the bidder's handler time.</p>
+<p class="muted">Wins, losses, impressions and clicks count once per bid: ${fmtInt(r.repeats)} repeated notice records are left out of the figures. Clicks are those of bids whose impression fired; clicks without an impression (the click URL is public in the markup: a fraud signal) are counted apart, and CTR = clicked impressions / impressions. Spend is the sum of billed clearing prices / 1000 in the bid currency (billing notices counted once); eCPM = spend / billed × 1000; win rate = wins / bids; fill rate = bid requests answered with a bid / bid requests; answer time is the bidder's handler time.</p>
 </body></html>
 `;
 }

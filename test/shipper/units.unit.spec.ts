@@ -233,7 +233,7 @@ describe('report', () => {
       last: null,
       totals: emptyFigures(),
       hours: [hour, { ...hour, hour: '2026-07-15 11:00', requests: 4 }],
-      campaigns: [{ cid: '<script>x</script>', bids: 1, avgBidPrice: 1, wins: 0, winRate: 0, losses: 0, impressions: 0, clicks: 0, ctr: null, billed: 0, money: [] }],
+      campaigns: [{ cid: '<script>x</script>', bids: 1, avgBidPrice: 1, wins: 0, winRate: 0, losses: 0, impressions: 0, clicks: 0, clicksWithoutImpression: 0, ctr: null, billed: 0, money: [] }],
       reasons: [],
       types: { request: 2 },
       repeats: 0,
