@@ -59,6 +59,11 @@ function cpuNow(): number {
 
 const yieldTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/** Smoothing of the notice delays; the least gap between wins' and losses' delays that holds losses; most losses held. */
+const DELAY_ALPHA = 0.05;
+const HOLD_MIN_MS = 1_000;
+const MAX_HELD = 100_000;
+
 /** Segments updated per tick without a notice of their own (about 20 µs each: at most about 6 ms a tick). */
 const MAX_BID_UPDATES = 300;
 /** An exchange that sent no loss notice for this long is taken to send none: its silent bids are losses (learning only). */
@@ -153,6 +158,11 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
    */
   readonly stats = { shaded: 0, explored: 0, learned: 0, impossible: 0, limited: 0, capped: 0, moves: 0, syncs: 0, syncErrors: 0, unshared: 0, syncSliceMaxMs: 0 };
   private syncMark = 0;
+  /** Per source: the smoothed delay of its win (or bill) notices and of its loss notices after the bid (ms; NaN: none yet). */
+  private readonly winDelay = new Float64Array(64).fill(NaN);
+  private readonly lossDelay = new Float64Array(64).fill(NaN);
+  /** Loss notices held until the wins of their time have come (in order of release, near enough). */
+  private held: Array<{ at: number; args: [event: 'loss', p: NoticedBid, bidUsd: number, minToWinUsd: number | null, sd: number, loss: number | null] }> = [];
   /** Bytes of this worker's shared state per exchange (MAX_SHARED_BYTES). */
   private readonly sharedBytes = new Map<string, number>();
 
@@ -299,7 +309,24 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     if (sd === null || !this.enabled) return;
     const now = this.clock.now();
     const source = p.source ?? 0;
-    if (event === 'loss' && source >= 0 && source < 64) this.lastLoss[source] = now;
+    const si = source >= 0 && source < 64 ? source : 63;
+    if (event === 'loss') this.lastLoss[si] = now;
+    // A bill after its win: nothing new (and its delay is not the win's).
+    if (this.learned.has(p.bidId)) return;
+    // How late each kind of notice comes from this exchange: losses are held until the wins of their time have come (`late-bills`).
+    const delays = event === 'loss' ? this.lossDelay : this.winDelay;
+    const delay = Math.min(600_000, Math.max(0, now - p.ts));
+    delays[si] = Number.isNaN(delays[si]) ? delay : delays[si] + DELAY_ALPHA * (delay - delays[si]);
+    const hold = this.winDelay[si] - this.lossDelay[si];
+    if (event === 'loss' && hold > HOLD_MIN_MS && this.held.length < MAX_HELD) {
+      this.held.push({ at: now + hold, args: [event, p, bidUsd, minToWinUsd, sd, loss] });
+      return;
+    }
+    this.learnNow(now, event, p, bidUsd, minToWinUsd, sd, loss);
+  }
+
+  private learnNow(now: number, event: 'win' | 'bill' | 'loss', p: NoticedBid, bidUsd: number, minToWinUsd: number | null, sd: number, loss: number | null): void {
+    const source = p.source ?? 0;
     if (this.learned.has(p.bidId)) return;
     if (minToWinUsd !== null && impossibleNotice(event, bidUsd, minToWinUsd)) {
       this.stats.impossible++;
@@ -357,6 +384,10 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   /** Folds what was learned into the estimates, coarse levels first (each is its children's prior). */
   tick(): void {
     const now = this.clock.now();
+    // Loss notices held for the wins of their time (learn()).
+    let due = 0;
+    while (due < this.held.length && this.held[due].at <= now) this.learnNow(now, ...this.held[due++].args);
+    if (due > 0) this.held = this.held.slice(due);
     for (const level of this.dirty) {
       for (const s of level) {
         updateSegment(s, s.parent === null ? this.basePrior : s.parent.q, this.settings, now);
