@@ -1,4 +1,3 @@
-import { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { type HttpAnswer, internalError } from './answer';
 
@@ -20,49 +19,7 @@ export interface AnswerBarrier {
 export const HOLD_MAX_MS = 2;
 
 /**
- * Where an answer goes: a Fastify reply, or Node's response itself for a request served before
- * Fastify (server.ts, `serveFast`), which gets the same headers Fastify would write (`writeAnswer`).
- */
-export type AnswerTarget = FastifyReply | ServerResponse;
-
-/** A media type of JSON (`application/json`, `application/ld+json`, ...) without a charset parameter. */
-function jsonWithoutCharset(type: string): boolean {
-  const t = type.toLowerCase();
-  const semi = t.indexOf(';');
-  return (semi < 0 ? t : t.slice(0, semi)).includes('json') && !t.includes('charset=');
-}
-
-/**
- * An answer written on Node's response as Fastify's `reply.send` writes the payloads routes give
- * (a string, a Buffer or none): Content-Length measured unless given, no body, Content-Type or
- * Content-Length on a 204, `content-length: 0` on a body-less answer of any other status, and the
- * type Fastify would name for an untyped payload (and its `; charset=utf-8` after a JSON type that
- * names none, for a text). Header names are lower case, as the routes write them.
- */
-export function writeAnswer(res: ServerResponse, a: HttpAnswer): void {
-  const headers = a.headers;
-  const status = a.status;
-  let payload = a.payload;
-  if (payload === undefined) {
-    if (status >= 200 && status !== 204 && status !== 304) headers['content-length'] = '0';
-  } else if (status === 204 || status < 200) {
-    delete headers['content-type'];
-    delete headers['content-length'];
-    payload = undefined;
-  } else {
-    const type = headers['content-type'];
-    if (type === undefined) headers['content-type'] = typeof payload === 'string' ? 'text/plain; charset=utf-8' : 'application/octet-stream';
-    // A JSON text named without its charset gets Fastify's `; charset=utf-8`.
-    else if (typeof payload === 'string' && typeof type === 'string' && jsonWithoutCharset(type)) headers['content-type'] = `${type}; charset=utf-8`;
-    const length = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
-    if (headers['content-length'] === undefined || Number(headers['content-length']) !== length) headers['content-length'] = String(length);
-  }
-  res.writeHead(status, headers);
-  res.end(payload);
-}
-
-/**
- * The last step of every request: its answer (data, answer.ts) written to the client. Answers leave
+ * The last step of every request: its answer (data, answer.ts) sent by its Fastify reply. Answers leave
  * only after what the barrier guards is committed (the crash journal: a worker killed right after
  * answering has the records of that answer on disk). Answers computed while it is pending are held
  * until the check phase of this event-loop turn, after every request the poll phase read: one commit
@@ -73,7 +30,7 @@ export function writeAnswer(res: ServerResponse, a: HttpAnswer): void {
 export class Outbox {
   private barrier: AnswerBarrier | null = null;
   /** Answers waiting for the barrier's commit: reply, answer, reply, answer, ... */
-  private held: Array<AnswerTarget | HttpAnswer> = [];
+  private held: Array<FastifyReply | HttpAnswer> = [];
   /** When the oldest held answer was held (performance.now()). */
   private heldSince = 0;
   private releaseQueued = false;
@@ -90,7 +47,7 @@ export class Outbox {
     this.barrier = barrier;
   }
 
-  send(reply: AnswerTarget, a: HttpAnswer): void {
+  send(reply: FastifyReply, a: HttpAnswer): void {
     if (this.barrier !== null && this.barrier.pending()) {
       if (this.held.length === 0) this.heldSince = this.now();
       this.held.push(reply, a);
@@ -120,19 +77,18 @@ export class Outbox {
       // The journal reports its own write errors; an answer is never lost to it.
       this.errors.error({ msg: 'journal commit failed', err: e });
     }
-    for (let i = 0; i < held.length; i += 2) this.sendNow(held[i] as AnswerTarget, held[i + 1] as HttpAnswer);
+    for (let i = 0; i < held.length; i += 2) this.sendNow(held[i] as FastifyReply, held[i + 1] as HttpAnswer);
   }
 
   /**
    * Sends an answer. Never throws: an answer Node refuses (a header value it rejects, say) becomes a
    * plain 500, and when even that cannot be written the connection is closed.
    */
-  private sendNow(to: AnswerTarget, a: HttpAnswer): void {
-    const res = to instanceof ServerResponse ? to : to.raw;
-    if (to instanceof ServerResponse ? res.headersSent || res.writableEnded : to.sent) return;
+  private sendNow(reply: FastifyReply, a: HttpAnswer): void {
+    if (reply.sent) return;
+    const res = reply.raw;
     try {
-      if (to instanceof ServerResponse) writeAnswer(res, a);
-      else to.code(a.status).headers(a.headers).send(a.payload);
+      reply.code(a.status).headers(a.headers).send(a.payload);
     } catch (e) {
       this.stats.sendErrors++;
       this.errors.error({ msg: 'answer could not be sent', url: (res.req?.url ?? '').slice(0, 200), err: e });

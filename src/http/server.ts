@@ -10,14 +10,12 @@
  * - Request bodies: one content-type parser for every type, the project's reader (body.ts):
  *   BODY_LIMIT_BYTES before and after Content-Encoding, the bytes kept as they came for the log. A
  *   body refused there reaches the route as a refusal, so that the route words and counts it.
- * - Routes are plain Fastify routes that compute an answer as data (answer.ts); sending it never
- *   throws. Each instance has only the routes registered on it: the admin routes do not exist on
- *   the public instance, whatever the spelling of a request target.
- * - The common case of a route is served before Fastify (`serveFast`): its method, its path as
- *   written (no `%`, `;` or `#` for a prefix), and for a body a JSON Content-Type as exchanges send
- *   it. The same admission, body reader, route and outbox run, without Fastify's router, hooks,
- *   request and reply objects (23–38 µs less CPU per bid request at 650/s, bench/README.md).
- *   Anything else (HEAD, another type, an encoded path, the access log on) goes through Fastify.
+ * - Routes are plain Fastify routes that compute an answer as data (answer.ts); the reply sends it
+ *   (outbox.ts, after the crash journal's commit) and sending never throws. Each instance has only
+ *   the routes registered on it: the admin routes do not exist on the public instance, whatever the
+ *   spelling of a request target.
+ * - One path for every request: Node's server dates it, then Fastify routes it; a route's admission
+ *   is its `onRequest` hook, its body the content-type parser, its answer the handler's reply.
  */
 import * as http from 'node:http';
 import type { Socket } from 'node:net';
@@ -29,7 +27,7 @@ import type pino from 'pino';
 import { errorAnswer, type HttpAnswer, internalError } from './answer';
 import { BodyError, decodeBody, readBody } from './body';
 import { Connections } from './connections';
-import { type AnswerBarrier, type AnswerTarget, Outbox } from './outbox';
+import { type AnswerBarrier, Outbox } from './outbox';
 import { TurnClock } from './turn-clock';
 
 /** What a route gets. */
@@ -57,18 +55,6 @@ export interface RouteRequest {
 
 /** A Fastify request as the admission hook leaves it. */
 type Admitted = FastifyRequest & { caller: number };
-
-/** A route as the fast lane finds it. */
-interface FastRoute {
-  readonly method: string;
-  readonly path: string;
-  readonly prefix: boolean;
-  readonly route: HttpRoute;
-  readonly admit: HttpRoute['admit'];
-}
-
-/** The Content-Types a body is served before Fastify with (what Fastify reads the same way). */
-const FAST_TYPES: ReadonlySet<string | undefined> = new Set(['application/json', 'application/json; charset=utf-8', 'application/json; charset=UTF-8', 'application/json;charset=utf-8']);
 
 export interface HttpRoute {
   /** The answer (a promise only when it waits on I/O). May throw: the answer is then a 500. */
@@ -138,13 +124,6 @@ export class HttpServer {
   private readonly outbox: Outbox;
   /** Requests that asked `Expect: 100-continue`, until their body is read: their answer, to send the 100 on. */
   private readonly awaitingContinue = new WeakMap<http.IncomingMessage, http.ServerResponse>();
-  /** The routes served before Fastify, by exact path, and those matched by a prefix (serveFast). */
-  private readonly fastExact = new Map<string, FastRoute>();
-  private readonly fastPrefix: FastRoute[] = [];
-  /** Off when the access log is on (it is a Fastify hook). */
-  private readonly fastLane: boolean;
-  /** Set when the instance starts closing: answers then say `Connection: close`, as Fastify's do. */
-  private closing = false;
 
   constructor(
     private readonly settings: ServerSettings,
@@ -162,20 +141,8 @@ export class HttpServer {
     const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
       const now = performance.now();
       conns.began(req, res, now, turns.arrivedBy(now));
-      if (this.fastLane) {
-        let served: boolean;
-        try {
-          served = this.serveFast(req, res);
-        } catch (x) {
-          // A bug of the fast lane itself: a 500, as Fastify answers one (a route's own failures are caught in `serve`).
-          this.outbox.send(res, this.failed(x, req.url ?? ''));
-          return;
-        }
-        if (served) return;
-      }
       handler!(req, res);
     };
-    this.fastLane = deps.accessLog === null;
     this.fastify = Fastify({
       // Node's server with the deadlines; every request is dated and its connection marked busy first.
       serverFactory: (fastifyHandler) => {
@@ -216,10 +183,6 @@ export class HttpServer {
     this.server = server!;
     this.connections.watch(this.server);
     const f = this.fastify;
-    f.addHook('preClose', (done) => {
-      this.closing = true;
-      done();
-    });
     // Every request has the field the admission hook sets, so that all have one shape.
     f.decorateRequest('caller', 0);
     f.removeAllContentTypeParsers();
@@ -264,9 +227,6 @@ export class HttpServer {
   route(spec: RouteSpec): void {
     const route = spec.route;
     const body = spec.method === 'POST';
-    const fast: FastRoute = { method: spec.method, path: spec.path, prefix: spec.prefix === true, route, admit: route.admit?.bind(route) };
-    if (fast.prefix) this.fastPrefix.push(fast);
-    else this.fastExact.set(spec.path, fast);
     this.fastify.route({
       method: spec.method,
       url: spec.prefix === true ? `${spec.path}*` : spec.path,
@@ -283,50 +243,8 @@ export class HttpServer {
     });
   }
 
-  /**
-   * The fast lane: serves `req` when a route takes it as it is (see the top of this file), and says
-   * whether it did; Fastify serves the rest. The steps are the Fastify route's: admission, body,
-   * `serve`.
-   */
-  private serveFast(req: http.IncomingMessage, res: http.ServerResponse): boolean {
-    const url = req.url ?? '';
-    const q = url.indexOf('?');
-    const path = q < 0 ? url : url.slice(0, q);
-    let fast = this.fastExact.get(path);
-    if (fast === undefined) {
-      for (const p of this.fastPrefix) {
-        if (path.startsWith(p.path) && path.indexOf('%') === -1 && path.indexOf(';') === -1 && path.indexOf('#') === -1) {
-          fast = p;
-          break;
-        }
-      }
-      if (fast === undefined) return false;
-    }
-    if (req.method !== fast.method) return false;
-    const body = fast.method === 'POST';
-    if (body && !FAST_TYPES.has(req.headers['content-type'])) return false;
-    if (this.closing) res.setHeader('connection', 'close');
-    let caller = 0;
-    if (fast.admit !== undefined) {
-      const a = this.admitted(fast.admit, req);
-      if (typeof a !== 'number') {
-        this.outbox.send(res, a);
-        return true;
-      }
-      caller = a;
-    }
-    const query = q < 0 ? NO_QUERY : querystring.parse(url.slice(q + 1));
-    const route = fast.route;
-    if (!body) {
-      this.serve(route, this.routeRequest(req, url, query, undefined, caller), null, res);
-      return true;
-    }
-    this.readRequestBody(req, (read) => this.serve(route, this.routeRequest(req, url, query, read, caller), read.refusal, res));
-    return true;
-  }
-
   /** A route's answer to `r`, or to the refusal of its body; sent through the outbox. */
-  private serve(route: HttpRoute, r: RouteRequest, refusal: BodyError | null, to: AnswerTarget): void {
+  private serve(route: HttpRoute, r: RouteRequest, refusal: BodyError | null, to: FastifyReply): void {
     if (refusal !== null) {
       this.refuse(to, route, r, refusal);
       return;
@@ -374,27 +292,24 @@ export class HttpServer {
 
   private request(req: FastifyRequest, read: ReadBody | undefined): RouteRequest {
     const url = req.url;
-    return this.routeRequest(req.raw, url, url.indexOf('?') < 0 ? NO_QUERY : (req.query as ParsedUrlQuery), read, (req as Admitted).caller);
-  }
-
-  private routeRequest(raw: http.IncomingMessage, url: string, query: ParsedUrlQuery, read: ReadBody | undefined, caller: number): RouteRequest {
+    const raw = req.raw;
     const q = url.indexOf('?');
     const now = performance.now();
     return {
       method: raw.method ?? '',
       path: q < 0 ? url : url.slice(0, q),
-      query,
+      query: q < 0 ? NO_QUERY : (req.query as ParsedUrlQuery),
       headers: raw.headers,
       remoteAddress: raw.socket.remoteAddress,
       body: read?.bytes ?? null,
       receivedAt: read?.receivedAt ?? now,
       arrivedAt: this.connections.arrivedAt(raw.socket, now),
-      caller,
+      caller: (req as Admitted).caller,
     };
   }
 
   /** A request refused before its route ran, answered as the route words it. */
-  private refuse(reply: AnswerTarget, route: HttpRoute, r: RouteRequest, refusal: BodyError, unread = false): void {
+  private refuse(reply: FastifyReply, route: HttpRoute, r: RouteRequest, refusal: BodyError, unread = false): void {
     let a: HttpAnswer;
     try {
       a = route.refused?.(refusal.status, refusal.reason, r) ?? errorAnswer(refusal.status, refusal.reason);
@@ -424,13 +339,8 @@ export class HttpServer {
     await this.fastify.close();
   }
 
-  /** Every body, whatever its type: read within the limit, then decoded within it (body.ts). */
+  /** Every body, whatever its type: read within the limit, then decoded within it (body.ts); the 100 of `Expect: 100-continue` is sent first. */
   private readonly parseBody = (_req: FastifyRequest, payload: http.IncomingMessage, done: (err: Error | null, body?: ReadBody) => void): void => {
-    this.readRequestBody(payload, (read) => done(null, read));
-  };
-
-  /** A request's body, or why it was refused; the 100 of `Expect: 100-continue` is sent first. */
-  private readRequestBody(payload: http.IncomingMessage, done: (read: ReadBody) => void): void {
     const limit = this.settings.bodyLimitBytes;
     if (payload.headers.expect !== undefined) {
       const res = this.awaitingContinue.get(payload);
@@ -439,7 +349,7 @@ export class HttpServer {
     readBody(payload, limit, (err, raw) => {
       const receivedAt = performance.now();
       if (err !== null) {
-        done({ bytes: null, refusal: err, receivedAt });
+        done(null, { bytes: null, refusal: err, receivedAt });
         return;
       }
       let read: ReadBody;
@@ -449,9 +359,9 @@ export class HttpServer {
         if (!(x instanceof BodyError)) throw x;
         read = { bytes: null, refusal: x, receivedAt };
       }
-      done(read);
+      done(null, read);
     });
-  }
+  };
 
   private failed(e: unknown, url: string): HttpAnswer {
     this.deps.errors.error({ msg: 'route failed', url: url.slice(0, 200), err: e });

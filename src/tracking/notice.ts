@@ -58,9 +58,9 @@ function one(q: Query, key: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-/** True when the value is missing, empty, or still an unsubstituted `${MACRO}`. */
+/** True when the value is missing, empty or blank (Number('  ') is 0, not unknown), or still an unsubstituted `${MACRO}`. */
 function unsubstituted(v: string | undefined): boolean {
-  return v === undefined || v === '' || (v.startsWith('${') && v.endsWith('}'));
+  return v === undefined || v.trim() === '' || (v.startsWith('${') && v.endsWith('}'));
 }
 
 /**

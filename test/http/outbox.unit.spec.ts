@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { HttpAnswer } from '../../src/http/answer';
-import { type AnswerTarget, Outbox } from '../../src/http/outbox';
+import type { FastifyReply } from 'fastify';
+import { Outbox } from '../../src/http/outbox';
 import { HttpStats } from '../../src/http/server';
 
 function setup(holdMaxMs: number) {
@@ -24,7 +25,7 @@ function setup(holdMaxMs: number) {
         sent.push(name);
       },
     };
-    return r as unknown as AnswerTarget;
+    return r as unknown as FastifyReply;
   };
   const answer: HttpAnswer = { status: 204, headers: {}, payload: undefined };
   return {

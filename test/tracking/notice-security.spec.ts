@@ -118,6 +118,35 @@ describe('age limit', () => {
   });
 });
 
+describe('hostile notice inputs: a reason, never a 5xx, and spend only for what was paid', () => {
+  const codec = () => new PayloadCodec(trackingKeys(t.config));
+  let n = 0;
+  // A fresh bid of 2 USD (made now) for each input, so that no marker of an earlier one interferes.
+  const bidQuery = (price = 2, cur = 'USD') =>
+    codec().encode({ requestId: 'h', bidId: `c0ffee00-0000-4000-8000-${String(++n).padStart(12, '0')}`, impId: '1', crid: 'cmp-001-cr001', cid: 'cmp-001', price, cur, ts: Date.now(), dealId: '', publisher: 'p', userKey: '' }).s2s;
+  const cases: Array<{ name: string; event: string; extra: string; status: number; spent: number; reason?: RegExp }> = [
+    { name: 'a bill at the bid, rounded up to the 4th decimal', event: 'bill', extra: '&price=2.0001', status: 204, spent: 2 },
+    { name: 'a bill converted by the exchange to EUR at its own rate (1.5 % off ours)', event: 'bill', extra: `&price=${(2 * 0.97 * 1.015).toFixed(4)}&cur=EUR`, status: 204, spent: 2.03 },
+    { name: 'a bill at twice the bid', event: 'bill', extra: '&price=4', status: 400, spent: 0, reason: /above the bid/ },
+    { name: 'a bill at a price past any double (1e400)', event: 'bill', extra: '&price=1e400', status: 400, spent: 0, reason: /not a number/ },
+    { name: 'a bill in hexadecimal above the bid (0x10)', event: 'bill', extra: '&price=0x10', status: 400, spent: 0, reason: /above the bid/ },
+    { name: 'a bill whose price is only spaces (unknown: charged at our bid)', event: 'bill', extra: '&price=%20%20', status: 204, spent: 2 },
+    { name: 'a bill in an unknown currency', event: 'bill', extra: '&price=1&cur=QQQ', status: 400, spent: 0, reason: /currency/ },
+    { name: "a loss whose price is the winner's, five times our bid", event: 'loss', extra: '&price=10&loss=102', status: 204, spent: 0 },
+    { name: 'a loss with a negative price', event: 'loss', extra: '&price=-1&loss=102', status: 400, spent: 0, reason: /negative/ },
+    { name: 'a win at twice the bid', event: 'win', extra: '&price=4', status: 400, spent: 0, reason: /above the bid/ },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      const before = await spend('cmp-001');
+      const r = await get(`${t.url}/t/${c.event}?${bidQuery()}${c.extra}`);
+      assert.equal(r.status, c.status, r.body.toString());
+      if (c.reason !== undefined) assert.match(r.body.toString(), c.reason);
+      assert.equal((await spend('cmp-001')) - before, Math.round((c.spent / 1000) * 1e6));
+    });
+  }
+});
+
 describe('impressions count once per bid toward frequency caps', () => {
   it('a replayed impression is logged as not counted and does not move the cap count', async () => {
     const bid = await getBid(t, 'imp-once', 'user-once');
