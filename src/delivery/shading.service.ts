@@ -29,15 +29,38 @@ const MAX_SEGMENTS = 20_000;
 /** Ad sizes given a small integer for the segment index. */
 const MAX_SIZE_IDS = 40_000;
 const POOL = '*';
-const SHARE_KEY = (member: string): string => `bidder:shade:${member}`;
+const SHARE_KEY = (member: string): string => `bidder:shade:v2:${member}`;
 /** OpenRTB loss reasons that say the price lost: 102 lost to a higher bid, 103 lost to a deal. */
 const PRICE_LOSS = new Set([102, 103]);
 /** Largest share of a shared level (what other publishers', or other exchanges', segments fall back to) one publisher, or one exchange, may hold. */
 export const MAX_POOL_SHARE = 0.25;
 /** A segment is bid from once its weight (decayed observations, its own and its prior's) reaches this; below, its parent is. */
 export const MIN_WEIGHT = 20;
-/** Segments updated per tick because of their bids alone (about 2-3 µs each: a bounded stall). */
-const MAX_BID_UPDATES = 1000;
+/** Most bytes of counts one worker shares per exchange; segments past it are not shared (`stats.unshared`). */
+export const MAX_SHARED_BYTES = 1_000_000;
+/** Fields read per HSCAN call; segments encoded or applied per turn of the event loop; a full write every this many syncs. */
+const SCAN_COUNT = 50;
+const SLICE = 100;
+const FULL_EVERY = 30;
+
+/** The exchange of a segment key ('' for the pool). */
+function sourceOfKey(key: string): string {
+  const bar = key.indexOf('|');
+  if (bar < 0) return '';
+  const end = key.indexOf('|', bar + 1);
+  return end < 0 ? key.slice(bar + 1) : key.slice(bar + 1, end);
+}
+
+/** The process's CPU time, ms. */
+function cpuNow(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
+const yieldTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Segments updated per tick without a notice of their own (about 20 µs each: at most about 6 ms a tick). */
+const MAX_BID_UPDATES = 300;
 /** An exchange that sent no loss notice for this long is taken to send none: its silent bids are losses (learning only). */
 const LOSS_SILENCE_MS = 600_000;
 
@@ -105,7 +128,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   private readonly basePrior: Float64Array;
   /** Segments to update at the next tick, by level (coarse first: each is its children's prior). */
   private readonly dirty: Array<Set<Segment>> = [new Set(), new Set(), new Set(), new Set(), new Set()];
-  /** Segments whose bids teach (sources without loss notices), updated at the next ticks (at most MAX_BID_UPDATES a tick). */
+  /** Segments to update without a notice of their own (their bids teach, or the other workers' counts changed), at most MAX_BID_UPDATES a tick. */
   private bidQueue: Segment[] = [];
   /** Bids already learned from (a win and its bill are one observation). */
   private learned = new Set<string>();
@@ -128,7 +151,10 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
    * shared levels: their publisher or exchange holds its bound of them). Moves: a segment's market
    * moved (change detection) and it forgot most of what it knew.
    */
-  readonly stats = { shaded: 0, explored: 0, learned: 0, impossible: 0, limited: 0, capped: 0, moves: 0, syncs: 0, syncErrors: 0 };
+  readonly stats = { shaded: 0, explored: 0, learned: 0, impossible: 0, limited: 0, capped: 0, moves: 0, syncs: 0, syncErrors: 0, unshared: 0, syncSliceMaxMs: 0 };
+  private syncMark = 0;
+  /** Bytes of this worker's shared state per exchange (MAX_SHARED_BYTES). */
+  private readonly sharedBytes = new Map<string, number>();
 
   constructor(
     @Inject(CONFIG) private readonly config: Config,
@@ -196,10 +222,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
         t.own.bids[j]++;
         if (silent && t.level >= 2) {
           t.silent = true;
-          if (!t.queued) {
-            t.queued = true;
-            this.bidQueue.push(t);
-          }
+          if (!t.queued) this.queueUpdate(t);
         }
       }
     }
@@ -313,6 +336,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       if (exact >= 0) o.exact[exact]++;
       else if (won) o.won[j]++;
       else o.lost[j]++;
+      s.changed = true;
       this.dirty[s.level].add(s);
     }
     if (teaches) this.stats.learned++;
@@ -348,37 +372,97 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       if (!s.queued) continue;
       updateSegment(s, s.parent === null ? this.basePrior : s.parent.q, this.settings, now);
       s.queued = false;
+      s.changed = true;
     }
     this.bidQueue = n === queue.length ? [] : queue.slice(n);
   }
 
-  /** Publishes this worker's counts and reads the other live workers' (a few round trips, off the bid path). */
+  /**
+   * Sharing, off the bid path. Writes: the segments that learned something since the last sync (a
+   * delta: HSET of those fields only) into this worker's hash `bidder:shade:<worker>` (field: the
+   * segment's key; value: the time and the compact counts), at most MAX_SHARED_BYTES per exchange
+   * (segments past it are not shared, counted), everything again every FULL_EVERY syncs (a hash
+   * lost with Redis comes back). Reads: the other live workers' hashes by HSCAN, SCAN_COUNT fields
+   * at a time, decoding each batch in its own turn of the event loop (`stats.syncSliceMaxMs`: the
+   * longest), decayed from their time to now.
+   */
   async sync(): Promise<void> {
     if (!this.enabled || this.syncing || !this.redis.isReady()) return;
     this.syncing = true;
     try {
-      const mine: Record<string, number[]> = { [POOL]: this.pool.own.toSparse() };
-      for (const [k, s] of this.segments) if (s.weight > 0) mine[k] = s.own.toSparse();
       const c = this.db.client;
-      await c.set(SHARE_KEY(this.member), JSON.stringify(mine), 'PX', 3 * this.config.shadingSyncMs + 60_000);
-      const members = (await c.zrange(WORKERS_KEY, 0, -1)).filter((m) => m !== this.member);
-      const others = new Map<string, Counts>();
-      for (const m of members) {
-        const text = await c.get(SHARE_KEY(m));
-        if (text === null) continue;
-        const theirs = JSON.parse(text) as Record<string, number[]>;
-        for (const [k, sparse] of Object.entries(theirs)) {
-          const got = others.get(k);
-          const cs = Counts.fromSparse(sparse);
-          if (got === undefined) others.set(k, cs);
-          else got.add(cs);
+      const key = SHARE_KEY(this.member);
+      const now = this.clock.now();
+      const full = this.stats.syncs % FULL_EVERY === 0;
+      const all: Array<[string, Segment]> = [[POOL, this.pool], ...this.segments];
+      const changed: Record<string, string> = {};
+      let fields = 0;
+      for (let i = 0; i < all.length; i += SLICE) {
+        const t0 = cpuNow();
+        for (const [k, seg] of all.slice(i, i + SLICE)) {
+          if (!(seg.changed || (full && seg.sharedBytes > 0)) || seg.weight <= 0) continue;
+          seg.changed = false;
+          const text = `${Math.round(now)}:${seg.own.toCompact()}`;
+          const bytes = k.length + text.length;
+          const source = sourceOfKey(k);
+          const used = this.sharedBytes.get(source) ?? 0;
+          if (seg.sharedBytes === 0 && used + bytes > MAX_SHARED_BYTES) {
+            this.stats.unshared++;
+            continue;
+          }
+          this.sharedBytes.set(source, used - seg.sharedBytes + bytes);
+          seg.sharedBytes = bytes;
+          changed[k] = text;
+          fields++;
         }
+        this.slice(t0);
+        await yieldTurn();
       }
-      for (const [k, cs] of others) {
-        const s = k === POOL ? this.pool : this.segment(k);
-        if (s === null) continue;
-        s.others = cs;
-        this.dirty[s.level].add(s);
+      if (fields > 0) await c.hset(key, changed);
+      await c.pexpire(key, 3 * this.config.shadingSyncMs + 60_000);
+      const members = (await c.zrange(WORKERS_KEY, 0, -1)).filter((m) => m !== this.member);
+      // Each segment's other workers' counts are summed in place, into a second buffer kept from sync to sync (no garbage per sync).
+      const mark = ++this.syncMark;
+      const touched: Segment[] = [];
+      for (const m of members) {
+        let cursor = '0';
+        do {
+          const [next, flat] = await c.hscan(SHARE_KEY(m), cursor, 'COUNT', SCAN_COUNT);
+          cursor = next;
+          const t0 = cpuNow();
+          for (let i = 0; i + 1 < flat.length; i += 2) {
+            const text = flat[i + 1];
+            const colon = text.indexOf(':');
+            const at = colon < 0 ? NaN : Number(text.slice(0, colon));
+            if (!Number.isFinite(at)) continue;
+            const seg = flat[i] === POOL ? this.pool : this.segment(flat[i]);
+            if (seg === null) continue;
+            if (seg.syncMark !== mark) {
+              seg.syncMark = mark;
+              if (seg.othersNext === null) seg.othersNext = new Counts();
+              else seg.othersNext.scale(0);
+              touched.push(seg);
+            }
+            seg.othersNext!.addCompact(text.slice(colon + 1), Math.pow(0.5, Math.max(0, now - at) / this.settings.halfLifeMs));
+          }
+          this.slice(t0);
+          await yieldTurn();
+        } while (cursor !== '0');
+      }
+      // Updated at the next ticks, at most MAX_BID_UPDATES a tick (thousands of segments at once would stall one).
+      for (const seg of touched) {
+        const previous = seg.others;
+        seg.others = seg.othersNext;
+        seg.othersNext = previous;
+        this.queueUpdate(seg);
+      }
+      // Segments no other worker shares any more (it stopped, or forgot them) drop what they had.
+      for (const [, seg] of all) {
+        if (seg.others !== null && seg.syncMark !== mark) {
+          seg.othersNext = seg.others;
+          seg.others = null;
+          this.queueUpdate(seg);
+        }
       }
       this.stats.syncs++;
     } catch (e) {
@@ -387,6 +471,23 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     } finally {
       this.syncing = false;
     }
+  }
+
+  /** Queues a segment for an update at the next ticks (bounded per tick). */
+  private queueUpdate(seg: Segment): void {
+    if (seg.queued) return;
+    seg.queued = true;
+    this.bidQueue.push(seg);
+  }
+
+  /**
+   * The longest turn of the event loop the sync took, in CPU time (the process's, from `t0`, a
+   * `cpuNow()`): what it stalls a worker that has its core to itself; wall time on a shared machine
+   * also counts the time the system gave to others.
+   */
+  private slice(t0: number): void {
+    const ms = cpuNow() - t0;
+    if (ms > this.stats.syncSliceMaxMs) this.stats.syncSliceMaxMs = ms;
   }
 
   /** The estimate a segment bids from (tests, the simulator's report). */

@@ -102,20 +102,24 @@ const BINS = GRID_SIZE + 1;
 
 /** The counts one segment learns from (one worker's, or the sum of every worker's). */
 export class Counts {
-  readonly bids = new Float64Array(GRID_SIZE);
-  readonly answered = new Float64Array(GRID_SIZE);
-  readonly exact = new Float64Array(BINS);
-  readonly won = new Float64Array(GRID_SIZE);
-  readonly lost = new Float64Array(GRID_SIZE);
+  /** One allocation for the five arrays (views of it): thousands of segments, little garbage. */
+  private readonly all = new Float64Array(4 * GRID_SIZE + BINS);
+  readonly bids = this.all.subarray(0, GRID_SIZE);
+  readonly answered = this.all.subarray(GRID_SIZE, 2 * GRID_SIZE);
+  readonly exact = this.all.subarray(2 * GRID_SIZE, 2 * GRID_SIZE + BINS);
+  readonly won = this.all.subarray(2 * GRID_SIZE + BINS, 3 * GRID_SIZE + BINS);
+  readonly lost = this.all.subarray(3 * GRID_SIZE + BINS, 4 * GRID_SIZE + BINS);
 
   scale(f: number): void {
-    for (const a of [this.bids, this.answered, this.exact, this.won, this.lost]) for (let i = 0; i < a.length; i++) a[i] *= f;
+    const a = this.all;
+    if (f === 0) a.fill(0);
+    else for (let i = 0; i < a.length; i++) a[i] *= f;
   }
 
   add(o: Counts, f = 1): void {
-    const mine = [this.bids, this.answered, this.exact, this.won, this.lost];
-    const theirs = [o.bids, o.answered, o.exact, o.won, o.lost];
-    for (let a = 0; a < mine.length; a++) for (let i = 0; i < mine[a].length; i++) mine[a][i] += f * theirs[a][i];
+    const a = this.all;
+    const b = o.all;
+    for (let i = 0; i < a.length; i++) a[i] += f * b[i];
   }
 
   /** Sparse, rounded form for sharing: [array index, bin, value×1000] triples. */
@@ -128,6 +132,36 @@ export class Counts {
       }
     });
     return out;
+  }
+
+  /** Compact form for sharing: 6 bytes per non-zero count (array, bin, value as a 32-bit float), base64. */
+  toCompact(): string {
+    const arrays = [this.bids, this.answered, this.exact, this.won, this.lost];
+    let n = 0;
+    for (const a of arrays) for (let i = 0; i < a.length; i++) if (a[i] >= 0.0005) n++;
+    const buf = Buffer.allocUnsafe(6 * n);
+    let o = 0;
+    arrays.forEach((a, ai) => {
+      for (let i = 0; i < a.length; i++) {
+        if (!(a[i] >= 0.0005)) continue;
+        buf[o] = ai;
+        buf[o + 1] = i;
+        buf.writeFloatLE(a[i], o + 2);
+        o += 6;
+      }
+    });
+    return buf.toString('base64');
+  }
+
+  /** Adds the counts of `toCompact`'s text, scaled by `f` (entries of no known array or bin, or not finite and positive, are skipped). */
+  addCompact(text: string, f = 1): void {
+    const arrays = [this.bids, this.answered, this.exact, this.won, this.lost];
+    const buf = Buffer.from(text, 'base64');
+    for (let o = 0; o + 6 <= buf.length; o += 6) {
+      const a = arrays[buf[o]];
+      const v = buf.readFloatLE(o + 2);
+      if (a !== undefined && buf[o + 1] < a.length && v > 0 && v < 1e12) a[buf[o + 1]] += v * f;
+    }
   }
 
   static fromSparse(s: readonly number[]): Counts {
@@ -163,6 +197,12 @@ export class Segment {
   silent = false;
   /** Waiting for an update because of its bids (ShadingService). */
   queued = false;
+  /** The other workers' counts being read by a sync (swapped with `others` at its end), and that sync's mark. */
+  othersNext: Counts | null = null;
+  syncMark = 0;
+  /** Learned something since it was last shared (ShadingService.sync), and the bytes it holds in the shared state. */
+  changed = false;
+  sharedBytes = 0;
 
   /** `parent`: the coarser segment whose estimate is this one's prior (null: the base prior). */
   constructor(
@@ -213,6 +253,7 @@ export class Segment {
 /** Scratch space of the EM step (one per estimator). */
 const tmpCounts = new Counts();
 const expected = new Float64Array(BINS);
+const scratchLost = new Float64Array(GRID_SIZE);
 
 /**
  * One update of a segment: decay its counts for the time since the last update, then EM
@@ -231,7 +272,7 @@ export function updateSegment(seg: Segment, prior: Float64Array, s: ShadingSetti
   let weight = 0;
   for (let k = 0; k < BINS; k++) weight += c.exact[k];
   seg.exactWeight = weight;
-  const lostAt = new Float64Array(GRID_SIZE);
+  const lostAt = scratchLost;
   for (let j = 0; j < GRID_SIZE; j++) {
     lostAt[j] = c.lost[j] + (s.unanswered && seg.silent ? Math.max(0, c.bids[j] - c.answered[j]) : 0);
     weight += c.won[j] + lostAt[j];

@@ -11,7 +11,10 @@ import { sqlString } from '../bidlog/schema';
  * - bids: the bids inside the 200 responses (a response may hold one per imp);
  * - wins / losses / impressions / clicks: `win` / `loss` / `imp` / `click` records, each counted
  *   once per bid (its first record; a replayed notice URL is logged again, with counted = false,
- *   and is in `repeats`, not in the figures); win rate = wins / bids, CTR = clicks / impressions;
+ *   and is in `repeats`, not in the figures); win rate = wins / bids;
+ * - clicks: clicks of bids whose impression is in the records read; clicks without one (the click
+ *   URL is public in the markup: a fraud signal) are `clicksWithoutImpression`, in neither clicks
+ *   nor CTR; CTR = impressions whose bid was clicked / impressions (at most 100 %, in every hour);
  * - billed: `bill` records with counted = true (a repeated billing notice is logged with counted =
  *   false and costs nothing); spend = sum of the clearing price (the bid price when the exchange did
  *   not substitute it, as the bidder charges it) / 1000, in the bid's currency (`cur`), so every
@@ -36,6 +39,8 @@ export interface Figures {
   losses: number;
   impressions: number;
   clicks: number;
+  /** Clicks of bids with no impression record: left out of clicks and CTR. */
+  clicksWithoutImpression: number;
   ctr: number | null;
   billed: number;
   money: Money[];
@@ -56,6 +61,7 @@ export interface CampaignRow {
   losses: number;
   impressions: number;
   clicks: number;
+  clicksWithoutImpression: number;
   ctr: number | null;
   billed: number;
   money: Money[];
@@ -144,7 +150,9 @@ const FIGURES = `
   count(*) FILTER (WHERE type = 'win') AS wins,
   count(*) FILTER (WHERE type = 'loss') AS losses,
   count(*) FILTER (WHERE type = 'imp') AS imps,
-  count(*) FILTER (WHERE type = 'click') AS clicks,
+  count(*) FILTER (WHERE type = 'click' AND shown) AS clicks,
+  count(*) FILTER (WHERE type = 'click' AND NOT shown) AS clicks_unshown,
+  count(*) FILTER (WHERE type = 'imp' AND clicked) AS clicked_imps,
   count(*) FILTER (WHERE type = 'bill' AND counted) AS billed,
   count(ms) FILTER (WHERE type = 'response') AS ms_n,
   quantile_cont(ms, 0.5) FILTER (WHERE type = 'response') AS p50,
@@ -168,6 +176,7 @@ function figures(r: Record<string, unknown>, money: Money[]): Figures {
   const wins = num(r.wins);
   const imps = num(r.imps);
   const clicks = num(r.clicks);
+  const clickedImps = num(r.clicked_imps);
   return {
     requests,
     answeredWithBid: answered,
@@ -180,7 +189,8 @@ function figures(r: Record<string, unknown>, money: Money[]): Figures {
     losses: num(r.losses),
     impressions: imps,
     clicks,
-    ctr: ratio(clicks, imps),
+    clicksWithoutImpression: num(r.clicks_unshown),
+    ctr: ratio(clickedImps, imps),
     billed: num(r.billed),
     money,
     answerMs: { count: num(r.ms_n), p50: numOrNull(r.p50), p90: numOrNull(r.p90), p99: numOrNull(r.p99), max: numOrNull(r.ms_max) },
@@ -235,10 +245,16 @@ export async function buildReport(opts: ReportOptions): Promise<Report> {
       ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}`);
     // What the figures count: every record but the repeats of a bid's win, loss, impression or click
     // (the first of each is kept, so it counts in the hour it happened).
+    // `shown` on a click: its bid has an impression record; `clicked` on an impression: its bid has a
+    // click. CTR counts clicked impressions, so that clicks on URLs fired without an impression
+    // (public in the markup) are counted apart and CTR stays at most 100 %.
+    await conn.run(`CREATE TABLE shown_bids AS SELECT DISTINCT bid FROM every_record WHERE type = 'imp' AND bid IS NOT NULL`);
+    await conn.run(`CREATE TABLE clicked_bids AS SELECT DISTINCT bid FROM every_record WHERE type = 'click' AND bid IS NOT NULL`);
     await conn.run(`CREATE VIEW log AS
-      SELECT * FROM every_record WHERE type IS NULL OR type NOT IN (${ONCE_PER_BID}) OR bid IS NULL
+      SELECT *, false AS shown, false AS clicked FROM every_record WHERE type IS NULL OR type NOT IN (${ONCE_PER_BID}) OR bid IS NULL
       UNION ALL BY NAME
-      SELECT * FROM every_record WHERE type IN (${ONCE_PER_BID}) AND bid IS NOT NULL
+      SELECT *, bid IN (SELECT bid FROM shown_bids) AS shown, bid IN (SELECT bid FROM clicked_bids) AS clicked
+      FROM every_record WHERE type IN (${ONCE_PER_BID}) AND bid IS NOT NULL
       QUALIFY row_number() OVER (PARTITION BY type, bid ORDER BY ts NULLS LAST) = 1`);
 
     const [overall] = await rows(conn, `SELECT count(*) AS n, min(ts) AS first, max(ts) AS last FROM every_record`);
@@ -285,7 +301,7 @@ async function campaigns(conn: DuckDBConnection): Promise<CampaignRow[]> {
   const row = (cid: string): CampaignRow => {
     let r = byCid.get(cid);
     if (!r) {
-      r = { cid, bids: 0, avgBidPrice: null, wins: 0, winRate: null, losses: 0, impressions: 0, clicks: 0, ctr: null, billed: 0, money: [] };
+      r = { cid, bids: 0, avgBidPrice: null, wins: 0, winRate: null, losses: 0, impressions: 0, clicks: 0, clicksWithoutImpression: 0, ctr: null, billed: 0, money: [] };
       byCid.set(cid, r);
     }
     return r;
@@ -307,7 +323,9 @@ async function campaigns(conn: DuckDBConnection): Promise<CampaignRow[]> {
        count(*) FILTER (WHERE type = 'win') AS wins,
        count(*) FILTER (WHERE type = 'loss') AS losses,
        count(*) FILTER (WHERE type = 'imp') AS imps,
-       count(*) FILTER (WHERE type = 'click') AS clicks,
+       count(*) FILTER (WHERE type = 'click' AND shown) AS clicks,
+       count(*) FILTER (WHERE type = 'click' AND NOT shown) AS clicks_unshown,
+       count(*) FILTER (WHERE type = 'imp' AND clicked) AS clicked_imps,
        count(*) FILTER (WHERE type = 'bill' AND counted) AS billed
      FROM log WHERE type IN ('win', 'loss', 'imp', 'click', 'bill') GROUP BY ALL`,
   )) {
@@ -316,6 +334,8 @@ async function campaigns(conn: DuckDBConnection): Promise<CampaignRow[]> {
     r.losses = num(e.losses);
     r.impressions = num(e.imps);
     r.clicks = num(e.clicks);
+    r.clicksWithoutImpression = num(e.clicks_unshown);
+    r.ctr = ratio(num(e.clicked_imps), r.impressions);
     r.billed = num(e.billed);
   }
   const money = new Map<string, Array<Record<string, unknown>>>();
@@ -325,7 +345,6 @@ async function campaigns(conn: DuckDBConnection): Promise<CampaignRow[]> {
   }
   for (const r of byCid.values()) {
     r.winRate = ratio(r.wins, r.bids);
-    r.ctr = ratio(r.clicks, r.impressions);
     r.money = toMoney(money.get(r.cid) ?? []);
   }
   return [...byCid.values()].sort((a, b) => b.bids - a.bids || b.wins - a.wins || a.cid.localeCompare(b.cid));

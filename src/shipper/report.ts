@@ -162,6 +162,7 @@ export function renderText(r: Report): string {
   out.push(`  answer time (ms, ${fmtInt(r.totals.answerMs.count)} responses): p50 ${ms(r.totals.answerMs.p50)}, p90 ${ms(r.totals.answerMs.p90)}, p99 ${ms(r.totals.answerMs.p99)}, max ${ms(r.totals.answerMs.max)}`);
   out.push(`  billed notices counted: ${fmtInt(r.totals.billed)}; 400 answers: ${fmtInt(r.totals.errors)}; losses: ${fmtInt(r.totals.losses)}`);
   out.push(`  wins, losses, impressions and clicks count once per bid: ${fmtInt(r.repeats)} repeated notice records left out`);
+  out.push(`  clicks without an impression (left out of clicks and CTR; a fraud signal): ${fmtInt(r.totals.clicksWithoutImpression)}`);
   out.push('');
   out.push('Per hour (UTC)');
   out.push(textTable(['hour', ...FIGURE_HEAD], r.hours.map((h) => [h.hour, ...figureCells(h)])));
