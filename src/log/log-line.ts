@@ -1,5 +1,5 @@
 import type { LogRecord } from '../bidlog/records';
-import { wellFormedJson, wellFormedJsonBytes } from './well-formed';
+import { wellFormedJson, wellFormedJsonBytes } from '../bidlog/well-formed';
 
 /** The record types, quoted once. */
 const QUOTED_TYPE: Record<string, string> = {
