@@ -140,7 +140,7 @@ function charts(hours: HourRow[], minutes: number[]): string {
   const cur = [...mainCur.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? null;
   const spendOf = (h: HourRow): number | null => h.money.find((m) => m.cur === cur)?.spend ?? (cur === null ? null : 0);
   const partial = minutes.some((m) => m < 60);
-  return `<h2>Per hour</h2>${partial ? '<p class="muted">Lighter, hatched bars: a partial hour (the minutes of it the records cover are in its label and tooltip); compare its counts with care.</p>' : ''}<div class="charts">
+  return `<h2>Per hour</h2>${partial ? '<p class="muted">Lighter bars with a dashed outline: a partial hour (the minutes of it the records cover are in its label and tooltip); compare its counts with care.</p>' : ''}<div class="charts">
 ${barChart('Bid requests, bids and wins', labels, minutes, [
   { label: 'requests', color: '#3b6fd8', values: hours.map((h) => h.requests) },
   { label: 'bids', color: '#2ba37a', values: hours.map((h) => h.bids) },
@@ -160,7 +160,7 @@ ${barChart('Answer time (ms)', labels, minutes, [
 
 /**
  * A small bar chart: for each hour a group of bars, one per series, y from 0 to the largest value.
- * An hour the records cover only in part (`minutes` < 60) has lighter, hatched bars and its minutes
+ * An hour the records cover only in part (`minutes` < 60) has lighter bars with a dashed outline and its minutes
  * in its label and in each bar's tooltip: a 26-minute hour beside a full one is not a drop. Drawn
  * for a single hour too. Every label stays inside the drawing (the x labels sit in their band).
  */
@@ -199,22 +199,15 @@ export function barChart(title: string, labels: string[], minutes: number[], ser
         const x = L + band * i + band * 0.1 + barW * k;
         const part = minutes[i] < 60;
         const tip = `${labels[i]} ${s.label}: ${axisNum(v)}${part ? ` (partial hour: ${minutes[i]} min of data)` : ''}`;
-        return `<rect x="${x.toFixed(1)}" y="${y(v).toFixed(1)}" width="${barW.toFixed(1)}" height="${Math.max(0.5, H - B - y(v)).toFixed(1)}" fill="${part ? 'url(#partial-' + k + ')' : s.color}"${part ? ` stroke="${s.color}"` : ''}><title>${esc(tip)}</title></rect>`;
+        // A partial hour: lighter, with a dashed outline (no pattern: the page references nothing, not even within itself).
+        return `<rect x="${x.toFixed(1)}" y="${y(v).toFixed(1)}" width="${barW.toFixed(1)}" height="${Math.max(0.5, H - B - y(v)).toFixed(1)}" fill="${s.color}"${part ? ` fill-opacity="0.3" stroke="${s.color}" stroke-dasharray="3 2"` : ''}><title>${esc(tip)}</title></rect>`;
       }),
     )
     .join('');
-  const id = (k: number) => `partial-${k}`;
-  const patterns = series
-    .map((s, k) => `<pattern id="${id(k)}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="${s.color}" fill-opacity="0.25"/><line x1="0" y1="0" x2="0" y2="6" stroke="${s.color}" stroke-width="2"/></pattern>`)
-    .join('');
   const legend = series.map((s, i) => `<rect x="${L + i * 90}" y="6" width="10" height="10" fill="${s.color}"/><text x="${L + i * 90 + 14}" y="15">${esc(s.label)}</text>`).join('');
-  // Pattern ids are per chart: the page holds several charts, and an id must be unique in it.
-  const uid = `c${(chartIds += 1)}`;
-  const svg = `<defs>${patterns}</defs>${grid}${xs}${bars}${legend}`.replace(/partial-(\d+)/g, `${uid}-partial-$1`);
+  const svg = `${grid}${xs}${bars}${legend}`;
   return `<figure><figcaption>${esc(title)}</figcaption><svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" role="img" aria-label="${esc(title)}">${svg}</svg></figure>`;
 }
-
-let chartIds = 0;
 
 function niceCeil(v: number): number {
   const p = 10 ** Math.floor(Math.log10(v));
