@@ -164,10 +164,28 @@ function appProcesses(home = pm2Home(), name = APP) {
     }));
 }
 
-module.exports = { appNames, ROOT, PM2_CLI, ECOSYSTEM, APP, SHIPPER, runDir, pm2Home, pm2Env, mallocEnv, assertNode, alive, daemonInfo, pm2, appProcesses };
+module.exports = { refusedScale, appNames, ROOT, PM2_CLI, ECOSYSTEM, APP, SHIPPER, runDir, pm2Home, pm2Env, mallocEnv, assertNode, alive, daemonInfo, pm2, appProcesses };
+
+/**
+ * `scale bidder 0` (or a negative count) would leave the public port refusing every connection,
+ * and PM2 accepts it without a word: the reason to refuse it, or null. `npm stop` stops the bidder.
+ */
+function refusedScale(args) {
+  const i = args.indexOf('scale');
+  if (i < 0 || args[i + 1] !== APP) return null;
+  const n = args[i + 2];
+  if (n === undefined || !/^[+-]?\d+$/.test(n) || n.startsWith('+') || Number(n) > 0) return null;
+  if (n.startsWith('-')) return null; // a relative change: checked by PM2 against the running count
+  return `pm2 scale ${APP} ${n}: refused: with no worker the public port refuses every connection (and the admin port every scrape). Stop the bidder with \`npm stop\`, or scale to 1 or more.`;
+}
 
 if (require.main === module) {
   assertNode();
+  const refused = refusedScale(process.argv.slice(2));
+  if (refused) {
+    process.stderr.write(`${refused}\n`);
+    process.exit(2);
+  }
   const d = daemonInfo();
   if (d && !d.ours) {
     process.stderr.write(

@@ -323,6 +323,9 @@ async function start() {
   const port = intEnv('PORT', 8080);
   const running = appProcesses().filter((p) => p.status === 'online');
   const state = readState();
+  if (running.length === 0 && appProcesses(pm2Home(), SHIPPER).some((p) => p.status === 'online')) {
+    say(`bidder: no worker runs (\`pm2 scale ${APP} 0\`, or every worker stopped) while the shipper does: starting the workers again`);
+  }
   if (running.length > 0) {
     const url = (state && state.url) || localUrl(port);
     const err = await waitReady(url, running.length, 30_000);
@@ -473,7 +476,9 @@ async function status() {
     say(`${url}/health/ready: ${h.status || 'no answer'} ${h.body}`);
   }
   if (online.length === 0) {
-    say('bidder: not running');
+    // The shipper runs but no worker: `pm2 scale bidder 0` (PM2 accepts it) or every worker stopped.
+    const shipping = appProcesses(pm2Home(), SHIPPER).some((p) => p.status === 'online');
+    say(shipping ? `bidder: no worker runs (scaled to 0, or every worker stopped) while the shipper does: the public port refuses every connection; \`npm run pm2 -- scale ${APP} <n>\`, or \`npm start\`` : 'bidder: not running');
     process.exitCode = 3;
   }
 }

@@ -4,14 +4,11 @@ import { CONFIG, type Config } from '../config/config';
 import { probeWritableDir } from '../config/dirs';
 import { describeTarget } from '../redis/redis.options';
 import { RedisService } from '../redis/redis.service';
+import type { HealthProblem } from './health-problem';
 import { RedisDurability } from './redis-durability';
 
-/** What a module reports about itself: nothing when fine, else how bad and why. */
-export interface HealthProblem {
-  /** `not_ready`: stop sending traffic here (503); `degraded`: serving, but an operator should look (200). */
-  readonly level: 'not_ready' | 'degraded';
-  readonly text: string;
-}
+/** What a module reports about itself: nothing when fine, else how bad and why (health-problem.ts). */
+export type { HealthProblem } from './health-problem';
 
 export interface HealthCheck {
   readonly name: string;

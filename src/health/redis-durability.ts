@@ -15,7 +15,7 @@ import { Cluster } from 'ioredis';
 import { type Config, ConfigError } from '../config/config';
 import { describeTarget, type RedisClient } from '../redis/redis.options';
 import type { RedisService } from '../redis/redis.service';
-import type { HealthProblem } from './health.service';
+import type { HealthProblem } from './health-problem';
 
 /** How long start-up waits for Redis to answer before it checks it (else at the first connection). */
 export const START_WAIT_MS = 2_000;

@@ -54,12 +54,12 @@ export class LogBuffer {
    * them only as whitespace between tokens, and in UTF-8 those byte values are never part of a
    * longer character. An empty tail is written as `null`.
    */
-  append(head: string, tail: string | Uint8Array | null, lineBreaks = false): void {
+  append(head: string, tail: string | Uint8Array | null, lineBreaks = false, after = ''): void {
     const tailMax = tail === null ? 0 : typeof tail === 'string' ? 3 * tail.length : tail.length;
     // UTF-8 takes at most 3 bytes per UTF-16 code unit; check the exact size only near the end.
-    const worst = 3 * head.length + tailMax + 6;
+    const worst = 3 * (head.length + after.length) + tailMax + 6;
     if (this.pos + worst > this.chunk.length) {
-      const exact = Buffer.byteLength(head) + (tail === null ? 0 : typeof tail === 'string' ? Buffer.byteLength(tail) : tail.length) + 6;
+      const exact = Buffer.byteLength(head) + Buffer.byteLength(after) + (tail === null ? 0 : typeof tail === 'string' ? Buffer.byteLength(tail) : tail.length) + 6;
       if (this.pos + exact > this.chunk.length) this.nextChunk(exact);
     }
     const c = this.chunk;
@@ -78,6 +78,7 @@ export class LogBuffer {
         p += tail.length;
       }
     }
+    if (after.length > 0) p += c.write(after, p);
     c[p++] = 0x7d; // }
     c[p++] = 0x0a; // \n
     this.pos = p;

@@ -1,5 +1,5 @@
 import type { LogRecord } from '../bidlog/records';
-import { wellFormedJson, wellFormedJsonBytes } from './well-formed';
+import { wellFormedJson, wellFormedJsonBytes } from '../bidlog/well-formed';
 
 /** The record types, quoted once. */
 const QUOTED_TYPE: Record<string, string> = {
@@ -46,8 +46,7 @@ export type RawJson =
 
 /**
  * The start of one NDJSON line, `{"ts":…,"type":…,"worker":…,"host":…,"name":…` followed by the record's
- * other fields, then `fields` (already-serialized `,"key":value…` members: src/bidlog/compact.ts), and
- * `,"<raw.key>":` when a raw JSON text follows. The caller appends the raw text
+ * other fields, and `,"<raw.key>":` when a raw JSON text follows. The caller appends the raw text
  * (see `rawText`) and `}\n`. Built by string concatenation: one JSON.stringify per non-numeric
  * field value, never of the whole record, never of the raw request (docs/architecture.md);
  * about twice as fast as JSON.stringify of the record (bench/RESULTS-log.md).
@@ -55,7 +54,7 @@ export type RawJson =
  * leaves out (undefined, functions, symbols). Throws only if a value cannot be serialized
  * (BigInt, cycle); the service catches that.
  */
-export function lineHead<R extends { readonly type: string; readonly name?: unknown }>(ts: number, workerJson: string, hostJson: string, record: R, rawKey: string | null, fields = ''): string {
+export function lineHead<R extends { readonly type: string; readonly name?: unknown }>(ts: number, workerJson: string, hostJson: string, record: R, rawKey: string | null): string {
   const type = record.type;
   let s =
     '{"ts":' +
@@ -75,7 +74,6 @@ export function lineHead<R extends { readonly type: string; readonly name?: unkn
     if (t === 'number') s += prefix(k) + (Number.isFinite(v) ? String(v) : 'null');
     else if (t !== 'undefined' && t !== 'function' && t !== 'symbol') s += prefix(k) + JSON.stringify(v);
   }
-  s += fields;
   if (rawKey !== null) s += prefix(rawKey);
   return s;
 }
@@ -91,12 +89,14 @@ export function rawText(json: string): string {
   return json.replace(/[\r\n]/g, ' ');
 }
 
-/** One NDJSON line in the parts the log buffer writes: `head`, then `tail` (or `null` for an empty text), then `}\n`. */
+/** One NDJSON line in the parts the log buffer writes: `head`, then `tail` (or `null` for an empty text), then `after`, then `}\n`. */
 export interface LineParts {
   readonly head: string;
   readonly tail: string | Uint8Array | null;
   /** The bytes of `tail` may hold CR or LF (the buffer makes them spaces). */
   readonly lineBreaks: boolean;
+  /** Members already serialized (`,"key":value…`) that end the record. */
+  readonly after: string;
 }
 
 /**
@@ -107,18 +107,20 @@ export interface LineParts {
  */
 export function lineParts(ts: number, workerJson: string, hostJson: string, record: LogRecord, raw?: RawJson, fields = ''): LineParts {
   try {
-    const head = wellFormedJson(lineHead(ts, workerJson, hostJson, record, raw ? raw.key : null, fields));
-    if (raw === undefined) return { head, tail: null, lineBreaks: false };
-    if (raw.bytes !== undefined) return { head, tail: wellFormedJsonBytes(raw.bytes), lineBreaks: raw.singleLine !== true };
-    return { head, tail: wellFormedJson(raw.singleLine === true ? raw.json : rawText(raw.json)), lineBreaks: false };
+    const head = wellFormedJson(lineHead(ts, workerJson, hostJson, record, raw ? raw.key : null));
+    // Written after the raw text, so that they are copied into the log once, never joined to the head.
+    const after = wellFormedJson(fields);
+    if (raw === undefined) return { head, tail: null, lineBreaks: false, after };
+    if (raw.bytes !== undefined) return { head, tail: wellFormedJsonBytes(raw.bytes), lineBreaks: raw.singleLine !== true, after };
+    return { head, tail: wellFormedJson(raw.singleLine === true ? raw.json : rawText(raw.json)), lineBreaks: false, after };
   } catch {
     const failed = { type: record.type, id: String(record.id), name: String(record.name), error: 'unserializable record' };
-    return { head: wellFormedJson(lineHead(ts, workerJson, hostJson, failed, null)), tail: null, lineBreaks: false };
+    return { head: wellFormedJson(lineHead(ts, workerJson, hostJson, failed, null)), tail: null, lineBreaks: false, after: '' };
   }
 }
 
 /** The whole line of `lineParts` as text (tests, tools): what the log buffer writes, decoded. */
 export function lineText(p: LineParts): string {
   const tail = p.tail === null ? '' : typeof p.tail === 'string' ? (p.tail.length === 0 ? 'null' : p.tail) : Buffer.from(p.tail).toString('utf8');
-  return `${p.head}${tail}}\n`;
+  return `${p.head}${tail}${p.after}}\n`;
 }

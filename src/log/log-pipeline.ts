@@ -126,7 +126,7 @@ export class LogPipeline {
    * Appends one encoded line (`head + tail + "}\n"`, see LogBuffer.append). O(1) in the queue length,
    * no I/O: the line reaches the crash journal at the next `commitJournal`.
    */
-  append(head: string, tail: string | Uint8Array | null, lineBreaks = false): void {
+  append(head: string, tail: string | Uint8Array | null, lineBreaks = false, after = ''): void {
     if (this.state === 'closed') {
       this.counters.drop(1, 'logged after the final flush');
       return;
@@ -136,7 +136,7 @@ export class LogPipeline {
       this.counters.drop(1, 'queue over its memory bound');
       return;
     }
-    this.buffer.append(head, tail, lineBreaks);
+    this.buffer.append(head, tail, lineBreaks, after);
     this.recordsLogged++;
     if (this.buffer.bytes >= this.threshold && this.delivery.compressRun === null && !this.kickQueued) {
       // Never compress inside the caller (a request): start on the next loop turn.

@@ -81,12 +81,12 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
    * `worker`, `host` and `name`, then the record's other fields; `raw` embeds an already-serialized JSON
    * text (the bid request body) under `raw.key` without parsing or re-serializing it; line breaks in
    * it become spaces unless `raw.singleLine` says there are none (the caller knows it more cheaply).
-   * `fields`: members already serialized (`,"key":value…`, src/bidlog/compact.ts), written after the
-   * record's own fields.
+   * `fields`: members already serialized (`,"key":value…`, src/bidlog/compact.ts), written last in
+   * the line (after `raw`: copied once, never joined to the other parts).
    */
   log(record: LogRecord, raw?: RawJson, fields = ''): void {
     const line = lineParts(Date.now(), this.workerJson, this.hostJson, record, raw, fields);
-    this.pipeline.append(line.head, line.tail, line.lineBreaks);
+    this.pipeline.append(line.head, line.tail, line.lineBreaks, line.after);
   }
 
   /** A bid request's two records, `request` then `response`, one after the other in the queue. */

@@ -6,7 +6,7 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { mkdirEachLevel } from '../config/dirs';
 import type { Batch, Frame } from './batch';
 import { BATCH_HOURS_SQL, copyHourSql, FILL_HOURS_SQL, INVALID_LINE_KEY, loadBatchSql, partitionOf } from '../bidlog/schema';
-import { wellFormedJson } from '../log/well-formed';
+import { wellFormedJson } from '../bidlog/well-formed';
 
 /** A line the store refused, kept in `dead-letters/` with why. */
 export interface DeadLetter {

@@ -16,8 +16,8 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
 .muted{color:#667}.cards{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}
 .card{border:1px solid #dde;border-radius:8px;padding:10px 14px;min-width:130px}
 .card b{display:block;font-size:20px}
-table{border-collapse:collapse;font-variant-numeric:tabular-nums}
-th,td{padding:4px 10px;border-bottom:1px solid #eef;text-align:right;white-space:nowrap}
+table{border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:13px}
+th,td{padding:3px 6px;border-bottom:1px solid #eef;text-align:right;white-space:nowrap}
 th{background:#f5f6fa;position:sticky;top:0}td:first-child,th:first-child{text-align:left}
 .charts{display:flex;flex-wrap:wrap;gap:24px}
 figure{margin:0}figcaption{font-weight:600;margin-bottom:4px}
@@ -30,9 +30,9 @@ ${card('bid requests', fmtInt(t.requests))}${card('fill rate', pct(t.fillRate))}
 ${card('impressions', fmtInt(t.impressions))}${card('clicks', fmtInt(t.clicks))}${card('clicks without an impression', fmtInt(t.clicksWithoutImpression))}${card('CTR', pct(t.ctr))}${card('billed', fmtInt(t.billed))}
 ${card('spend', moneyText(t.money, 'spend'))}${card('eCPM', moneyText(t.money, 'ecpm'))}${card('answer time p99', t.answerMs.p99 === null ? '–' : `${ms(t.answerMs.p99)} ms`)}
 </div>
-${r.hours.length > 1 ? charts(r.hours) : ''}
+${r.hours.length > 0 ? charts(r.hours, coverage(r)) : ''}
 <h2>Per hour</h2>
-${hoursTable(r.hours)}
+${hoursTable(r.hours, coverage(r))}
 <h2>Per campaign</h2>
 ${campaignTable(r.campaigns)}
 <h2>No-bid and error reasons</h2>
@@ -55,20 +55,21 @@ ${body.map((row) => `<tr>${row.map((c) => `<td>${c}</td>`).join('')}</tr>`).join
 </tbody></table>`;
 }
 
-function hoursTable(hours: HourRow[]): string {
-  return table(
-    ['hour (UTC)', 'requests', 'with bid', 'fill', 'no-bid', '400', 'bids', 'wins', 'win rate', 'imps', 'clicks', 'CTR', 'billed', 'spend', 'eCPM', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms'],
-    hours.map((h) => [esc(h.hour), ...figureCells(h)]),
-  );
+function hoursTable(hours: HourRow[], minutes: number[]): string {
+  // What fits at 1,400 px: the answers with a bid are in the fill rate, the 400s in the reasons
+  // table below, and p90 between p50 and p99.
+  const partial = minutes.some((m) => m < 60);
+  return `${table(
+    ['hour (UTC)', 'requests', 'fill', 'no-bid', 'bids', 'wins', 'win rate', 'imps', 'clicks', 'CTR', 'billed', 'spend', 'eCPM', 'p50 ms', 'p99 ms', 'max ms'],
+    hours.map((h, i) => [`${esc(h.hour)}${minutes[i] < 60 ? `<br><span class="muted">(${minutes[i]} min)</span>` : ''}`, ...figureCells(h)]),
+  )}${partial ? '\n<p class="muted">(N min): a partial hour, with records for N minutes of it only (the first or last hour of the data or of the window); its counts are not a drop in traffic.</p>' : ''}`;
 }
 
 function figureCells(f: Figures): string[] {
   return [
     fmtInt(f.requests),
-    fmtInt(f.answeredWithBid),
     pct(f.fillRate),
     fmtInt(f.noBids),
-    fmtInt(f.errors),
     fmtInt(f.bids),
     fmtInt(f.wins),
     pct(f.winRate),
@@ -79,10 +80,25 @@ function figureCells(f: Figures): string[] {
     moneyText(f.money, 'spend'),
     moneyText(f.money, 'ecpm'),
     ms(f.answerMs.p50),
-    ms(f.answerMs.p90),
     ms(f.answerMs.p99),
     ms(f.answerMs.max),
   ];
+}
+
+/**
+ * Minutes of each hour the records cover (whole minutes, 60 for a full hour): the first hour from
+ * the first record (or the window's start), the last up to the last record (or the window's end).
+ */
+export function coverage(r: Report): number[] {
+  const t = (v: string | null): number | null => (v === null ? null : Date.parse(v));
+  const lo = Math.max(t(r.first) ?? -Infinity, t(r.from) ?? -Infinity);
+  const hi = Math.min(t(r.last) ?? Infinity, t(r.to) ?? Infinity);
+  return r.hours.map((h) => {
+    const start = Date.parse(`${h.hour.replace(' ', 'T')}:00Z`);
+    if (!Number.isFinite(start)) return 60;
+    const covered = Math.min(start + 3_600_000, hi) - Math.max(start, lo);
+    return Math.max(1, Math.min(60, Math.round(covered / 60_000)));
+  });
 }
 
 /** The per-campaign table's head and cells, for the page and the text report alike. */
@@ -118,31 +134,37 @@ interface Series {
   values: Array<number | null>;
 }
 
-function charts(hours: HourRow[]): string {
-  const labels = hours.map((h) => h.hour.slice(5));
+function charts(hours: HourRow[], minutes: number[]): string {
+  const labels = hours.map((h) => h.hour.slice(11));
   const mainCur = hours.flatMap((h) => h.money).reduce<Map<string, number>>((m, x) => m.set(x.cur, (m.get(x.cur) ?? 0) + x.spend), new Map());
   const cur = [...mainCur.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? null;
   const spendOf = (h: HourRow): number | null => h.money.find((m) => m.cur === cur)?.spend ?? (cur === null ? null : 0);
-  return `<h2>Per hour</h2><div class="charts">
-${lineChart('Bid requests, bids and wins', labels, [
+  const partial = minutes.some((m) => m < 60);
+  return `<h2>Per hour</h2>${partial ? '<p class="muted">Lighter bars with a dashed outline: a partial hour (the minutes of it the records cover are in its label and tooltip); compare its counts with care.</p>' : ''}<div class="charts">
+${barChart('Bid requests, bids and wins', labels, minutes, [
   { label: 'requests', color: '#3b6fd8', values: hours.map((h) => h.requests) },
   { label: 'bids', color: '#2ba37a', values: hours.map((h) => h.bids) },
   { label: 'wins', color: '#e08a1e', values: hours.map((h) => h.wins) },
 ])}
-${lineChart('Fill rate and win rate (%)', labels, [
+${barChart('Fill rate and win rate (%)', labels, minutes, [
   { label: 'fill rate', color: '#3b6fd8', values: hours.map((h) => (h.fillRate === null ? null : h.fillRate * 100)) },
   { label: 'win rate', color: '#e08a1e', values: hours.map((h) => (h.winRate === null ? null : h.winRate * 100)) },
 ])}
-${cur === null ? '' : lineChart(`Billed spend (${cur})`, labels, [{ label: 'spend', color: '#8a4fd8', values: hours.map(spendOf) }])}
-${lineChart('Answer time (ms)', labels, [
+${cur === null ? '' : barChart(`Billed spend (${cur})`, labels, minutes, [{ label: 'spend', color: '#8a4fd8', values: hours.map(spendOf) }])}
+${barChart('Answer time (ms)', labels, minutes, [
   { label: 'p50', color: '#2ba37a', values: hours.map((h) => h.answerMs.p50) },
   { label: 'p99', color: '#d83b3b', values: hours.map((h) => h.answerMs.p99) },
 ])}
 </div>`;
 }
 
-/** A small line chart: one polyline per series over the hours, y from 0 to the largest value. */
-export function lineChart(title: string, labels: string[], series: Series[]): string {
+/**
+ * A small bar chart: for each hour a group of bars, one per series, y from 0 to the largest value.
+ * An hour the records cover only in part (`minutes` < 60) has lighter bars with a dashed outline and its minutes
+ * in its label and in each bar's tooltip: a 26-minute hour beside a full one is not a drop. Drawn
+ * for a single hour too. Every label stays inside the drawing (the x labels sit in their band).
+ */
+export function barChart(title: string, labels: string[], minutes: number[], series: Series[]): string {
   const W = 460;
   const H = 220;
   const L = 52;
@@ -151,26 +173,40 @@ export function lineChart(title: string, labels: string[], series: Series[]): st
   const B = 34;
   const max = Math.max(0, ...series.flatMap((s) => s.values.filter((v): v is number => v !== null && Number.isFinite(v))));
   const top = max > 0 ? niceCeil(max) : 1;
-  const n = labels.length;
-  const x = (i: number): number => L + (n <= 1 ? (W - L - R) / 2 : (i * (W - L - R)) / (n - 1));
+  const n = Math.max(1, labels.length);
+  const band = (W - L - R) / n;
+  const barW = Math.max(1, (band * 0.8) / Math.max(1, series.length));
   const y = (v: number): number => T + (H - T - B) * (1 - v / top);
   const grid = [0, 0.25, 0.5, 0.75, 1]
     .map((f) => `<line x1="${L}" x2="${W - R}" y1="${y(top * f).toFixed(1)}" y2="${y(top * f).toFixed(1)}" stroke="#e6e8f0"/><text x="${L - 6}" y="${(y(top * f) + 4).toFixed(1)}" text-anchor="end">${axisNum(top * f)}</text>`)
     .join('');
-  const step = Math.max(1, Math.ceil(n / 6));
+  // One label every `step` bands, each at most a band's width of text (about 6 px a character).
+  const step = Math.max(1, Math.ceil(48 / band));
   const xs = labels
-    .map((l, i) => (i % step === 0 ? `<text x="${x(i).toFixed(1)}" y="${H - B + 16}" text-anchor="middle">${esc(l)}</text>` : ''))
-    .join('');
-  const lines = series
-    .map((s) => {
-      const pts = s.values.map((v, i) => (v === null || !Number.isFinite(v) ? null : `${x(i).toFixed(1)},${y(v).toFixed(1)}`)).filter((p): p is string => p !== null);
-      return pts.length === 1
-        ? `<circle cx="${pts[0].split(',')[0]}" cy="${pts[0].split(',')[1]}" r="3" fill="${s.color}"/>`
-        : `<polyline fill="none" stroke="${s.color}" stroke-width="2" points="${pts.join(' ')}"/>`;
+    .map((l, i) => {
+      if (i % step !== 0) return '';
+      const cx = L + band * (i + 0.5);
+      const text = minutes[i] < 60 ? `${l} (${minutes[i]}m)` : l;
+      const anchor = cx + text.length * 3.2 > W ? 'end' : cx - text.length * 3.2 < 0 ? 'start' : 'middle';
+      const ax = anchor === 'end' ? W - 2 : anchor === 'start' ? 2 : cx;
+      return `<text x="${ax.toFixed(1)}" y="${H - B + 16}" text-anchor="${anchor}">${esc(text)}</text>`;
     })
     .join('');
+  const bars = series
+    .flatMap((s, k) =>
+      s.values.map((v, i) => {
+        if (v === null || !Number.isFinite(v)) return '';
+        const x = L + band * i + band * 0.1 + barW * k;
+        const part = minutes[i] < 60;
+        const tip = `${labels[i]} ${s.label}: ${axisNum(v)}${part ? ` (partial hour: ${minutes[i]} min of data)` : ''}`;
+        // A partial hour: lighter, with a dashed outline (no pattern: the page references nothing, not even within itself).
+        return `<rect x="${x.toFixed(1)}" y="${y(v).toFixed(1)}" width="${barW.toFixed(1)}" height="${Math.max(0.5, H - B - y(v)).toFixed(1)}" fill="${s.color}"${part ? ` fill-opacity="0.3" stroke="${s.color}" stroke-dasharray="3 2"` : ''}><title>${esc(tip)}</title></rect>`;
+      }),
+    )
+    .join('');
   const legend = series.map((s, i) => `<rect x="${L + i * 90}" y="6" width="10" height="10" fill="${s.color}"/><text x="${L + i * 90 + 14}" y="15">${esc(s.label)}</text>`).join('');
-  return `<figure><figcaption>${esc(title)}</figcaption><svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" role="img" aria-label="${esc(title)}">${grid}${xs}${lines}${legend}</svg></figure>`;
+  const svg = `${grid}${xs}${bars}${legend}`;
+  return `<figure><figcaption>${esc(title)}</figcaption><svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" role="img" aria-label="${esc(title)}">${svg}</svg></figure>`;
 }
 
 function niceCeil(v: number): number {
@@ -182,7 +218,8 @@ function niceCeil(v: number): number {
 function axisNum(v: number): string {
   if (v >= 1e6) return `${+(v / 1e6).toFixed(1)}M`;
   if (v >= 1e3) return `${+(v / 1e3).toFixed(1)}k`;
-  return `${+v.toFixed(2)}`;
+  // Below 1, two significant digits: 0.0075 and 0.015 stay apart (two decimals made both 0.01).
+  return v > 0 && v < 1 ? `${+v.toPrecision(2)}` : `${+v.toFixed(2)}`;
 }
 
 export function esc(s: string): string {

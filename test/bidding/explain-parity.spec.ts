@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { readRedisLog, until } from '../log/support';
 import { request, startTestApp, type TestApp } from '../support/app';
 import { sampleRequests } from '../support/samples';
+import { bannerCampaign } from '../support/campaigns';
 
 type Raw = Record<string, unknown>;
 
@@ -42,18 +43,6 @@ const LOG_KEY = 'parity-log';
 const CAP_SIZE = { w: 970, h: 250 };
 const TINY_SIZE = { w: 468, h: 60 };
 
-function campaign(id: string, extra: object, size: { w: number; h: number }): object {
-  return {
-    id,
-    adomain: [`${id}.example`],
-    cat: ['IAB3'],
-    landingUrl: `https://${id}.example/landing`,
-    budget: { total: 1000, daily: 1000 },
-    ...extra,
-    creatives: [{ id: `${id}-cr`, type: 'banner', price: 1, banner: { ...size, imageUrl: `https://cdn.${id}.example/a.png` } }],
-  };
-}
-
 function fixtures(): Array<{ name: string; body: Raw }> {
   const out = sampleRequests().map((s) => ({ name: s.name, body: s.request as Raw }));
   for (const group of ['exemplary', 'supplemental']) {
@@ -72,8 +61,8 @@ before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-parity-'));
   const demo = JSON.parse(fs.readFileSync(path.join(root, 'data', 'campaigns.demo.json'), 'utf8')) as { campaigns: object[] };
   // The demo campaigns, plus one capped at two impressions a day and one with a budget of a few bids, each alone at its size.
-  demo.campaigns.push(campaign('parity-capped', { frequencyCap: { perDay: 2 } }, CAP_SIZE));
-  demo.campaigns.push(campaign('parity-tiny', { budget: { total: 0.004, daily: 0.004 } }, TINY_SIZE));
+  demo.campaigns.push(bannerCampaign('parity-capped', CAP_SIZE, { budget: { total: 1000, daily: 1000 }, frequencyCap: { perDay: 2 } }));
+  demo.campaigns.push(bannerCampaign('parity-tiny', TINY_SIZE, { budget: { total: 0.004, daily: 0.004 } }));
   const file = path.join(dir, 'campaigns.json');
   fs.writeFileSync(file, JSON.stringify(demo));
   t = await startTestApp({

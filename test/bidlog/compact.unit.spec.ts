@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { requestFields } from '../../src/bidlog/compact';
-import { wellFormedJson } from '../../src/log/well-formed';
+import { wellFormedJson } from '../../src/bidlog/well-formed';
 import { NativeRequestCache, parseBidRequest } from '../../src/openrtb/parse';
 
 function fields(body: object, kept = false): Record<string, unknown> {

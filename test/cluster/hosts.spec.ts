@@ -20,21 +20,11 @@ import { request } from '../support/app';
 import { freePort } from '../support/redis';
 import { startTestRedisCluster, type TestRedisCluster } from '../support/redis-cluster';
 import { adminClient, clusterEnv, clusterLogKeys, masterPortOf, readClusterLog, runCliOnCluster } from './support';
+import { bannerCampaign } from '../support/campaigns';
 
 const BUDGET = 0.01; // USD; a bid of 1.00 CPM may cost 0.001
 const BID_COST = 0.001;
 const KEY = 'hosts';
-
-function campaign(id: string, extra: object, creative: object): object {
-  return {
-    id,
-    adomain: [`${id}.example`],
-    cat: ['IAB3'],
-    landingUrl: `https://${id}.example/landing`,
-    ...extra,
-    creatives: [{ id: `${id}-cr`, type: 'banner', price: 1, ...creative }],
-  };
-}
 
 let cluster: TestRedisCluster;
 let admin: Cluster;
@@ -56,8 +46,8 @@ before(async () => {
       version: 1,
       currency: 'USD',
       campaigns: [
-        campaign('tiny', { budget: { total: BUDGET, daily: BUDGET } }, { banner: { w: 300, h: 250, imageUrl: 'https://cdn.tiny.example/a.png' } }),
-        campaign('capped', { budget: { total: 1000, daily: 1000 }, frequencyCap: { perDay: 1 } }, { banner: { w: 728, h: 90, imageUrl: 'https://cdn.capped.example/a.png' } }),
+        bannerCampaign('tiny', { w: 300, h: 250 }, { budget: { total: BUDGET, daily: BUDGET } }),
+        bannerCampaign('capped', { w: 728, h: 90 }, { budget: { total: 1000, daily: 1000 }, frequencyCap: { perDay: 1 } }),
       ],
     }),
   );

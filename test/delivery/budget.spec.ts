@@ -16,25 +16,14 @@ import { utcDay } from '../../src/delivery/utc-day';
 import { PayloadCodec, trackingKeys } from '../../src/tracking/payload';
 import { request } from '../support/app';
 import { startTestRedis, type TestRedis } from '../support/redis';
-
-function campaign(id: string, extra: object, creative: object): object {
-  return {
-    id,
-    adomain: [`${id}.example`],
-    cat: ['IAB3'],
-    landingUrl: `https://${id}.example/landing`,
-    budget: { total: 1000, daily: 1000 },
-    ...extra,
-    creatives: [{ id: `${id}-cr`, type: 'banner', price: 1, ...creative }],
-  };
-}
+import { bannerCampaign } from '../support/campaigns';
 
 const BUDGET = 0.01; // USD; each bid of 1.00 CPM may cost 0.001
 const file = (campaigns: object[]) => JSON.stringify({ version: 1, currency: 'USD', campaigns });
 const initial = [
-  campaign('tiny', { budget: { total: BUDGET, daily: BUDGET } }, { banner: { w: 300, h: 250, imageUrl: 'https://cdn.tiny.example/a.png' } }),
-  campaign('capped', { frequencyCap: { perDay: 2 } }, { banner: { w: 728, h: 90, imageUrl: 'https://cdn.capped.example/a.png' } }),
-  campaign('ext', {}, { banner: { w: 160, h: 600, imageUrl: 'https://cdn.ext.example/a.png' } }),
+  bannerCampaign('tiny', { w: 300, h: 250 }, { budget: { total: BUDGET, daily: BUDGET } }),
+  bannerCampaign('capped', { w: 728, h: 90 }, { budget: { total: 1000, daily: 1000 }, frequencyCap: { perDay: 2 } }),
+  bannerCampaign('ext', { w: 160, h: 600 }, { budget: { total: 1000, daily: 1000 } }),
 ];
 
 let redis: TestRedis;
@@ -204,7 +193,7 @@ describe('frequency caps: impressions arriving together', () => {
 describe('campaign reload', () => {
   it('a new file is picked up by every worker; a bad file keeps the old set', async () => {
     assert.equal(await bid(0, { banner: { w: 320, h: 50 } }), null);
-    const next = [...initial, campaign('fresh', {}, { banner: { w: 320, h: 50, imageUrl: 'https://cdn.fresh.example/a.png' } })];
+    const next = [...initial, bannerCampaign('fresh', { w: 320, h: 50 }, { budget: { total: 1000, daily: 1000 } })];
     fs.writeFileSync(`${campaignsFile}.tmp`, file(next));
     fs.renameSync(`${campaignsFile}.tmp`, campaignsFile);
     const t0 = Date.now();

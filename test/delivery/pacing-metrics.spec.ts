@@ -14,20 +14,10 @@ import Redis from 'ioredis';
 import { spendKeys } from '../../src/delivery/keys';
 import { localDay } from '../../src/delivery/local-day';
 import { request, startTestApp, type TestApp } from '../support/app';
+import { bannerCampaign } from '../support/campaigns';
 
-function campaign(id: string, extra: Record<string, unknown>): Record<string, unknown> {
-  return {
-    id,
-    adomain: [`${id}.example`],
-    cat: ['IAB3'],
-    landingUrl: `https://${id}.example/landing`,
-    ...extra,
-    creatives: [{ id: `${id}-cr`, type: 'banner', price: 1, banner: { w: 300, h: 250, imageUrl: `https://cdn.${id}.example/a.png` } }],
-  };
-}
-
-const EVEN = campaign('even-1', { pacing: 'even', timeZone: 'Europe/Paris', budget: { total: 1000, daily: 40 } });
-const ASAP = campaign('asap-1', { pacing: 'asap', budget: { total: 60, daily: 40 } });
+const EVEN = bannerCampaign('even-1', { w: 300, h: 250 }, { pacing: 'even', timeZone: 'Europe/Paris', budget: { total: 1000, daily: 40 } });
+const ASAP = bannerCampaign('asap-1', { w: 300, h: 250 }, { pacing: 'asap', budget: { total: 60, daily: 40 } });
 
 /** `name{…campaign="id"…} value` series of the scrape: {campaign: [values]} (one per worker label set). */
 function series(text: string, name: string): Map<string, number[]> {
@@ -125,7 +115,7 @@ describe('per-campaign spend and pacing metrics', () => {
   });
 
   it('a campaign removed from the file leaves the metrics; one added joins them', async () => {
-    write([EVEN, campaign('even-2', { pacing: 'even', budget: { total: 100, daily: 10 } })]);
+    write([EVEN, bannerCampaign('even-2', { w: 300, h: 250 }, { pacing: 'even', budget: { total: 100, daily: 10 } })]);
     const text = await until('the reload in /metrics', async () => {
       const t = await scrape();
       const ids = [...series(t, 'bidder_pacing_budget_usd').keys()].sort().join(',');

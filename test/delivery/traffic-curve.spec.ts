@@ -17,23 +17,15 @@ import { trafficKey } from '../../src/delivery/keys';
 import { SpendService } from '../../src/delivery/spend.service';
 import { CampaignStore } from '../../src/targeting/campaign-store';
 import { startTestRedis, type TestRedis } from '../support/redis';
+import { bannerCampaign } from '../support/campaigns';
+
+/** An even campaign on `curve` with one w×250 banner. */
+const curved = (id: string, curve: 'uniform' | 'traffic', w: number): object =>
+  bannerCampaign(id, { w, h: 250 }, { pacing: 'even', pacingCurve: curve, budget: { total: 1000, daily: DAILY } });
 
 const DAY0 = Date.UTC(2026, 0, 5);
 const H = 3_600_000;
 const DAILY = 10;
-
-function campaign(id: string, curve: 'uniform' | 'traffic', w: number): object {
-  return {
-    id,
-    pacing: 'even',
-    pacingCurve: curve,
-    adomain: [`${id}.example`],
-    cat: ['IAB3'],
-    landingUrl: `https://${id}.example/`,
-    budget: { total: 1000, daily: DAILY },
-    creatives: [{ id: `${id}-cr`, type: 'banner', price: 1, banner: { w, h: 250, imageUrl: `https://cdn.${id}.example/a.png` } }],
-  };
-}
 
 let redis: TestRedis;
 let client: Redis;
@@ -46,7 +38,7 @@ before(async () => {
   client = new Redis(redis.url);
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-traffic-'));
   const file = path.join(dir, 'campaigns.json');
-  fs.writeFileSync(file, JSON.stringify({ version: 1, currency: 'USD', campaigns: [campaign('shaped', 'traffic', 300), campaign('flat', 'uniform', 320)] }));
+  fs.writeFileSync(file, JSON.stringify({ version: 1, currency: 'USD', campaigns: [curved('shaped', 'traffic', 300), curved('flat', 'uniform', 320)] }));
   app = await createApp(
     loadConfig({
       PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', REDIS_URL: redis.url, CAMPAIGNS_FILE: file, CAMPAIGNS_WATCH_MS: '0', LOG_LEVEL: 'warn',

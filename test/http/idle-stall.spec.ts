@@ -35,8 +35,11 @@ async function shedCount(): Promise<number> {
 
 describe('a stall while idle', () => {
   it('is not charged to the request that comes after a quiet spell', async () => {
-    // Warm: the connection open, the route compiled.
-    assert.equal((await request(`${t.url}/openrtb2/bid`, { body: bid('warm') })).status, 200);
+    // Warm: the connection open, the route compiled. The first requests after start may wait past
+    // the shed budget on a busy machine (start-up's own work): warm until one bids.
+    let warm = 0;
+    for (let i = 0; i < 20 && warm !== 200; i++) warm = (await request(`${t.url}/openrtb2/bid`, { body: bid(`warm-${i}`) })).status;
+    assert.equal(warm, 200);
     const shedBefore = await shedCount();
     for (const gap of [100, 400, 1_000]) {
       await sleep(50);

@@ -5,7 +5,7 @@ import { decompressFrame, splitLines } from '../../src/bidlog/reader';
 import { compressFrame } from '../../src/log/frame';
 import { LogBuffer } from '../../src/log/log-buffer';
 import { lineHead, lineParts, lineText, rawText } from '../../src/log/log-line';
-import { wellFormedJson, wellFormedJsonBytes } from '../../src/log/well-formed';
+import { wellFormedJson, wellFormedJsonBytes } from '../../src/bidlog/well-formed';
 
 function line(head: string, tail: string | null): string {
   return head + (tail ?? '') + '}';

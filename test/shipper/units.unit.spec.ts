@@ -9,7 +9,7 @@ import { firstRecordTs } from '../../src/bidlog/reader';
 import { groupName, toBatch } from '../../src/shipper/batch';
 import { ParquetStore, StorageError } from '../../src/shipper/parquet-store';
 import { emptyFigures, type Report } from '../../src/shipper/report-data';
-import { esc, lineChart, renderHtml } from '../../src/shipper/report-html';
+import { barChart, esc, renderHtml } from '../../src/shipper/report-html';
 import { parseArgs, parseTime } from '../../src/shipper/report';
 import { loadShipperConfig } from '../../src/shipper/shipper.config';
 import { retryDelay } from '../../src/shipper/shipper.service';
@@ -219,9 +219,11 @@ describe('report', () => {
 
   it('the HTML page escapes what it shows and draws its charts inline', () => {
     assert.equal(esc(`<a href="x">&'`), '&lt;a href=&quot;x&quot;&gt;&amp;&#39;');
-    const svg = lineChart('t', ['a', 'b', 'c'], [{ label: 's', color: '#000', values: [0, 5, null] }]);
+    const svg = barChart('t', ['a', 'b', 'c'], [60, 60, 26], [{ label: 's', color: '#000', values: [0, 5, 2] }, { label: 'u', color: '#111', values: [1, null, 3] }]);
     assert.match(svg, /^<figure><figcaption>t<\/figcaption><svg /);
-    assert.match(svg, /<polyline [^>]*points="[\d.]+,[\d.]+ [\d.]+,[\d.]+"/, 'two points drawn, the null one skipped');
+    assert.equal(svg.match(/<rect [^>]*><title>/g)?.length, 5, 'a bar per value, the null one skipped');
+    assert.equal(svg.match(/partial hour: 26 min of data/g)?.length, 2, 'the partial hour marked on each of its bars');
+    assert.match(svg, />c \(26m\)</, 'and in its label');
     const hour = { hour: '2026-07-15 10:00', ...emptyFigures() };
     const r: Report = {
       dir: '/d',

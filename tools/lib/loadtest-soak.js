@@ -385,12 +385,15 @@ function plots(soak, note) {
     title: SOAK_PLOTS[1][1],
     note,
     xLabel: 'seconds since start',
-    yLabel: 'MB',
+    yLabel: 'Redis used_memory, MB',
+    // The bid log and its bound on the right axis: a few MB beside Redis's hundreds, and the bound
+    // is the bid log's, not Redis's.
+    y2Label: 'bid log in Redis, MB',
     series: [
       { name: 'Redis used_memory', color: '#d62728', points: s.map((p) => [p.x, p.redisUsedMB]) },
-      { name: 'bid log waiting for the shipper', color: '#1f77b4', points: s.map((p) => [p.x, mb(p.log.bidder_log_backlog_bytes)]) },
+      { name: 'bid log waiting for the shipper', color: '#1f77b4', right: true, points: s.map((p) => [p.x, mb(p.log.bidder_log_backlog_bytes)]) },
     ],
-    hLines: soak.redis.backlog.allowedMB !== null ? [{ y: soak.redis.backlog.allowedMB, label: `bid log bound ${soak.redis.backlog.allowedMB.toFixed(1)} MB`, color: '#1f77b4' }] : [],
+    hLines: soak.redis.backlog.allowedMB !== null ? [{ y: soak.redis.backlog.allowedMB, label: `bid log bound ${soak.redis.backlog.allowedMB.toFixed(1)} MB`, color: '#1f77b4', right: true }] : [],
     vLines,
   });
   out['soak-log.svg'] = lineChart({

@@ -53,27 +53,33 @@ function logTicks(lo, hi) {
  * @param {string} o.yLabel
  * @param {{name: string, points: [number, number|null][], color?: string, dash?: boolean, markers?: boolean}[]} o.series
  * @param {boolean} [o.yLog]
- * @param {{y: number, label: string, color?: string}[]} [o.hLines]
+ * @param {{y: number, label: string, color?: string, right?: boolean}[]} [o.hLines]
  * @param {{x: number, label: string}[]} [o.vLines] e.g. phase changes
  * @param {string} [o.note] small text under the title
+ * @param {string} [o.y2Label] the right axis's label: series and hLines with `right: true` are
+ *   drawn on it, a scale of their own (a small figure beside a large one, with its bound)
  */
 function lineChart(o) {
   const W = o.width || 860;
   const H = o.height || 420;
-  const m = { top: o.note ? 62 : 46, right: 24, bottom: 52, left: 64 };
+  const rightSeries = o.series.filter((s) => s.right);
+  const hasRight = rightSeries.length > 0 || (o.hLines || []).some((h) => h.right);
+  const m = { top: o.note ? 62 : 46, right: hasRight ? 64 : 24, bottom: 52, left: 64 };
   const pw = W - m.left - m.right;
   const ph = H - m.top - m.bottom - 22 * Math.ceil(o.series.length / 4);
   const xs = [];
   const ys = [];
+  const ys2 = [];
   for (const s of o.series) {
     for (const [x, y] of s.points) {
       if (x === null || y === null || y === undefined || !Number.isFinite(y)) continue;
       if (o.yLog && y <= 0) continue;
       xs.push(x);
-      ys.push(y);
+      (s.right ? ys2 : ys).push(y);
     }
   }
-  for (const h of o.hLines || []) ys.push(h.y);
+  for (const h of o.hLines || []) (h.right ? ys2 : ys).push(h.y);
+  if (ys.length === 0) ys.push(0);
   const parts = [];
   parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif" font-size="12">`);
   parts.push(`<rect width="${W}" height="${H}" fill="#fff"/>`);
@@ -91,6 +97,10 @@ function lineChart(o) {
   const Y = o.yLog
     ? (y) => m.top + ph - ((Math.log10(y) - Math.log10(ya.lo)) / (Math.log10(ya.hi) - Math.log10(ya.lo) || 1)) * ph
     : (y) => m.top + ph - ((y - ya.lo) / (ya.hi - ya.lo || 1)) * ph;
+  // The right axis (linear): its own ticks, labels right of the plot.
+  const ya2 = hasRight ? linearTicks(Math.min(0, ...ys2), Math.max(0, ...ys2) * 1.05 || 1, 6) : null;
+  const Y2 = ya2 ? (y) => m.top + ph - ((y - ya2.lo) / (ya2.hi - ya2.lo || 1)) * ph : Y;
+  const yOf = (right) => (right ? Y2 : Y);
 
   // Grid and axes.
   for (const t of ya.ticks) {
@@ -106,6 +116,10 @@ function lineChart(o) {
   parts.push(`<rect x="${m.left}" y="${m.top}" width="${pw}" height="${ph}" fill="none" stroke="#999"/>`);
   parts.push(`<text x="${m.left + pw / 2}" y="${m.top + ph + 36}" text-anchor="middle">${esc(o.xLabel)}</text>`);
   parts.push(`<text transform="translate(16 ${m.top + ph / 2}) rotate(-90)" text-anchor="middle">${esc(o.yLabel)}${o.yLog ? ' (log scale)' : ''}</text>`);
+  if (ya2) {
+    for (const t of ya2.ticks) parts.push(`<text x="${m.left + pw + 6}" y="${Y2(t).toFixed(1)}" text-anchor="start" dominant-baseline="middle" fill="#333">${fmt(t)}</text>`);
+    parts.push(`<text transform="translate(${W - 12} ${m.top + ph / 2}) rotate(-90)" text-anchor="middle">${esc(o.y2Label || '')} (right axis)</text>`);
+  }
 
   (o.vLines || []).forEach((v, i) => {
     if (v.x < xa.lo || v.x > xa.hi) return;
@@ -114,7 +128,7 @@ function lineChart(o) {
     parts.push(`<text x="${Number(x) + 3}" y="${m.top + 12 + 14 * (i % 4)}" fill="#777" font-size="11">${esc(v.label)}</text>`);
   });
   for (const h of o.hLines || []) {
-    const y = Y(h.y).toFixed(1);
+    const y = yOf(h.right)(h.y).toFixed(1);
     parts.push(`<line x1="${m.left}" x2="${m.left + pw}" y1="${y}" y2="${y}" stroke="${h.color || '#888'}" stroke-dasharray="6 4"/>`);
     parts.push(`<text x="${m.left + pw - 4}" y="${Number(y) - 4}" text-anchor="end" fill="${h.color || '#888'}">${esc(h.label)}</text>`);
   }
@@ -129,7 +143,7 @@ function lineChart(o) {
         pen = false;
         continue;
       }
-      d += `${pen ? 'L' : 'M'}${X(x).toFixed(1)} ${Y(y).toFixed(1)} `;
+      d += `${pen ? 'L' : 'M'}${X(x).toFixed(1)} ${yOf(s.right)(y).toFixed(1)} `;
       pen = true;
     }
     if (d) {
@@ -138,7 +152,7 @@ function lineChart(o) {
     if (s.markers) {
       for (const [x, y] of s.points) {
         if (x === null || y === null || !Number.isFinite(y) || (o.yLog && y <= 0)) continue;
-        parts.push(`<circle cx="${X(x).toFixed(1)}" cy="${Y(y).toFixed(1)}" r="2.8" fill="${color}"/>`);
+        parts.push(`<circle cx="${X(x).toFixed(1)}" cy="${yOf(s.right)(y).toFixed(1)}" r="2.8" fill="${color}"/>`);
       }
     }
   });
@@ -149,7 +163,7 @@ function lineChart(o) {
     const lx = m.left + (i % 4) * (pw / 4);
     const ly = m.top + ph + 52 + Math.floor(i / 4) * 20;
     parts.push(`<line x1="${lx}" x2="${lx + 22}" y1="${ly - 4}" y2="${ly - 4}" stroke="${color}" stroke-width="2.5"${s.dash ? ' stroke-dasharray="5 3"' : ''}/>`);
-    parts.push(`<text x="${lx + 28}" y="${ly}">${esc(s.name)}</text>`);
+    parts.push(`<text x="${lx + 28}" y="${ly}">${esc(s.name)}${s.right ? ' (right axis)' : ''}</text>`);
   });
   parts.push('</svg>');
   return parts.join('\n');
