@@ -1,14 +1,13 @@
 import type { Config } from '../config/config';
 import { CurrencyService } from '../currency/currency.service';
 import { Clock } from '../delivery/clock';
-import { PacingGate } from '../delivery/pacing.gate';
 import { ShadingService } from '../delivery/shading.service';
 import { SpendService } from '../delivery/spend.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { onTick, type CurrencyRates } from '../currency/rates';
 import type { BidRequest, Imp } from '../openrtb/types';
 import { Auction, CampaignStore, type Explanation } from '../targeting/campaign-store';
-import type { Match, NoBidReason } from '../targeting/types';
+import type { CandidateGate, Match, NoBidReason } from '../targeting/types';
 import { PayloadCodec } from '../tracking/payload';
 import { BidWriter, ENVELOPE_BYTES } from './response-json';
 
@@ -53,7 +52,7 @@ export class BidAuction {
     config: Config,
     private readonly store: CampaignStore,
     private readonly metrics: MetricsService,
-    gate: PacingGate | null,
+    gate: CandidateGate | null,
     private readonly spend: SpendService,
     codec: PayloadCodec,
     private readonly currency: CurrencyService,

@@ -50,6 +50,8 @@ export class BiddingService {
   private readonly auction: BidAuction;
   /** The warm-up's auction (warm-up.ts): the same code without the pacing gate, whose checks count what they see. */
   private readonly warmAuction: BidAuction;
+  /** `/debug/explain`'s auction: the bid path's, with the pacing gate's read-only checks (same verdicts, no effects). */
+  private readonly explainAuction: BidAuction;
   /** Source names by index (src/exchanges/exchanges.ts), for the log records. */
   private readonly sourceNames: readonly string[];
   /** LOG_REQUEST_SAMPLE: the fraction of requests whose redacted body (and full response) the log keeps. */
@@ -74,6 +76,7 @@ export class BiddingService {
     this.requests = new RequestPreparer(policy, hasher, config);
     this.auction = new BidAuction(config, store, metrics, gate, spend, codec, currency, shading, clock);
     this.warmAuction = new BidAuction(config, store, metrics, null, spend, codec, currency, shading, clock, true);
+    this.explainAuction = new BidAuction(config, store, metrics, gate.readOnly, spend, codec, currency, shading, clock);
     this.sourceNames = [OPEN_SOURCE, ...(config.exchanges ?? []).map((e) => e.name)];
     this.sample = config.logRequestSample;
     this.store = store;
@@ -198,7 +201,8 @@ export class BiddingService {
 
   /**
    * `/debug/explain`: the bid path's answer to this body and why, without its effects (no log
-   * record, no budget taken, no bid built: shading learns nothing). Prepared as a bid from the open
+   * record, no budget taken, no bid built: shading learns nothing; the pacing gate's read-only
+   * checks: no pacing count, draw or counter). Prepared as a bid from the open
    * endpoint is. Throws InvalidRequestError or PrepareError for what the bid path answers 400 (or,
    * for a reader bug, 204 internal_error).
    */
@@ -206,7 +210,7 @@ export class BiddingService {
     const { req, privacy } = this.requests.prepare(raw, 0, 0, false);
     if (req === null) throw new Error('unreachable: a request that did not wait is never shed');
     const imps: ImpExplained[] = [];
-    const answer = this.auction.run(req, privacy.userData, imps);
+    const answer = this.explainAuction.run(req, privacy.userData, imps);
     return {
       id: req.id,
       cur: this.currency.current().chooseBidCurrency(req.cur),

@@ -30,6 +30,11 @@ const DAY_TTL_SECONDS = 2 * 24 * 3600;
 /** Capped pairs held locally; past this the oldest are forgotten (they may then bid once more). */
 const MAX_CAPPED = 1_000_000;
 
+/** What the gate's frequency-cap check (`CapsService.allows`) counts: the service's stats on the bid path, a scratch `/debug/explain` drops. */
+export interface CapCounts {
+  blockedBids: number;
+}
+
 @Injectable()
 export class CapsService implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('FreqCaps');
@@ -143,12 +148,12 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   /** Bid path: may this user see one more impression of this candidate's campaign today? O(1), local. */
-  allows(userKey: string, c: Candidate): boolean {
+  allows(userKey: string, c: Candidate, counts: CapCounts = this.stats): boolean {
     const cap = c.frequencyCap;
     if (cap === undefined || cap === null || userKey === '') return true;
     this.rollDay(this.clock.today());
     if (this.capped.size !== 0 && this.capped.has(`${c.campaignId}\u0000${userKey}`)) {
-      this.stats.blockedBids++;
+      counts.blockedBids++;
       return false;
     }
     return true;

@@ -57,6 +57,30 @@ const MICRO = 1_000_000;
 const DAILY_TTL_S = 3 * 24 * 3600;
 
 /** One campaign's lease and window of unbilled bids in this worker (exported for its unit test). */
+/**
+ * What the budget check of the gate (`SpendService.allows`) changes besides its answer: the bid
+ * path applies it (the traffic curve's count, the pacing draw, the blocked and throttled counters);
+ * `/debug/explain` drops it (NO_SPEND_EFFECTS).
+ */
+export interface SpendEffects {
+  /** A candidate of a budgeted campaign reached the gate: the eligible requests of its traffic curve. */
+  seen(b: CampaignBudget): void;
+  /** Held back by the lease or the source's share. */
+  blocked(): void;
+  /** The pacing draw, in [0, 1): an even campaign enters the request below its share. */
+  draw(): number;
+  /** Sat out by the pacing draw. */
+  throttled(): void;
+}
+
+/** Effects dropped: nothing counted, and no draw taken (the request is judged as one the campaign's pacing enters). */
+export const NO_SPEND_EFFECTS: SpendEffects = {
+  seen: () => undefined,
+  blocked: () => undefined,
+  draw: () => 0,
+  throttled: () => undefined,
+};
+
 export class CampaignBudget {
   /** USD this worker may still commit to bids until the next refresh. */
   lease = 0;
@@ -320,22 +344,36 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
    * exchanges) do the unbilled bids of this source stay within their share, and does an even
    * campaign enter this request (a draw at its pacing share)? O(1), no I/O.
    */
-  allows(c: Candidate, source = 0): boolean {
+  allows(c: Candidate, source = 0, fx: SpendEffects = this.applied): boolean {
     if (c.budget === undefined) return true;
     const b = this.budgets.get(c.campaignId);
     const cost = c.price / 1000;
     // Budgeted but not read yet (first refresh pending, or Redis away since start): wait.
-    if (b !== undefined) b.seen++;
+    if (b !== undefined) fx.seen(b);
     if (b === undefined || b.lease < cost || (this.sourceShare < 1 && b.sourceSum[source] + b.sourceCurrent[source] + cost > this.sourceShare * b.view)) {
-      this.stats.blockedBids++;
+      fx.blocked();
       return false;
     }
-    if (b.share < 1 && this.random.next() >= b.share) {
-      this.stats.throttled++;
+    if (b.share < 1 && fx.draw() >= b.share) {
+      fx.throttled();
       return false;
     }
     return true;
   }
+
+  /** The bid path's effects of `allows`: counted, drawn and learnt here. One object for every call. */
+  private readonly applied: SpendEffects = {
+    seen: (b) => {
+      b.seen++;
+    },
+    blocked: () => {
+      this.stats.blockedBids++;
+    },
+    draw: () => this.random.next(),
+    throttled: () => {
+      this.stats.throttled++;
+    },
+  };
 
   /** Bid path: the campaign's spend pressure (pacer.ts), 0 for asap and unbudgeted campaigns. */
   pressure(c: Candidate): number {
