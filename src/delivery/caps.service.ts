@@ -10,7 +10,7 @@
  * set, and loads the whole day's set when it starts and whenever its subscription is made again (a
  * reconnection, or on a Redis Cluster another node after its node failed: src/redis/subscriber.ts).
  * So a cap can be exceeded only by impressions of bids made before the news arrived (impressions
- * are counted in batches of one event-loop turn, then pub/sub latency: milliseconds) or while a worker's subscriber
+ * are counted in 50 ms batches, then pub/sub latency: milliseconds) or while a worker's subscriber
  * was away (until it reconnects and reloads). On a cluster every key here is one key per command
  * (a user's counts and markers share the user's hash tag), and PUBLISH reaches every node.
  */
@@ -158,7 +158,7 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
    * Counts the impression of a bid (from the impression tracker), once per bid: resolves true when it
    * was counted, false when this bid's impression was seen before. With a user, it counts toward the
    * user's caps, and when it reaches the campaign's cap every worker is told. Impressions are counted
-   * in batches (src/redis/batch.ts): everything recorded in one turn of the event loop goes to Redis in one
+   * in batches (src/redis/batch.ts): everything recorded within REDIS_BATCH_MS goes to Redis in one
    * write with the other batched commands (the cap news leaves that much later). Rejects when Redis
    * cannot be reached.
    */

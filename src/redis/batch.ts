@@ -3,9 +3,11 @@ import { Cluster } from 'ioredis';
 import type { RedisClient } from './redis.options';
 import { RedisService } from './redis.service';
 
+/** How long commands that may wait gather before they leave together. */
+export const REDIS_BATCH_MS = 50;
 /**
  * The most commands a batch gathers: a flood of notices (a signed URL replayed, say) leaves in
- * batches of this many at once instead of queueing without bound until the turn ends.
+ * batches of this many at once instead of queueing without bound for REDIS_BATCH_MS.
  */
 export const REDIS_BATCH_MAX = 1024;
 
@@ -34,12 +36,10 @@ export function corked(client: RedisClient, fn: () => void): void {
 
 /**
  * Redis commands whose result may come a little later (the first-notice markers, the impressions'
- * counts), gathered while one turn of the event loop runs and issued together at its end
- * (setImmediate) on the worker's connection, corked: one write to Redis for all of them instead of
- * one per command. Notice answers wait for these replies (their record must say whether the notice
- * was the first, and is in the crash journal before the answer leaves), so the batch waits for no
- * timer: under load a turn holds many requests and their commands leave in one write; when idle a
- * notice costs one write of its own and no added wait.
+ * counts: off the bid path, answered to the exchange already), gathered for up to REDIS_BATCH_MS and
+ * issued together in one turn on the worker's connection, corked: one write to Redis for all of
+ * them instead of one per command. At 65 win notices and 65 impressions a second per worker that is
+ * ~20 writes a second instead of ~130, and as many fewer reads of replies, on both sides.
  *
  * From shutdown on (every beforeApplicationShutdown runs before the connection closes) nothing
  * waits: what is queued leaves at once, and later commands are issued as they come.
@@ -48,7 +48,7 @@ export function corked(client: RedisClient, fn: () => void): void {
 export class RedisBatch implements BeforeApplicationShutdown {
   private readonly logger = new Logger('RedisBatch');
   private queue: Array<() => Promise<unknown>> = [];
-  private timer: NodeJS.Immediate | null = null;
+  private timer: NodeJS.Timeout | null = null;
   private readonly inFlight = new Set<Promise<unknown>>();
   private stopping = false;
 
@@ -56,7 +56,7 @@ export class RedisBatch implements BeforeApplicationShutdown {
 
   /**
    * Calls `send` (which issues its commands synchronously, and whose promise settles when their
-   * replies are handled) with the other commands of this turn of the event loop, at its end, or at
+   * replies are handled) with the other commands of the next batch, within REDIS_BATCH_MS, or at
    * once when it is the batch's REDIS_BATCH_MAX-th.
    */
   later(send: () => Promise<unknown>): void {
@@ -66,13 +66,13 @@ export class RedisBatch implements BeforeApplicationShutdown {
     }
     this.queue.push(send);
     if (this.queue.length >= REDIS_BATCH_MAX) this.flush();
-    else this.timer ??= setImmediate(() => this.flush());
+    else this.timer ??= setTimeout(() => this.flush(), REDIS_BATCH_MS);
   }
 
   /** Issues everything queued now, in one corked turn. */
   flush(): void {
     if (this.timer !== null) {
-      clearImmediate(this.timer);
+      clearTimeout(this.timer);
       this.timer = null;
     }
     const q = this.queue;

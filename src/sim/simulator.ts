@@ -373,8 +373,8 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
         const checked = answer.then((a) => {
           if (a.status !== 204) noticeErrors++;
         });
-        // Only bills are awaited (win and loss answers wait for their batched marker's reply, which
-        // the refreshes never needed).
+        // Only bills are awaited (win and loss answers wait for their batched marker, up to 50 ms of
+        // real time, which the refreshes never needed).
         if (event === 'bill') inFlight.push(checked);
       } else if (answer.status !== 204) noticeErrors++;
     };

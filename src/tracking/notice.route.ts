@@ -165,10 +165,9 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
    * impressions say it; `first` runs for the first one only. The answer leaves once the record is
    * logged, so that it is in the crash journal with its answer (src/http/outbox.ts holds an answer
    * until the records logged before it are written there): a worker killed after answering has the
-   * record on disk, and the next one recovers it. The marker is set with the batch of commands of
-   * this event-loop turn (src/redis/batch.ts: at the turn's end, one write to Redis for all of them),
-   * so a notice's answer waits for one Redis round trip; when Redis fails the record says null and
-   * the answer goes at once.
+   * record on disk, and the next one recovers it. The marker is set with the next batch of commands
+   * (src/redis/batch.ts: within REDIS_BATCH_MS, one write to Redis for all of them), so a notice's
+   * answer waits up to that long; when Redis fails the record says null and the answer goes at once.
    */
   private once(p: TrackingPayload, record: NoticeRecord, outcome: string, answer: () => HttpAnswer, first?: () => void): Promise<HttpAnswer> {
     const event = record.type;

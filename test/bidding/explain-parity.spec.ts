@@ -172,7 +172,7 @@ describe('explain and the bid path agree', { timeout: 120_000 }, () => {
       const imp = new URL(/<img src='([^']+\/t\/imp\?[^']+)'/.exec(adm)![1].replace(/&amp;/g, '&'));
       assert.equal((await request(`${t.url}${imp.pathname}${imp.search}`, { method: 'GET' })).status, 200);
     }
-    // Impressions are counted in batches (src/redis/batch.ts), then the capped pair is published to the worker.
+    // Impressions are counted in 50 ms batches, then the capped pair is published to the worker.
     await until('capped', async () => {
       const r = await post(t.url, '/openrtb2/bid', banner(`cap-${seq++}`, CAP_SIZE, user));
       logged++;

@@ -94,7 +94,7 @@ describe('test = 1 requests', () => {
     const imp = /(https?:\/\/[^'"\s]+\/t\/imp\?[^'"\s<]+)/.exec(r.bid!.adm);
     assert.ok(imp, r.bid!.adm);
     assert.equal(await fire(imp[1], 0), 200);
-    await new Promise((res) => setTimeout(res, 200)); // impressions are counted in batches (src/redis/batch.ts)
+    await new Promise((res) => setTimeout(res, 200)); // impressions are counted in 50 ms batches
     const live = await bid({ w: 728, h: 90 }, false, 'capped-user');
     assert.equal(live.status, 200, 'the test impression capped the user (perDay 1)');
   });

@@ -148,7 +148,7 @@ describe('frequency caps', () => {
       const impUrl = /<img src='([^']+\/t\/imp\?[^']+)'/.exec(b.adm)![1].replace(/&amp;/g, '&');
       assert.equal(await fire(1 - (i % 2), impUrl, 0), 200);
     }
-    // Impressions are counted in batches (src/redis/batch.ts), then the news of the capped pair reaches the other worker.
+    // Impressions are counted in 50 ms batches, then the news of the capped pair reaches the other worker.
     const t0 = Date.now();
     while (Date.now() - t0 < 2_000 && ((await bid(0, { banner: { w: 728, h: 90 } }, user)) !== null || (await bid(1, { banner: { w: 728, h: 90 } }, user)) !== null)) {
       await sleep(20);

@@ -126,7 +126,7 @@ describe('notice round trips', () => {
       return m ? Number(m[1]) : 0;
     };
     // A click is counted once Redis has said it is the bid's first: its marker goes with the next
-    // batch of commands (src/redis/batch.ts), one Redis round trip after the request.
+    // batch of commands (src/redis/batch.ts), up to REDIS_BATCH_MS after the answer.
     for (const end = Date.now() + 2_000; ; ) {
       text = (await get(`${t.adminUrl}/metrics`)).body.toString();
       if (value('type="click",outcome="ok"') > 0 || Date.now() > end) break;
