@@ -31,6 +31,7 @@ const redisLib = require('./lib/redis');
 const secretsLib = require('./lib/secrets');
 const { localExchanges } = require('./lib/local-exchanges');
 const { ROOT, ECOSYSTEM, APP, SHIPPER, runDir, pm2Home, assertNode, alive, daemonInfo, pm2, appProcesses, appNames } = require('./pm2');
+const { readCommandLine, usageError } = require('./lib/cli');
 
 const READY_TIMEOUT_MS = 90_000;
 
@@ -484,6 +485,11 @@ async function status() {
 }
 
 const commands = { start, stop, status };
-const cmd = process.argv[2] || 'start';
-if (!commands[cmd]) fail(`usage: node scripts/start.js [start|stop|status] (got ${cmd})`, 2);
+const USAGE = `usage: npm start | npm stop | npm start -- status   (node scripts/start.js [start|stop|status])
+  start   build if needed, start Redis (when REDIS_URL answers nothing), the PM2 cluster and the shipper; print where it listens
+  stop    stop the workers (each flushes its bid log), the shipper, and the Redis that start started
+  status  what runs: workers, shipper, Redis, readiness (exit 3 when no worker runs)`;
+const { positionals } = readCommandLine({ name: 'start', usage: USAGE, allowPositionals: true, maxPositionals: 1 });
+const cmd = positionals[0] || 'start';
+if (!commands[cmd]) usageError('start', USAGE, `unknown command '${cmd}'`);
 commands[cmd]().catch((e) => fail(e && e.stack ? e.stack : String(e)));

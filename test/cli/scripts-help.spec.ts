@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
-const SCRIPTS = ['gen-campaigns', 'image', 'import-cycles', 'redis-cluster', 'test'];
+const SCRIPTS = ['gen-campaigns', 'image', 'import-cycles', 'redis-cluster', 'start', 'test'];
 
 const run = (script: string, arg: string) =>
   spawnSync(process.execPath, [path.join(ROOT, 'scripts', `${script}.js`), arg], { cwd: ROOT, encoding: 'utf8', timeout: 30_000, env: { ...process.env, PODMAN_AUTO_INSTALL: '0' } });

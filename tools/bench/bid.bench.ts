@@ -185,7 +185,7 @@ async function main(): Promise<void> {
   }
   const heapRow: [string, number, string] = ['sample mix: JS heap bytes allocated per request (÷1000: kB)', heap / heapRounds / 1000, `v8.GCProfiler before/after heap statistics, ${heapRounds} × ${chunk} requests; the log's Buffers are off-heap`];
   rows.push([`sample mix (${mix.length / 40} real requests), budget + cap gate on`, on / rounds, `interleaved ${rounds} × ${chunk} with the next row`]);
-  rows.push(['sample mix, gate off', off / rounds, `the gate's cost: ${((on / off - 1) * 100).toFixed(1)} % (issue 6 allows 10 %; run-to-run noise is several %)`]);
+  rows.push(['sample mix, gate off', off / rounds, `the gate's cost: ${((on / off - 1) * 100).toFixed(1)} % (run-to-run noise is several %)`]);
   // Cold caches. Under HTTP a worker does not have its core's caches to itself between two requests:
   // the load generator, the kernel's network path and the other worker run there too, and the bid
   // path costs several times what it costs in the loops above (bench/README.md, the profile). Here
