@@ -13,7 +13,7 @@ import { isJsonSafe } from '../targeting/candidate-json';
 import { bidAdrender } from '../targeting/dsa';
 import type { Match, NativeFill } from '../targeting/types';
 import type { PayloadCodec } from '../tracking/payload';
-import { bannerAdm, escapeHtml, EVENT_IMPRESSION, METHOD_IMG, nativeVersion, trackingUrls, vastAdm, type TrackingUrls } from './markup';
+import { bannerAdm, escapeHtml, EVENT_IMPRESSION, METHOD_IMG, nativeVersion, renderBanner, renderVast, trackingUrls, vastAdm, type TrackingUrls } from './markup';
 
 export { isJsonSafe };
 
@@ -91,10 +91,13 @@ export class BidWriter {
         adm = nativeAdmLiteral(imp.native!, m.native ?? [], urls, this.baseSafe);
         break;
       case MType.Video:
-        adm = quoted(vastAdm(c, urls, bidId, videoMime(c.video?.mimes ?? [], imp.video?.mimes ?? [])), cj.vastSafe && this.baseSafe);
+        {
+          const mime = videoMime(c.video?.mimes ?? [], imp.video?.mimes ?? []);
+          adm = quoted(cj.vast !== null ? renderVast(cj.vast, urls, bidId, mime) : vastAdm(c, urls, bidId, mime), cj.vastSafe && this.baseSafe);
+        }
         break;
       default:
-        adm = quoted(bannerAdm(c, urls), cj.bannerSafe && this.baseSafe);
+        adm = quoted(cj.banner !== null ? renderBanner(cj.banner, urls) : bannerAdm(c, urls), cj.bannerSafe && this.baseSafe);
     }
     let bid =
       `{"id":"${bidId}","impid":${JSON.stringify(imp.id)},"price":${JSON.stringify(price)},` +

@@ -3,6 +3,7 @@
  * candidate index is built (src/targeting/candidate-index.ts), so that the bid writer
  * (src/bidding/bidding.service.ts) concatenates them instead of serializing per bid.
  */
+import { BannerTemplate, VastTemplate } from './markup-template';
 import type { Candidate, CandidateJsonParts } from './types';
 
 // Quote, backslash, control characters, surrogates (JSON.stringify escapes lone ones).
@@ -26,6 +27,9 @@ export class CandidateJson implements CandidateJsonParts {
   readonly vastSafe: boolean;
   /** `,"ext":{"dsa":{"behalf":…,"paid":…,` (the writer adds the rest), or '' when the campaign has no DSA information. */
   readonly dsaHead: string;
+  /** The banner and VAST markup with their campaign parts escaped once (markup-template.ts). */
+  readonly banner: BannerTemplate | null;
+  readonly vast: VastTemplate | null;
 
   constructor(c: Candidate) {
     this.fields =
@@ -43,6 +47,8 @@ export class CandidateJson implements CandidateJsonParts {
     this.vastSafe =
       c.video !== null && [c.id, c.campaignId, c.native?.title ?? '', c.adomain[0] ?? '', c.video.mediaUrl, ...c.video.mimes].every(isJsonSafe);
     const dsa = c.dsa ?? null;
+    this.banner = c.banner === null ? null : new BannerTemplate(c.banner);
+    this.vast = c.video === null ? null : new VastTemplate(c);
     this.dsaHead = dsa === null ? '' : `,"ext":{"dsa":{"behalf":${JSON.stringify(dsa.behalf)},"paid":${JSON.stringify(dsa.paid)},`;
   }
 }

@@ -1,4 +1,5 @@
 import type { BidRequest, MType, NativeAssetKind, Size } from '../openrtb/types';
+import type { BannerTemplate, VastTemplate } from './markup-template';
 
 export type { Rates } from '../currency/rates';
 
@@ -125,6 +126,10 @@ export interface CandidateJsonParts {
   readonly vastSafe: boolean;
   /** `,"ext":{"dsa":{"behalf":…,"paid":…,` (the writer adds the rest), or '' when the campaign has no DSA information. */
   readonly dsaHead: string;
+  /** The banner markup's template (markup-template.ts), or null when the candidate has no banner. */
+  readonly banner: BannerTemplate | null;
+  /** The VAST markup's template, or null when the candidate has no video. */
+  readonly vast: VastTemplate | null;
 }
 
 /** Why an imp (or a candidate) got no bid; stable strings used in logs, metrics and debug output. */
