@@ -22,7 +22,7 @@ import type { NoticedBid } from './noticed-bid';
 import { WORKERS_KEY } from './keys';
 import { Random } from './random';
 import { Clock } from './clock';
-import { bestBid, binOf, ContributionCap, Counts, DEFAULT_SHADING, gridBelow, impossibleNotice, logNormalBins, Segment, SourceLimiter, updateSegment, type ShadingSettings } from './shading';
+import { bestBid, binOf, ContributionCap, Counts, DEFAULT_SHADING, gridBelow, gridOfBid, impossibleNotice, logNormalBins, Segment, SourceLimiter, updateSegment, type ShadingSettings } from './shading';
 
 /** Most segments kept (every level); beyond, a bid or notice uses the finest level that exists. */
 const MAX_SEGMENTS = 20_000;
@@ -66,6 +66,8 @@ const MAX_HELD = 100_000;
 
 /** Segments updated per tick without a notice of their own (about 20 µs each: at most about 6 ms a tick). */
 const MAX_BID_UPDATES = 300;
+/** A segment whose prices to win are less than this share of its observations bids grid prices (bestBid's `round`). */
+const ROUND_EXACT_SHARE = 0.25;
 /** An exchange that sent no loss notice for this long is taken to send none: its silent bids are losses (learning only). */
 const LOSS_SILENCE_MS = 600_000;
 
@@ -223,7 +225,8 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     const draw = this.random.next();
     const s = this.settings;
     const explore = (s.explore * s.exploreWeight) / (s.exploreWeight + from.exactWeight);
-    const usd = bestBid(from.cdf, c.price, floorUsd, s, draw, pressure, explore);
+    // A segment that learns mostly from wins and losses (few prices to win) bids grid prices (bestBid's `round`).
+    const usd = bestBid(from.cdf, c.price, floorUsd, s, draw, pressure, explore, from.exactWeight < ROUND_EXACT_SHARE * from.weight);
     const j = gridBelow(usd);
     if (j >= 0) {
       // A source without loss notices: the bids themselves teach (unanswered, they are losses), so their segments are updated (a flag and, once per tick, a push).
@@ -334,7 +337,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     }
     const c = this.store.current().get(p.crid);
     if (c === undefined) return;
-    const j = gridBelow(bidUsd);
+    const j = gridOfBid(bidUsd);
     if (j < 0) return;
     if (this.learned.size >= 100_000) this.learned = new Set();
     this.learned.add(p.bidId);
