@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import type { LogRecord } from '../bidlog/records';
-import { markupVersion, requestFields, untypedRequestFields } from '../bidlog/compact';
-import { lineHead } from '../log/log-line';
+import { markupVersion, requestFieldBytes, responseFieldBytes, untypedRequestFields } from '../bidlog/compact';
+import { type FieldBytes, lineHead } from '../log/log-line';
 import { LogService } from '../log/log.service';
 import { MetricsService, type BidOutcome } from '../metrics/metrics.service';
 import { InvalidRequestError } from '../openrtb/parse';
@@ -88,7 +88,8 @@ export class BiddingService {
     // A test request (`test` = 1) is marked in both records; it bids but reserves and spends nothing.
     const test = req.test ? true : undefined;
     const request: LogRecord = { type: 'request', id: req.id, name: req.publisher, exchange, test };
-    const fields = requestFields(req, raw, keep);
+    // Bytes in a buffer the next request's fields reuse: logged below, before any other request is prepared.
+    const fields = requestFieldBytes(req, raw, keep);
     let answer: BidAnswer;
     try {
       answer = this.auction.run(req, privacy.userData);
@@ -108,7 +109,7 @@ export class BiddingService {
         { type: 'response', id: req.id, name: req.publisher, exchange, test, dropped: answer.dropped, status: 200, ms: elapsed(startedAt), privacy: privacy.reason },
         keep ? { key: 'res', bytes: answer.bytes, singleLine: true } : undefined,
         fields,
-        `,"cur":${JSON.stringify(answer.cur ?? '')},"mv":"${markupVersion(this.store.current())}","bids":${answer.bids ?? '[]'}`,
+        responseFieldBytes(answer.cur ?? '', markupVersion(this.store.current()), answer.bids ?? '[]'),
       );
       this.metrics.bidRequest('bid', null, (performance.now() - startedAt) / 1000);
     } else {
@@ -123,7 +124,7 @@ export class BiddingService {
    * (`record`: its text as prepare.ts made it, one valid JSON object whatever was sent, personal
    * data redacted; '' when not kept), and the response without a body.
    */
-  private logPair(request: LogRecord, record: string, fields: string, response: LogRecord): void {
+  private logPair(request: LogRecord, record: string, fields: string | FieldBytes, response: LogRecord): void {
     this.log.logPair(request, record === '' ? undefined : { key: 'req', json: record, singleLine: true }, response, undefined, fields);
   }
 

@@ -68,7 +68,7 @@ const MAX_HELD = 100_000;
 const MAX_BID_UPDATES = 300;
 /** A segment whose prices to win are less than this share of its observations bids grid prices (bestBid's `round`). */
 const ROUND_EXACT_SHARE = 0.25;
-/** An exchange that sent no loss notice for this long is taken to send none: its silent bids are losses (learning only). */
+/** An exchange that sent no loss notice for this long is taken to send none, unless EXCHANGES_FILE says (`lossNotices`): its silent bids are losses (learning only). */
 const LOSS_SILENCE_MS = 600_000;
 
 /**
@@ -150,6 +150,8 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   private readonly limiter: SourceLimiter;
   /** When each source (exchange index) last sent a loss notice (ms). */
   private readonly lastLoss = new Float64Array(64).fill(-Infinity);
+  /** Per source, whether it sends loss notices as EXCHANGES_FILE says (`lossNotices`): 1 it does, 0 it sends none, -1 learned (LOSS_SILENCE_MS). */
+  private readonly sendsLosses = new Int8Array(64).fill(-1);
   /** The `sd` parameter of the last shaded price (its segment's device type and floor bucket), for noticeParam. */
   private sd = 0;
   /**
@@ -184,6 +186,16 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     this.sourceCap = new ContributionCap(MAX_POOL_SHARE, this.settings.priorWeight, config.shadingHalfLifeMs, 64);
     this.limiter = new SourceLimiter(config.shadingLearnPerS);
     this.member = `${config.hostId}:${config.workerId}:${process.pid}`;
+    (config.exchanges ?? []).forEach((e, i) => {
+      if (i + 1 < 64 && e.lossNotices !== 'learned') this.sendsLosses[i + 1] = e.lossNotices ? 1 : 0;
+    });
+  }
+
+  /** Whether a source (exchange index) sends no loss notices: as EXCHANGES_FILE says, else after LOSS_SILENCE_MS without one (from start, until its first). */
+  private silentSource(source: number, now: number): boolean {
+    const i = source >= 0 && source < 64 ? source : 63;
+    const said = this.sendsLosses[i];
+    return said < 0 ? now - this.lastLoss[i] >= LOSS_SILENCE_MS : said === 0;
   }
 
   onApplicationBootstrap(): void {
@@ -230,7 +242,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     const j = gridBelow(usd);
     if (j >= 0) {
       // A source without loss notices: the bids themselves teach (unanswered, they are losses), so their segments are updated (a flag and, once per tick, a push).
-      const silent = now - this.lastLoss[req.source >= 0 && req.source < 64 ? req.source : 63] >= LOSS_SILENCE_MS;
+      const silent = this.silentSource(req.source, now);
       for (let t: Segment | null = seg ?? this.pool; t !== null; t = t.parent) {
         t.own.bids[j]++;
         if (silent && t.level >= 2) {
@@ -349,7 +361,8 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     const exact = teaches && minToWinUsd !== null ? binOf(minToWinUsd) : -1;
     const won = event !== 'loss';
     // Without loss notices from this source, wins alone would read as a market that moved down.
-    const detect = exact >= 0 || now - this.lastLoss[source >= 0 && source < 64 ? source : 63] < LOSS_SILENCE_MS;
+    const silent = this.silentSource(source, now);
+    const detect = exact >= 0 || !silent;
     let shared = true;
     for (let s: Segment | null = fine; s !== null; s = s.parent) {
       if (teaches && s.level <= 1 && shared) {
@@ -360,7 +373,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       const o = s.own;
       o.answered[j]++;
       // Bids never answered are losses where the source sends no loss notices, in its publishers' segments only (bids alone must not teach the shared levels).
-      s.silent = s.level >= 2 && now - this.lastLoss[source >= 0 && source < 64 ? source : 63] >= LOSS_SILENCE_MS;
+      s.silent = s.level >= 2 && silent;
       if (!teaches || !shared) continue;
       if (detect && s.observe(exact, j, won)) this.stats.moves++;
       if (exact >= 0) o.exact[exact]++;

@@ -111,3 +111,56 @@ describe('shading: learning from wins and losses alone', () => {
     }
   }
 });
+
+describe('shading: whether an exchange sends loss notices, as EXCHANGES_FILE says', () => {
+  const exchanges = [
+    { name: 'sends', addresses: ['127.0.0.1'], token: null, header: 'x-bidder-token', lossNotices: true },
+    { name: 'sends-none', addresses: ['127.0.0.1'], token: null, header: 'x-bidder-token', lossNotices: false },
+    { name: 'learned', addresses: ['127.0.0.1'], token: null, header: 'x-bidder-token', lossNotices: 'learned' },
+  ];
+  /** A service, a bid on `source` (its price), and `n` bids a second apart that no notice answers, then the price again. */
+  function silentBids(source: number, lossFirst: boolean, n: number): { before: number; after: number } {
+    const config = { shading: true, shadingExplore: 0, hostId: 'h', workerId: '1', shadingSyncMs: 1000, shadingLearnPerS: 1000, shadingHalfLifeMs: 600_000, exchanges } as unknown as Config;
+    const store = { current: () => ({ get: (crid: string) => (crid === 'cr-banner' ? banner : undefined) }) } as unknown as CampaignStore;
+    const random = new Random();
+    random.next = () => 0.5;
+    let now = START;
+    const clock = new Clock();
+    clock.now = () => now;
+    const s = new ShadingService(config, null as unknown as RedisService, null as unknown as DeliveryRedis, store, random, clock);
+    const rates = { convert: (v: number) => v } as unknown as Rates;
+    const imp = { bidfloor: 0.05, bidfloorcur: 'USD' } as unknown as Imp;
+    const req = { at: 1, publisher: 'pub-a', deviceType: 2, source } as unknown as BidRequest;
+    const match = { dealId: null, price: 2, candidate: banner } as unknown as Match;
+    const before = s.price(req, imp, match, 'USD', rates, now);
+    const sd = Number(s.noticeParam(req, match).slice(4));
+    if (lossFirst) {
+      // One loss notice (at the bid's price, no price to win): the exchange sends them, as far as can be seen.
+      s.learn('loss', { bidId: 'first', cid: 'c1', crid: 'cr-banner', price: before, cur: 'USD', ts: now, publisher: 'pub-a', source }, before, null, sd, 102);
+      s.tick();
+    }
+    const start = s.price(req, imp, match, 'USD', rates, now);
+    for (let i = 0; i < n; i++) {
+      now += 1000;
+      s.price(req, imp, match, 'USD', rates, now);
+      s.tick();
+    }
+    return { before: start, after: s.price(req, imp, match, 'USD', rates, now) };
+  }
+
+  it('lossNotices true: bids no notice answered are not losses, even after 10 minutes without a loss notice', () => {
+    const sends = silentBids(1, false, 700);
+    assert.equal(sends.after, sends.before, `${sends.before} -> ${sends.after}`);
+    // The same bids on a learned exchange that never sent a loss notice: losses, the price goes up.
+    const learned = silentBids(3, false, 700);
+    assert.ok(learned.after > 1.2 * learned.before, `learned: ${learned.before} -> ${learned.after}`);
+  });
+
+  it('lossNotices false: bids no notice answered are losses at once, even after a loss notice', () => {
+    const none = silentBids(2, true, 300);
+    assert.ok(none.after > 1.1 * none.before, `sends none: ${none.before} -> ${none.after}`);
+    // A learned exchange that sent a loss notice 5 minutes ago is taken to send them: its unanswered bids teach nothing.
+    const learned = silentBids(3, true, 300);
+    assert.equal(learned.after, learned.before, `learned: ${learned.before} -> ${learned.after}`);
+  });
+});
