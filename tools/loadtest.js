@@ -19,6 +19,7 @@ const cluster = require('./lib/loadtest-cluster');
 const { LogCounter } = require('./lib/loadtest-logs');
 const report = require('./lib/loadtest-report');
 const { SoakSampler } = require('./lib/loadtest-soak');
+const { hostMemory, scrapeWorkers, gcRates } = require('./lib/loadtest-memory');
 const { freePort } = require('../scripts/lib/redis');
 const { HELP, parseArgs } = require('./lib/loadtest-args');
 
@@ -165,7 +166,10 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
   const take = async () => {
     const cpu = {};
     for (const pid of pids) cpu[pid] = cpuSeconds(pid);
-    return { t: Date.now(), cpu, k6: cpuSeconds(child.pid), machine: machineCpu(), redis: await redisCpu(redisConn) };
+    const snap = { t: Date.now(), cpu, k6: cpuSeconds(child.pid), machine: machineCpu(), redis: await redisCpu(redisConn) };
+    // Each worker's GC counters (its own /metrics on the admin port), after the CPU readings.
+    if (server && server.adminUrl && procs.length) snap.gc = await scrapeWorkers(`${server.adminUrl}/metrics`, procs.length);
+    return snap;
   };
   const timers = [];
   let t0 = null;
@@ -201,16 +205,21 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
     }
   });
 
-  // Peak memory per worker (VmRSS sampled each second; VmHWM read at the end).
+  // Peak memory per worker (VmRSS sampled each second; VmHWM read at the end), and every server
+  // process's VmRSS each second (the host's resident memory per phase, phaseMemory()).
   const maxRss = {};
+  const rssSamples = [];
   let k6Last = null; // k6's CPU seconds, sampled each second: it cannot be read once k6 exits
   const rssTimer = setInterval(() => {
     const c = cpuSeconds(child.pid);
     if (c !== null) k6Last = { t: Date.now(), cpu: c };
-    for (const p of procs) {
-      const m = memory(p.pid);
-      if (m && m.rssMB !== null) maxRss[p.pid] = Math.max(maxRss[p.pid] || 0, m.rssMB);
+    const rss = {};
+    for (const pid of pids) {
+      const m = memory(pid);
+      if (m && m.rssMB !== null) rss[pid] = m.rssMB;
     }
+    rssSamples.push({ t: Date.now(), rss });
+    for (const p of procs) if (rss[p.pid] !== undefined) maxRss[p.pid] = Math.max(maxRss[p.pid] || 0, rss[p.pid]);
   }, 1000);
   const started = Date.now();
   const progress = setInterval(() => {
@@ -257,7 +266,7 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
   }
   process.stdout.write(stdout.trim() ? `${stdout.trim()}\n` : '');
   return {
-    name, script, url: target, exitCode, data, plan, t0, snaps, final, pids, workers: procs, helpers, daemonPid: daemon, memoryByWorker, restarts,
+    name, script, url: target, exitCode, data, plan, t0, snaps, final, pids, workers: procs, helpers, daemonPid: daemon, memoryByWorker, rssSamples, restarts,
     idleCores: idleCores !== null && Number.isFinite(idleCores) ? idleCores : null,
     k6Last,
     k6Cpus,
@@ -293,6 +302,31 @@ function phaseCpu(run) {
       machineBusy: b.machine.busy - a.machine.busy,
       machineTotal: b.machine.total - a.machine.total,
       steal: b.machine.steal - a.machine.steal,
+    };
+  }
+  return out;
+}
+
+/**
+ * Memory of each phase: the host's resident memory (every process of the server's PM2 daemon and
+ * the daemon, summed each second) at its peak and on average, each process's peak, and each
+ * worker's garbage collections between the phase's two snapshots.
+ */
+function phaseMemory(run) {
+  const out = {};
+  if (!run.pids.length || !run.t0) return out;
+  const names = {};
+  for (const w of run.workers) names[w.pid] = `worker ${w.pmId}`;
+  for (const h of run.helpers || []) names[h.pid] = h.name;
+  if (run.daemonPid) names[run.daemonPid] = 'PM2 daemon';
+  for (const p of run.plan.phases) {
+    const a = run.snaps.get(p.start);
+    const b = run.snaps.get(p.start + p.duration) || run.final;
+    const from = run.t0 + p.start * 1000;
+    const host = hostMemory(run.rssSamples || [], run.pids, from, b ? b.t : from + p.duration * 1000);
+    out[p.name] = {
+      host: host && { ...host, peakByProcess: run.pids.map((pid) => ({ name: names[pid] || String(pid), pid, peakMB: host.peakByPid[pid] })) },
+      gc: a && b && a.gc && b.gc ? gcRates(a.gc, b.gc) : null,
     };
   }
   return out;
@@ -355,11 +389,11 @@ async function finishBidder(side, { runId, o, interrupted }) {
 }
 
 /**
- * soak: the admin port and the shipper's metrics port of the cluster it starts, free ones unless the
- * environment sets them (a developer's bidder on the defaults must not answer the samples).
+ * The admin port (each worker's /metrics: its GC counters) and the shipper's metrics port of the
+ * cluster it starts: free ones unless the environment sets them (a developer's bidder on the
+ * defaults must not answer the samples, nor hold the ports the new cluster needs).
  */
-async function soakPorts(o) {
-  if (o.scenario !== 'soak') return null;
+async function adminPorts() {
   // Those of a cluster that was already running: its own start's (the defaults unless set).
   const running = { admin: Number(process.env.ADMIN_PORT || 8081), shipper: Number(process.env.SHIP_ADMIN_PORT || 9465) };
   if (!process.env.ADMIN_PORT) process.env.ADMIN_PORT = String(await freePort());
@@ -498,6 +532,7 @@ async function main() {
     log(`loadtest: ${name}: overload run at ${rate}/s (${o.overload} x the highest sustained rate, ${sustained}/s)`);
     const r = await runLoad({ ...common, name: `${name}-overload`, target, strict, server, env: oEnv, runId: id });
     r.cpu = phaseCpu(r);
+    r.memoryPhases = phaseMemory(r);
     r.sustained = sustained;
     ctx.overload[name] = r;
     return r;
@@ -523,6 +558,7 @@ async function main() {
         if (interrupted) break;
         const r = await runLoad({ ...common, name: `generator${i}-${script}`, script, target, strict, server, env: gEnv, runId: id });
         r.cpu = phaseCpu(r);
+        r.memoryPhases = phaseMemory(r);
         if (script === 'bid' && onBidRun) onBidRun(r);
         pair[script] = r;
       }
@@ -541,6 +577,7 @@ async function main() {
       // Only k6 runs here: the bidder, its Redis and its log are elsewhere.
       const run = await runLoad({ ...common, name: 'remote', target: o.remote, strict: true, server: null, env, runId });
       run.cpu = phaseCpu(run);
+      run.memoryPhases = phaseMemory(run);
       run.server = null;
       ctx.targets.remote = run;
       await overload('remote', run, { target: o.remote, strict: true, server: null, id: `${runId}-o` });
@@ -553,9 +590,10 @@ async function main() {
         cleanups.push(() => redis.stop());
         const logKey = redis.started ? process.env.LOG_REDIS_KEY || 'bidlog' : `loadtest:${runId}:bidlog`;
         const port = process.env.PORT ? Number(process.env.PORT) : await freePort();
-        const soakPortsOf = await soakPorts(o);
+        const ports = await adminPorts();
         const bidder = await cluster.startBidder({ workers: o.workers, port, redisUrl: redis.url, redisNodes: redis.nodes, logKey, log, volatileRedis: redis.started });
         bidder.logWait = o.logWait;
+        bidder.adminUrl = `http://127.0.0.1:${bidder.startedPm2 ? ports.admin : ports.running.admin}`;
         bidder.target = `${bidder.url}/openrtb2/bid`;
         if (!bidder.startedPm2) {
           let built = 0;
@@ -581,10 +619,11 @@ async function main() {
         }
         if (interrupted) throw new Error('interrupted');
         side.from = await LogCounter.listLength({ redisUrl: bidder.redisUrl, nodes: bidder.redisNodes }, bidder.logKey);
-        const sampler = o.scenario === 'soak' ? await startSoakSampler(bidder, soakPortsOf, o) : null;
+        const sampler = o.scenario === 'soak' ? await startSoakSampler(bidder, ports, o) : null;
         const run = await runLoad({ ...common, name: 'bidder', target: bidder.target, strict: true, server: bidder, env, runId });
         if (sampler) run.soak = await sampler.stop();
         run.cpu = phaseCpu(run);
+        run.memoryPhases = phaseMemory(run);
         side.run = run;
         side.sent += bidRequests(run);
         run.server = { startedPm2: bidder.startedPm2, pm2Home: bidder.pm2Home, redisUrl: bidder.redisUrl, redisNodes: bidder.redisNodes, logKey: bidder.logKey, workers: run.workers.length };
@@ -609,6 +648,7 @@ async function main() {
         if (interrupted) throw new Error('interrupted');
         const run = await runLoad({ ...common, name: 'baseline', target: baseline.target, strict: false, server: baseline, env, runId: `${runId}b` });
         run.cpu = phaseCpu(run);
+        run.memoryPhases = phaseMemory(run);
         run.server = { startedPm2: true, pm2Home: baseline.pm2Home, workers: run.workers.length };
         ctx.targets.baseline = run;
         await overload('baseline', run, { target: baseline.target, strict: false, server: baseline, id: `${runId}b-o` });
@@ -635,6 +675,7 @@ async function main() {
             if (interrupted) break;
             const run = await runLoad({ ...common, name: `${name}-round${i}`, target: server.target, strict, server, env: roundEnv, runId: id });
             run.cpu = phaseCpu(run);
+            run.memoryPhases = phaseMemory(run);
             if (name === 'bidder') bidderSide.sent += bidRequests(run);
             pair[name] = run;
           }

@@ -5,11 +5,13 @@ import { MetricsService } from '../metrics/metrics.service';
 import { DeliveryRedis } from './delivery-redis';
 import { RedisModule } from '../redis/redis.module';
 import { TargetingModule } from '../targeting/targeting.module';
+import { CapsRepository, RedisCapsRepository } from './caps.repository';
 import { CapsService } from './caps.service';
 import { Clock } from './clock';
 import { PacingGate } from './pacing.gate';
 import { Random } from './random';
 import { ShadingService } from './shading.service';
+import { RedisSpendRepository, SpendRepository } from './spend.repository';
 import { SpendService } from './spend.service';
 
 /** Budgets not read from Redis for this long (or max(10 refresh periods, this)) make the worker not ready. */
@@ -102,11 +104,23 @@ class DeliveryMetrics implements OnModuleInit, OnApplicationBootstrap {
 
 /**
  * Delivery: budgets (spend and leases), frequency caps and the pacing gate the auction asks last.
- * Shared truth in Redis, local state on the bid path.
+ * Shared truth in Redis, behind one repository per store (SpendRepository, CapsRepository; shading's
+ * sync uses DeliveryRedis), local state on the bid path.
  */
 @Module({
   imports: [RedisModule, TargetingModule],
-  providers: [Clock, Random, DeliveryRedis, SpendService, CapsService, PacingGate, ShadingService, DeliveryMetrics],
+  providers: [
+    Clock,
+    Random,
+    DeliveryRedis,
+    { provide: SpendRepository, useClass: RedisSpendRepository },
+    { provide: CapsRepository, useClass: RedisCapsRepository },
+    SpendService,
+    CapsService,
+    PacingGate,
+    ShadingService,
+    DeliveryMetrics,
+  ],
   exports: [Clock, Random, SpendService, CapsService, PacingGate, ShadingService],
 })
 export class DeliveryModule {}

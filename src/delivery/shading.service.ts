@@ -22,7 +22,7 @@ import type { NoticedBid } from './noticed-bid';
 import { WORKERS_KEY } from './keys';
 import { Random } from './random';
 import { Clock } from './clock';
-import { bestBid, binOf, ContributionCap, Counts, DEFAULT_SHADING, gridBelow, impossibleNotice, logNormalBins, Segment, SourceLimiter, updateSegment, type ShadingSettings } from './shading';
+import { bestBid, binOf, ContributionCap, Counts, DEFAULT_SHADING, gridBelow, gridOfBid, impossibleNotice, logNormalBins, Segment, SourceLimiter, updateSegment, type ShadingSettings } from './shading';
 
 /** Most segments kept (every level); beyond, a bid or notice uses the finest level that exists. */
 const MAX_SEGMENTS = 20_000;
@@ -66,7 +66,9 @@ const MAX_HELD = 100_000;
 
 /** Segments updated per tick without a notice of their own (about 20 µs each: at most about 6 ms a tick). */
 const MAX_BID_UPDATES = 300;
-/** An exchange that sent no loss notice for this long is taken to send none: its silent bids are losses (learning only). */
+/** A segment whose prices to win are less than this share of its observations bids grid prices (bestBid's `round`). */
+const ROUND_EXACT_SHARE = 0.25;
+/** An exchange that sent no loss notice for this long is taken to send none, unless EXCHANGES_FILE says (`lossNotices`): its silent bids are losses (learning only). */
 const LOSS_SILENCE_MS = 600_000;
 
 /**
@@ -148,6 +150,8 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   private readonly limiter: SourceLimiter;
   /** When each source (exchange index) last sent a loss notice (ms). */
   private readonly lastLoss = new Float64Array(64).fill(-Infinity);
+  /** Per source, whether it sends loss notices as EXCHANGES_FILE says (`lossNotices`): 1 it does, 0 it sends none, -1 learned (LOSS_SILENCE_MS). */
+  private readonly sendsLosses = new Int8Array(64).fill(-1);
   /** The `sd` parameter of the last shaded price (its segment's device type and floor bucket), for noticeParam. */
   private sd = 0;
   /**
@@ -182,6 +186,16 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     this.sourceCap = new ContributionCap(MAX_POOL_SHARE, this.settings.priorWeight, config.shadingHalfLifeMs, 64);
     this.limiter = new SourceLimiter(config.shadingLearnPerS);
     this.member = `${config.hostId}:${config.workerId}:${process.pid}`;
+    (config.exchanges ?? []).forEach((e, i) => {
+      if (i + 1 < 64 && e.lossNotices !== 'learned') this.sendsLosses[i + 1] = e.lossNotices ? 1 : 0;
+    });
+  }
+
+  /** Whether a source (exchange index) sends no loss notices: as EXCHANGES_FILE says, else after LOSS_SILENCE_MS without one (from start, until its first). */
+  private silentSource(source: number, now: number): boolean {
+    const i = source >= 0 && source < 64 ? source : 63;
+    const said = this.sendsLosses[i];
+    return said < 0 ? now - this.lastLoss[i] >= LOSS_SILENCE_MS : said === 0;
   }
 
   onApplicationBootstrap(): void {
@@ -223,11 +237,12 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     const draw = this.random.next();
     const s = this.settings;
     const explore = (s.explore * s.exploreWeight) / (s.exploreWeight + from.exactWeight);
-    const usd = bestBid(from.cdf, c.price, floorUsd, s, draw, pressure, explore);
+    // A segment that learns mostly from wins and losses (few prices to win) bids grid prices (bestBid's `round`).
+    const usd = bestBid(from.cdf, c.price, floorUsd, s, draw, pressure, explore, from.exactWeight < ROUND_EXACT_SHARE * from.weight);
     const j = gridBelow(usd);
     if (j >= 0) {
       // A source without loss notices: the bids themselves teach (unanswered, they are losses), so their segments are updated (a flag and, once per tick, a push).
-      const silent = now - this.lastLoss[req.source >= 0 && req.source < 64 ? req.source : 63] >= LOSS_SILENCE_MS;
+      const silent = this.silentSource(req.source, now);
       for (let t: Segment | null = seg ?? this.pool; t !== null; t = t.parent) {
         t.own.bids[j]++;
         if (silent && t.level >= 2) {
@@ -334,7 +349,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     }
     const c = this.store.current().get(p.crid);
     if (c === undefined) return;
-    const j = gridBelow(bidUsd);
+    const j = gridOfBid(bidUsd);
     if (j < 0) return;
     if (this.learned.size >= 100_000) this.learned = new Set();
     this.learned.add(p.bidId);
@@ -346,7 +361,8 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     const exact = teaches && minToWinUsd !== null ? binOf(minToWinUsd) : -1;
     const won = event !== 'loss';
     // Without loss notices from this source, wins alone would read as a market that moved down.
-    const detect = exact >= 0 || now - this.lastLoss[source >= 0 && source < 64 ? source : 63] < LOSS_SILENCE_MS;
+    const silent = this.silentSource(source, now);
+    const detect = exact >= 0 || !silent;
     let shared = true;
     for (let s: Segment | null = fine; s !== null; s = s.parent) {
       if (teaches && s.level <= 1 && shared) {
@@ -357,7 +373,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       const o = s.own;
       o.answered[j]++;
       // Bids never answered are losses where the source sends no loss notices, in its publishers' segments only (bids alone must not teach the shared levels).
-      s.silent = s.level >= 2 && now - this.lastLoss[source >= 0 && source < 64 ? source : 63] >= LOSS_SILENCE_MS;
+      s.silent = s.level >= 2 && silent;
       if (!teaches || !shared) continue;
       if (detect && s.observe(exact, j, won)) this.stats.moves++;
       if (exact >= 0) o.exact[exact]++;

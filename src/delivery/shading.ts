@@ -40,6 +40,15 @@ export function gridBelow(p: number): number {
   return j;
 }
 
+/**
+ * The grid index of a bid as its notice gives it back: a bid of grid price j goes out rounded down to
+ * the 4-decimal price grid (onTick) and may come back converted from its currency, a hair below
+ * grid[j]; 0.1 % and 0.0001 USD (less than a tenth of the grid's step anywhere) bring it back to j.
+ */
+export function gridOfBid(bidUsd: number): number {
+  return gridBelow(bidUsd * 1.001 + 0.0001);
+}
+
 /** Bin of a price to win M: the first k with M ≤ grid[k], GRID_SIZE above the grid. */
 export function binOf(m: number): number {
   const j = gridBelow(m);
@@ -309,8 +318,16 @@ export function updateSegment(seg: Segment, prior: Float64Array, s: ShadingSetti
  * The price that maximises (value − b) × P(M ≤ b) over the grid prices in [floor, value], and the
  * floor itself (`pressure`: see pacer.ts); `draw` in [0, 1): a draw that, below `explore`, moves the bid up to
  * exploreSteps grid steps either way (within [floor, value]). Prices in USD CPM.
+ *
+ * Between grid points the best price is the vertex of a parabola. With `round` (and a draw below 1)
+ * that price is bid as one of the two grid prices either side of it, the upper with the probability
+ * of its distance from the lower (in log price; the rest of the draw above `explore` decides): the
+ * estimate's counts are kept at grid prices, and a win or loss at a grid price says exactly where
+ * the price to beat was, where one between two grid prices, counted at either, would bias the
+ * estimate (by up to a grid step, 8 %) for a segment that learns from wins and losses alone. It
+ * costs about 0.5 % of the surplus where the estimate is right.
  */
-export function bestBid(cdf: Float64Array, value: number, floor: number, s: ShadingSettings, draw = 1, pressure = 0, explore = s.explore): number {
+export function bestBid(cdf: Float64Array, value: number, floor: number, s: ShadingSettings, draw = 1, pressure = 0, explore = s.explore, round = false): number {
   const lo = floor > 0 ? floor : 0;
   if (value <= lo) return value;
   const jv = gridBelow(value);
@@ -345,6 +362,14 @@ export function bestBid(cdf: Float64Array, value: number, floor: number, s: Shad
     const curve = g0 - 2 * bestGain + g2;
     if (curve < 0) {
       const x = Math.max(-0.5, Math.min(0.5, (0.5 * (g0 - g2)) / curve));
+      if (round && draw < 1) {
+        // The grid price below the vertex (bestJ or the one before), or the one above it.
+        const below = x < 0 ? bestJ - 1 : bestJ;
+        const t = x < 0 ? 1 + x : x;
+        const u = explore < 1 ? (draw - Math.max(0, explore)) / (1 - Math.max(0, explore)) : 0;
+        const g = GRID[u < t ? below + 1 : below];
+        return g < lo ? lo : g > value ? value : g;
+      }
       const b = best * Math.exp(x * LOG_STEP);
       return b < lo ? lo : b > value ? value : b;
     }

@@ -38,19 +38,18 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import { slotOf } from '../redis/redis.options';
-import { RedisService } from '../redis/redis.service';
-import { DeliveryRedis } from './delivery-redis';
 import { CurrencyService } from '../currency/currency.service';
 import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate } from '../targeting/types';
 import type { NoticedBid } from './noticed-bid';
 import { Clock } from './clock';
-import { paceKey, spendKeys, trafficKey, WORKERS_KEY } from './keys';
+import { spendKeys, trafficKey } from './keys';
 import { LocalDays, localDay, type LocalDay } from './local-day';
 import { DEFAULT_PACE, NO_PEERS, PaceController, type PaceSettings, type Peers } from './pacer';
 import { curveFromHistory, HOUR_MS, hoursOf, MAX_HOURS, TRAFFIC_DAYS } from './traffic-curve';
 import { Random } from './random';
 import { MoneyKeysWatch, witnessKey } from './money-keys';
+import { SpendRepository } from './spend.repository';
 
 const MICRO = 1_000_000;
 /** How long daily spend counters live after their last bill (they are read only on their day). */
@@ -294,8 +293,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
 
   constructor(
     @Inject(CONFIG) private readonly config: Config,
-    private readonly redis: RedisService,
-    private readonly db: DeliveryRedis,
+    private readonly db: SpendRepository,
     private readonly store: CampaignStore,
     private readonly clock: Clock,
     private readonly currency: CurrencyService,
@@ -313,11 +311,11 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   async onApplicationBootstrap(): Promise<void> {
     this.timer = setInterval(() => void this.refresh(), this.config.budgetRefreshMs);
     this.timer.unref();
-    this.redis.onReady(() => void this.refresh());
-    if (!this.redis.isReady()) {
+    this.db.onReady(() => void this.refresh());
+    if (!this.db.isReady()) {
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, 2_000);
-        this.redis.onReady(() => {
+        this.db.onReady(() => {
           clearTimeout(t);
           resolve();
         });
@@ -336,7 +334,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   async onApplicationShutdown(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    if (this.redis.isReady()) await this.db.client.zrem(WORKERS_KEY, this.member).catch(() => undefined);
+    if (this.db.isReady()) await this.db.leave(this.member).catch(() => undefined);
   }
 
   /**
@@ -497,12 +495,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     try {
       const mine: Record<string, string> = {};
       for (const [id, b] of this.budgets) if (b.pacer !== null) mine[id] = b.share.toPrecision(6);
-      const c = this.db.client;
-      const key = paceKey(this.member);
-      if (Object.keys(mine).length > 0) await c.multi().del(key).hset(key, mine).pexpire(key, PACE_TTL_MS).exec();
-      else await c.del(key);
-      const members = (await c.zrange(WORKERS_KEY, 0, -1)).filter((m) => m !== this.member);
-      const theirs = await Promise.all(members.map((m) => c.hgetall(paceKey(m))));
+      const theirs = await this.db.sharePaces(this.member, mine, PACE_TTL_MS);
       const peers = new Map<string, { shares: number; count: number }>();
       for (const h of theirs) {
         for (const [id, v] of Object.entries(h)) {
@@ -549,7 +542,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     try {
       const plan = this.refreshPlan(now);
       const ids = plan.ids;
-      const [live, { totals, dailies, witnesses }] = await Promise.all([this.db.heartbeat(WORKERS_KEY, this.member, this.heartbeatWindowMs, 60_000), this.readSpend(plan)]);
+      const [live, { totals, dailies, witnesses }] = await Promise.all([this.db.heartbeat(this.member, this.heartbeatWindowMs, 60_000), this.readSpend(plan)]);
       this.stats.liveWorkers = live;
       const workers = Math.max(1, live);
       const tails: number[] = [];
@@ -666,12 +659,10 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     b.pending.fill(0);
     b.observed = 0;
     const key = trafficKey(id, day.day);
-    const p = this.db.client.pipeline();
-    for (let h = 0; h < MAX_HOURS; h++) if (observed & (1 << h)) p.hincrby(key, String(h), counts[h]);
-    p.expire(key, (TRAFFIC_DAYS + 2) * 24 * 3600);
+    const hours: Array<[number, number]> = [];
+    for (let h = 0; h < MAX_HOURS; h++) if (observed & (1 << h)) hours.push([h, counts[h]]);
     try {
-      const replies = (await p.exec()) ?? [];
-      if (replies.some(([e]) => e !== null)) throw new Error('a write was refused');
+      await this.db.addTraffic(key, hours, (TRAFFIC_DAYS + 2) * 24 * 3600);
     } catch (e) {
       // Put them back for the next sync (a write that did run would be counted twice: rare, and only shapes a curve).
       if (b.trafficDay === null || b.trafficDay.start === day.start) {
@@ -690,10 +681,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       if (hoursOf(d) === hoursOf(day)) keys.push(trafficKey(id, d.day));
     }
     try {
-      const p = this.db.client.pipeline();
-      for (const k of keys) p.hgetall(k);
-      const replies = (await p.exec()) ?? [];
-      const history = replies.map(([e, v]) => (e === null ? (v as Record<string, string>) : null));
+      const history = await this.db.readTraffic(keys);
       pacer.curve = curveFromHistory(history, hoursOf(day));
       pacer.curveDay = day.start;
     } catch (e) {
@@ -710,7 +698,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   private watchMoneyKeys(id: string, total: string | null, witness: string | null | undefined): void {
     this.moneyKeys.total(id, Number(total ?? 0));
     if (witness === undefined || !this.moneyKeys.witness(id, witness)) return;
-    this.db.client.set(witnessKey(id), this.moneyKeys.token, 'NX').catch(() => undefined);
+    this.db.setIfAbsent(witnessKey(id), this.moneyKeys.token).catch(() => undefined);
   }
 
   /** Age of the budget view in ms (Infinity before the first successful refresh). */
@@ -747,6 +735,6 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
 
   /** Total spend of a campaign in USD (for tests and operators). */
   async spent(campaignId: string): Promise<number> {
-    return Number((await this.db.client.get(spendKeys.total(campaignId))) ?? 0) / MICRO;
+    return Number((await this.db.get(spendKeys.total(campaignId))) ?? 0) / MICRO;
   }
 }

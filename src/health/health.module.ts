@@ -1,8 +1,10 @@
 import { Global, Injectable, Module, type OnModuleInit } from '@nestjs/common';
 import { MetricsService } from '../metrics/metrics.service';
+import { RedisModule } from '../redis/redis.module';
 import { HealthRoutes } from './health.routes';
 import { Health } from './health.service';
 import { Lifecycle } from './lifecycle';
+import { WorkerChecks } from './worker-checks';
 
 @Injectable()
 class HealthMetrics implements OnModuleInit {
@@ -21,7 +23,7 @@ class HealthMetrics implements OnModuleInit {
   }
 }
 
-/** Health: the registry of checks (Health), the worker's lifecycle, and the probes' routes. */
+/** Health: the registry of checks (Health), the worker's own checks (Redis, the spill directory), the worker's lifecycle, and the probes' routes. */
 @Global()
-@Module({ providers: [Health, Lifecycle, HealthMetrics, HealthRoutes], exports: [Health, Lifecycle] })
+@Module({ imports: [RedisModule], providers: [Health, WorkerChecks, Lifecycle, HealthMetrics, HealthRoutes], exports: [Health, Lifecycle] })
 export class HealthModule {}
