@@ -4,7 +4,7 @@ import { errorAnswer, type HttpAnswer, jsonAnswer } from '../http/answer';
 import { HttpServers } from '../http/http.module';
 import type { HttpRoute, RouteRequest } from '../http/server';
 import { InvalidRequestError } from '../openrtb/parse';
-import { BiddingService } from './bidding.service';
+import { ExplainService } from './explain.service';
 import { PrepareError } from './prepare';
 
 export const EXPLAIN_PATH = '/debug/explain';
@@ -13,7 +13,7 @@ export const EXPLAIN_PATH = '/debug/explain';
  * `POST /debug/explain` on the admin port (only with DEBUG_ENDPOINTS=true): for a bid request, what
  * the bid path would answer (`status`, `reason`) and, for each imp, every candidate with the filter
  * that rejected it, or null when it was eligible: the no-bid reasons an operator needs to see why a
- * campaign does not bid. The bid path's own preparation and auction (BiddingService.explain), read-only:
+ * campaign does not bid. The bid path's own preparation and auction (ExplainService), read-only:
  * no log record, no budget taken.
  */
 @Injectable()
@@ -21,7 +21,7 @@ export class DebugRoute implements HttpRoute, OnModuleInit {
   constructor(
     @Optional() @Inject(HttpServers) private readonly servers: HttpServers | null,
     @Inject(CONFIG) private readonly config: Config,
-    private readonly bidding: BiddingService,
+    private readonly explainer: ExplainService,
   ) {}
 
   onModuleInit(): void {
@@ -31,7 +31,7 @@ export class DebugRoute implements HttpRoute, OnModuleInit {
   handle(r: RouteRequest): HttpAnswer {
     if (!this.config.debugEndpoints) return errorAnswer(404, 'debug endpoints are off (DEBUG_ENDPOINTS=true turns them on)');
     try {
-      return jsonAnswer(200, this.bidding.explain(r.body!));
+      return jsonAnswer(200, this.explainer.explain(r.body!));
     } catch (e) {
       if (e instanceof InvalidRequestError) return errorAnswer(400, e.reason);
       if (e instanceof PrepareError && e.invalid) return errorAnswer(400, e.reason);
