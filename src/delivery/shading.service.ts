@@ -59,10 +59,12 @@ function cpuNow(): number {
 
 const yieldTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/** Smoothing of the notice delays; the least gap between wins' and losses' delays that holds losses; most losses held. */
+/** Smoothing of the notice delays; the least gap between wins' and losses' delays (ms) that makes a source's unanswered bids wins. */
 const DELAY_ALPHA = 0.05;
-const HOLD_MIN_MS = 1_000;
-const MAX_HELD = 100_000;
+const LATE_WIN_MS = 1_000;
+/** unansweredOf: a bid no notice answered is a loss, or a win. */
+const SILENT_LOSS = 1;
+const LATE_WIN = 2;
 
 /** Segments updated per tick without a notice of their own (about 20 µs each: at most about 6 ms a tick). */
 const MAX_BID_UPDATES = 300;
@@ -165,8 +167,6 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   /** Per source: the smoothed delay of its win (or bill) notices and of its loss notices after the bid (ms; NaN: none yet). */
   private readonly winDelay = new Float64Array(64).fill(NaN);
   private readonly lossDelay = new Float64Array(64).fill(NaN);
-  /** Loss notices held until the wins of their time have come (in order of release, near enough). */
-  private held: Array<{ at: number; args: [event: 'loss', p: NoticedBid, bidUsd: number, minToWinUsd: number | null, sd: number, loss: number | null] }> = [];
   /** Bytes of this worker's shared state per exchange (MAX_SHARED_BYTES). */
   private readonly sharedBytes = new Map<string, number>();
 
@@ -196,6 +196,21 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     const i = source >= 0 && source < 64 ? source : 63;
     const said = this.sendsLosses[i];
     return said < 0 ? now - this.lastLoss[i] >= LOSS_SILENCE_MS : said === 0;
+  }
+
+  /**
+   * What a bid of `source` that no notice answered (yet) says: SILENT_LOSS for a source that sends no
+   * loss notices; LATE_WIN for one that sends them and whose wins come later than its losses by more
+   * than LATE_WIN_MS (bills only, late), or none yet: a bid its loss notice did not answer is a win
+   * whose bill is on its way; nothing for the others.
+   */
+  private unansweredOf(source: number, now: number): number {
+    if (this.silentSource(source, now)) return SILENT_LOSS;
+    const i = source >= 0 && source < 64 ? source : 63;
+    const loss = this.lossDelay[i];
+    if (Number.isNaN(loss)) return 0;
+    const win = this.winDelay[i];
+    return Number.isNaN(win) || win > loss + LATE_WIN_MS ? LATE_WIN : 0;
   }
 
   onApplicationBootstrap(): void {
@@ -241,12 +256,13 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     const usd = bestBid(from.cdf, c.price, floorUsd, s, draw, pressure, explore, from.exactWeight < ROUND_EXACT_SHARE * from.weight);
     const j = gridBelow(usd);
     if (j >= 0) {
-      // A source without loss notices: the bids themselves teach (unanswered, they are losses), so their segments are updated (a flag and, once per tick, a push).
-      const silent = this.silentSource(req.source, now);
+      // A source without loss notices, or with late wins: the bids themselves teach (unanswered, they are losses, or wins), so their segments are updated (a flag and, once per tick, a push).
+      const unanswered = this.unansweredOf(req.source, now);
       for (let t: Segment | null = seg ?? this.pool; t !== null; t = t.parent) {
         t.own.bids[j]++;
-        if (silent && t.level >= 2) {
-          t.silent = true;
+        if (unanswered !== 0 && t.level >= 2) {
+          t.silent = unanswered === SILENT_LOSS;
+          t.lateWins = unanswered === LATE_WIN;
           if (!t.queued) this.queueUpdate(t);
         }
       }
@@ -328,21 +344,10 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     if (event === 'loss') this.lastLoss[si] = now;
     // A bill after its win: nothing new (and its delay is not the win's).
     if (this.learned.has(p.bidId)) return;
-    // How late each kind of notice comes from this exchange: losses are held until the wins of their time have come (`late-bills`).
+    // How late each kind of notice comes from this exchange (wins late and losses at once: its unanswered bids are wins, `late-bills`).
     const delays = event === 'loss' ? this.lossDelay : this.winDelay;
     const delay = Math.min(600_000, Math.max(0, now - p.ts));
     delays[si] = Number.isNaN(delays[si]) ? delay : delays[si] + DELAY_ALPHA * (delay - delays[si]);
-    const hold = this.winDelay[si] - this.lossDelay[si];
-    if (event === 'loss' && hold > HOLD_MIN_MS && this.held.length < MAX_HELD) {
-      this.held.push({ at: now + hold, args: [event, p, bidUsd, minToWinUsd, sd, loss] });
-      return;
-    }
-    this.learnNow(now, event, p, bidUsd, minToWinUsd, sd, loss);
-  }
-
-  private learnNow(now: number, event: 'win' | 'bill' | 'loss', p: NoticedBid, bidUsd: number, minToWinUsd: number | null, sd: number, loss: number | null): void {
-    const source = p.source ?? 0;
-    if (this.learned.has(p.bidId)) return;
     if (minToWinUsd !== null && impossibleNotice(event, bidUsd, minToWinUsd)) {
       this.stats.impossible++;
       return;
@@ -360,9 +365,9 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     if (limited) this.stats.limited++;
     const exact = teaches && minToWinUsd !== null ? binOf(minToWinUsd) : -1;
     const won = event !== 'loss';
-    // Without loss notices from this source, wins alone would read as a market that moved down.
-    const silent = this.silentSource(source, now);
-    const detect = exact >= 0 || !silent;
+    const unanswered = this.unansweredOf(source, now);
+    // Without loss notices from this source, wins alone would read as a market that moved down; with late wins, losses first as one that moved up.
+    const detect = exact >= 0 || unanswered === 0;
     let shared = true;
     for (let s: Segment | null = fine; s !== null; s = s.parent) {
       if (teaches && s.level <= 1 && shared) {
@@ -373,7 +378,8 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       const o = s.own;
       o.answered[j]++;
       // Bids never answered are losses where the source sends no loss notices, in its publishers' segments only (bids alone must not teach the shared levels).
-      s.silent = s.level >= 2 && silent;
+      s.silent = s.level >= 2 && unanswered === SILENT_LOSS;
+      s.lateWins = s.level >= 2 && unanswered === LATE_WIN;
       if (!teaches || !shared) continue;
       if (detect && s.observe(exact, j, won)) this.stats.moves++;
       if (exact >= 0) o.exact[exact]++;
@@ -400,10 +406,6 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   /** Folds what was learned into the estimates, coarse levels first (each is its children's prior). */
   tick(): void {
     const now = this.clock.now();
-    // Loss notices held for the wins of their time (learn()).
-    let due = 0;
-    while (due < this.held.length && this.held[due].at <= now) this.learnNow(now, ...this.held[due++].args);
-    if (due > 0) this.held = this.held.slice(due);
     for (const level of this.dirty) {
       for (const s of level) {
         updateSegment(s, s.parent === null ? this.basePrior : s.parent.q, this.settings, now);
