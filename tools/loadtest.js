@@ -14,7 +14,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { findK6 } = require('./lib/loadtest-k6');
-const { cpuSeconds, memory, machineCpu, machine, pm2Processes, pm2DaemonPid, cpuSplit, pin } = require('./lib/loadtest-proc');
+const { cpuSeconds, memory, pssMB, machineCpu, machine, pm2Processes, pm2DaemonPid, cpuSplit, pin } = require('./lib/loadtest-proc');
 const cluster = require('./lib/loadtest-cluster');
 const { LogCounter } = require('./lib/loadtest-logs');
 const report = require('./lib/loadtest-report');
@@ -214,11 +214,14 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
     const c = cpuSeconds(child.pid);
     if (c !== null) k6Last = { t: Date.now(), cpu: c };
     const rss = {};
+    const pss = {};
     for (const pid of pids) {
       const m = memory(pid);
       if (m && m.rssMB !== null) rss[pid] = m.rssMB;
+      const p = pssMB(pid);
+      if (p !== null) pss[pid] = p;
     }
-    rssSamples.push({ t: Date.now(), rss });
+    rssSamples.push({ t: Date.now(), rss, pss });
     for (const p of procs) if (rss[p.pid] !== undefined) maxRss[p.pid] = Math.max(maxRss[p.pid] || 0, rss[p.pid]);
   }, 1000);
   const started = Date.now();
@@ -309,7 +312,7 @@ function phaseCpu(run) {
 
 /**
  * Memory of each phase: the host's resident memory (every process of the server's PM2 daemon and
- * the daemon, summed each second) at its peak and on average, each process's peak, and each
+ * the daemon, summed each second, as RSS and as PSS) at its peak and on average, each process's peak, and each
  * worker's garbage collections between the phase's two snapshots.
  */
 function phaseMemory(run) {
@@ -323,9 +326,16 @@ function phaseMemory(run) {
     const a = run.snaps.get(p.start);
     const b = run.snaps.get(p.start + p.duration) || run.final;
     const from = run.t0 + p.start * 1000;
-    const host = hostMemory(run.rssSamples || [], run.pids, from, b ? b.t : from + p.duration * 1000);
+    const to = b ? b.t : from + p.duration * 1000;
+    const host = hostMemory(run.rssSamples || [], run.pids, from, to);
+    // The same readings' PSS: each page shared between processes counted once in the sum.
+    const pss = hostMemory((run.rssSamples || []).map((x) => ({ t: x.t, rss: x.pss || {} })), run.pids, from, to);
     out[p.name] = {
-      host: host && { ...host, peakByProcess: run.pids.map((pid) => ({ name: names[pid] || String(pid), pid, peakMB: host.peakByPid[pid] })) },
+      host: host && {
+        ...host,
+        pss: pss && { peakMB: pss.peakMB, avgMB: pss.avgMB, samples: pss.samples },
+        peakByProcess: run.pids.map((pid) => ({ name: names[pid] || String(pid), pid, peakMB: host.peakByPid[pid], peakPssMB: pss ? pss.peakByPid[pid] : null })),
+      },
       gc: a && b && a.gc && b.gc ? gcRates(a.gc, b.gc) : null,
     };
   }

@@ -5,7 +5,6 @@ import { HttpServers } from '../http/http.module';
 import { Route } from '../http/route.decorator';
 import { CUT_REASONS, type RouteRequest } from '../http/server';
 import { ClusterMetrics } from './cluster-metrics';
-import { ComputedCounter, ComputedGauge } from './fast-metrics';
 import { MetricsService } from './metrics.service';
 
 const prometheus = (text: string): HttpAnswer => ({ status: 200, headers: { 'content-type': Registry.PROMETHEUS_CONTENT_TYPE }, payload: text });
@@ -22,25 +21,18 @@ export class MetricsRoutes implements OnModuleInit {
   onModuleInit(): void {
     if (this.servers === null) return;
     const s = this.servers.stats;
-    this.metrics.addComputed(
-      new ComputedCounter(
-        'bidder_http_connections_cut_total',
-        'Connections cut or refused before any route ran: missed header or request deadline, over HTTP_MAX_CONNECTIONS (the newcomer refused, or the longest-idle connection closed for it), headers too large, malformed HTTP.',
-        () => CUT_REASONS.map((reason) => ({ value: s.cut[reason], labels: { reason } })),
-      ),
+    this.metrics.counter(
+      'bidder_http_connections_cut_total',
+      'Connections cut or refused before any route ran: missed header or request deadline, over HTTP_MAX_CONNECTIONS (the newcomer refused, or the longest-idle connection closed for it), headers too large, malformed HTTP.',
+      ['reason'],
+      () => CUT_REASONS.map((reason) => ({ value: s.cut[reason], labels: { reason } })),
     );
     const servers = this.servers;
-    this.metrics.addComputed(
-      new ComputedGauge('bidder_http_connections_open', 'Open HTTP connections, by port (HTTP_MAX_CONNECTIONS caps each).', 'sum', () => [
-        { value: servers.public.connections.size, labels: { port: 'public' } },
-        { value: servers.admin.connections.size, labels: { port: 'admin' } },
-      ]),
-    );
-    this.metrics.addComputed(
-      new ComputedCounter('bidder_http_send_errors_total', 'Answers Node refused to send (answered 500 or closed instead).', () => [
-        { value: s.sendErrors, labels: {} },
-      ]),
-    );
+    this.metrics.gauge('bidder_http_connections_open', 'Open HTTP connections, by port (HTTP_MAX_CONNECTIONS caps each).', 'sum', ['port'], () => [
+      { value: servers.public.connections.size, labels: { port: 'public' } },
+      { value: servers.admin.connections.size, labels: { port: 'admin' } },
+    ]);
+    this.metrics.counter('bidder_http_send_errors_total', 'Answers Node refused to send (answered 500 or closed instead).', [], () => [{ value: s.sendErrors, labels: {} }]);
   }
 
   /** This worker's figures, every series labelled `worker`. */

@@ -33,6 +33,8 @@ const mem = require(path.join(ROOT, 'tools', 'lib', 'loadtest-memory.js')) as {
 };
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
+const proc = require(path.join(ROOT, 'tools', 'lib', 'loadtest-proc.js')) as { pssMB(pid: number): number | null; memory(pid: number): { rssMB: number | null } | null };
+// eslint-disable-next-line @typescript-eslint/no-require-imports
 const report = require(path.join(ROOT, 'tools', 'lib', 'loadtest-report.js')) as { markdown(rep: unknown, o?: { brief?: boolean }): string };
 
 const text = (worker: string, major: number, majorS: number, minor: number, incS: number) =>
@@ -66,6 +68,13 @@ describe('load test: memory of the host and GC of the workers', () => {
     assert.equal(h.avgMB, (350 + 410) / 2);
     assert.deepEqual(h.peakByPid, { 1: 110, 2: 260, 3: 50 });
     assert.equal(mem.hostMemory(samples, [1, 2, 3], 5000, 6000), null);
+  });
+
+  it('PSS of a live process is below its RSS (the Node binary is shared) and null for a gone one', () => {
+    const me = proc.memory(process.pid);
+    const pss = proc.pssMB(process.pid);
+    assert.ok(me && me.rssMB !== null && pss !== null && pss > 0 && pss <= me.rssMB + 1, `PSS ${pss} MB, RSS ${me?.rssMB} MB`);
+    assert.equal(proc.pssMB(2 ** 22 + 1), null);
   });
 
   it('reads mark-compacts, their marking time and scavenges per minute from two scrapes', () => {
@@ -116,9 +125,9 @@ describe('load test: memory of the host and GC of the workers', () => {
   it('the report has the host\'s RSS and each worker\'s mark-compacts per minute in the measured phase', () => {
     const text = report.markdown(fixtureReport('memory-fixture'), { brief: true });
     assert.match(text, /Memory at 1300\/s: the host's resident memory and each worker's garbage collections/);
-    const row = text.split('\n').find((l) => l.startsWith('| bidder, 2 workers') && l.includes('**530**'));
+    const row = text.split('\n').find((l) => l.startsWith('| bidder, 2 workers') && l.includes('**390**'));
     assert.ok(row, text);
-    assert.match(row, /\| \*\*530\*\* \/ 512 MB \| worker 0 180, worker 1 176, shipper 120, PM2 daemon 60 MB \| 4\.0 \/ 4\.0 \| 42 \(10\.5\) \/ 42 \(10\.5\) \| 600 \/ 600 \|/);
+    assert.match(row, /\| \*\*390\*\* \/ 372 MB \| 530 \/ 512 MB \| worker 0 180 \(140\), worker 1 176 \(136\), shipper 120 \(90\), PM2 daemon 60 \(30\) MB \| 4\.0 \/ 4\.0 \| 42 \(10\.5\) \/ 42 \(10\.5\) \| 600 \/ 600 \|/);
     assert.ok(!text.split('\n').some((l) => l.startsWith('| bare Fastify baseline') && l.includes('**')), 'no memory row for a target without figures');
   });
 });

@@ -72,10 +72,10 @@ function memoryPhases(plan: Obj): Obj {
   const out: Obj = {};
   for (const p of plan.phases as Obj[]) {
     const peakByProcess = [
-      { name: 'worker 0', pid: 101, peakMB: 180 },
-      { name: 'worker 1', pid: 102, peakMB: 176 },
-      { name: 'shipper', pid: 103, peakMB: 120 },
-      { name: 'PM2 daemon', pid: 100, peakMB: 60 },
+      { name: 'worker 0', pid: 101, peakMB: 180, peakPssMB: 140 },
+      { name: 'worker 1', pid: 102, peakMB: 176, peakPssMB: 136 },
+      { name: 'shipper', pid: 103, peakMB: 120, peakPssMB: 90 },
+      { name: 'PM2 daemon', pid: 100, peakMB: 60, peakPssMB: 30 },
     ];
     const gc = ['0', '1'].map((worker) => ({
       worker,
@@ -88,7 +88,7 @@ function memoryPhases(plan: Obj): Obj {
       scavengesPerMinute: 600,
       heap: { totalMB: 70, usedMB: 40, externalMB: 9, spacesMB: { new: 32, old: 30 } },
     }));
-    out[p.name] = { host: { samples: p.duration, peakMB: 530, avgMB: 512, peakByProcess }, gc };
+    out[p.name] = { host: { samples: p.duration, peakMB: 530, avgMB: 512, pss: { peakMB: 390, avgMB: 372, samples: p.duration }, peakByProcess }, gc };
   }
   return out;
 }
