@@ -7,7 +7,7 @@ const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { lineChart, barChart } = require('../tools/lib/loadtest-svg');
+const { lineChart, barChart } = require('../tools/lib/charts');
 const { startRedis } = require('./lib/redis');
 
 const root = path.resolve(__dirname, '..');

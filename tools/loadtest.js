@@ -15,11 +15,12 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { findK6 } = require('./lib/loadtest-k6');
-const { cpuSeconds, memory, machineCpu, machine, pm2Processes, pm2DaemonPid, cpuSplit, pin } = require('./lib/loadtest-proc');
+const { cpuSeconds, memory, pssMB, machineCpu, machine, pm2Processes, pm2DaemonPid, cpuSplit, pin } = require('./lib/loadtest-proc');
 const cluster = require('./lib/loadtest-cluster');
 const { LogCounter } = require('./lib/loadtest-logs');
 const report = require('./lib/loadtest-report');
 const { SoakSampler } = require('./lib/loadtest-soak');
+const { hostMemory, scrapeWorkers, gcRates } = require('./lib/loadtest-memory');
 const { freePort } = require('../scripts/lib/redis');
 const { HELP, parseArgs } = require('./lib/loadtest-args');
 
@@ -183,11 +184,14 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
 
   const snaps = new Map(); // seconds since t0 -> snapshot
   // The shipper's records shipped so far (its metrics port), for its CPU per record shipped.
-  const shipperUrl = helpers.length && server && server.app === 'bidder' ? `http://127.0.0.1:${process.env.SHIP_ADMIN_PORT || 9465}` : null;
+  const shipperUrl = helpers.length && server && server.shipperUrl ? server.shipperUrl : null;
   const take = async () => {
     const cpu = {};
     for (const pid of pids) cpu[pid] = cpuSeconds(pid);
-    return { t: Date.now(), cpu, k6: cpuSeconds(child.pid), machine: machineCpu(), redis: await redisCpu(redisConn), shipped: await recordsShipped(shipperUrl) };
+    const snap = { t: Date.now(), cpu, k6: cpuSeconds(child.pid), machine: machineCpu(), redis: await redisCpu(redisConn), shipped: await recordsShipped(shipperUrl) };
+    // Each worker's GC counters (its own /metrics on the admin port), after the CPU readings.
+    if (server && server.adminUrl && procs.length) snap.gc = await scrapeWorkers(`${server.adminUrl}/metrics`, procs.length);
+    return snap;
   };
   const timers = [];
   let t0 = null;
@@ -223,16 +227,24 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
     }
   });
 
-  // Peak memory per worker (VmRSS sampled each second; VmHWM read at the end).
+  // Peak memory per worker (VmRSS sampled each second; VmHWM read at the end), and every server
+  // process's VmRSS each second (the host's resident memory per phase, phaseMemory()).
   const maxRss = {};
+  const rssSamples = [];
   let k6Last = null; // k6's CPU seconds, sampled each second: it cannot be read once k6 exits
   const rssTimer = setInterval(() => {
     const c = cpuSeconds(child.pid);
     if (c !== null) k6Last = { t: Date.now(), cpu: c };
-    for (const p of procs) {
-      const m = memory(p.pid);
-      if (m && m.rssMB !== null) maxRss[p.pid] = Math.max(maxRss[p.pid] || 0, m.rssMB);
+    const rss = {};
+    const pss = {};
+    for (const pid of pids) {
+      const m = memory(pid);
+      if (m && m.rssMB !== null) rss[pid] = m.rssMB;
+      const p = pssMB(pid);
+      if (p !== null) pss[pid] = p;
     }
+    rssSamples.push({ t: Date.now(), rss, pss });
+    for (const p of procs) if (rss[p.pid] !== undefined) maxRss[p.pid] = Math.max(maxRss[p.pid] || 0, rss[p.pid]);
   }, 1000);
   const started = Date.now();
   const progress = setInterval(() => {
@@ -279,7 +291,7 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
   }
   process.stdout.write(stdout.trim() ? `${stdout.trim()}\n` : '');
   return {
-    name, script, url: target, exitCode, data, plan, t0, snaps, final, pids, workers: procs, helpers, daemonPid: daemon, memoryByWorker, restarts,
+    name, script, url: target, exitCode, data, plan, t0, snaps, final, pids, workers: procs, helpers, daemonPid: daemon, memoryByWorker, rssSamples, restarts,
     idleCores: idleCores !== null && Number.isFinite(idleCores) ? idleCores : null,
     k6Last,
     k6Cpus,
@@ -317,6 +329,38 @@ function phaseCpu(run) {
       machineBusy: b.machine.busy - a.machine.busy,
       machineTotal: b.machine.total - a.machine.total,
       steal: b.machine.steal - a.machine.steal,
+    };
+  }
+  return out;
+}
+
+/**
+ * Memory of each phase: the host's resident memory (every process of the server's PM2 daemon and
+ * the daemon, summed each second, as RSS and as PSS) at its peak and on average, each process's peak, and each
+ * worker's garbage collections between the phase's two snapshots.
+ */
+function phaseMemory(run) {
+  const out = {};
+  if (!run.pids.length || !run.t0) return out;
+  const names = {};
+  for (const w of run.workers) names[w.pid] = `worker ${w.pmId}`;
+  for (const h of run.helpers || []) names[h.pid] = h.name;
+  if (run.daemonPid) names[run.daemonPid] = 'PM2 daemon';
+  for (const p of run.plan.phases) {
+    const a = run.snaps.get(p.start);
+    const b = run.snaps.get(p.start + p.duration) || run.final;
+    const from = run.t0 + p.start * 1000;
+    const to = b ? b.t : from + p.duration * 1000;
+    const host = hostMemory(run.rssSamples || [], run.pids, from, to);
+    // The same readings' PSS: each page shared between processes counted once in the sum.
+    const pss = hostMemory((run.rssSamples || []).map((x) => ({ t: x.t, rss: x.pss || {} })), run.pids, from, to);
+    out[p.name] = {
+      host: host && {
+        ...host,
+        pss: pss && { peakMB: pss.peakMB, avgMB: pss.avgMB, samples: pss.samples },
+        peakByProcess: run.pids.map((pid) => ({ name: names[pid] || String(pid), pid, peakMB: host.peakByPid[pid], peakPssMB: pss ? pss.peakByPid[pid] : null })),
+      },
+      gc: a && b && a.gc && b.gc ? gcRates(a.gc, b.gc) : null,
     };
   }
   return out;
@@ -379,11 +423,11 @@ async function finishBidder(side, { runId, o, interrupted }) {
 }
 
 /**
- * soak: the admin port and the shipper's metrics port of the cluster it starts, free ones unless the
- * environment sets them (a developer's bidder on the defaults must not answer the samples).
+ * The admin port (each worker's /metrics: its GC counters) and the shipper's metrics port of the
+ * cluster it starts: free ones unless the environment sets them (a developer's bidder on the
+ * defaults must not answer the samples, nor hold the ports the new cluster needs).
  */
-async function soakPorts(o) {
-  if (o.scenario !== 'soak') return null;
+async function adminPorts() {
   // Those of a cluster that was already running: its own start's (the defaults unless set).
   const running = { admin: Number(process.env.ADMIN_PORT || 8081), shipper: Number(process.env.SHIP_ADMIN_PORT || 9465) };
   if (!process.env.ADMIN_PORT) process.env.ADMIN_PORT = String(await freePort());
@@ -522,6 +566,7 @@ async function main() {
     log(`loadtest: ${name}: overload run at ${rate}/s (${o.overload} x the highest sustained rate, ${sustained}/s)`);
     const r = await runLoad({ ...common, name: `${name}-overload`, target, strict, server, env: oEnv, runId: id });
     r.cpu = phaseCpu(r);
+    r.memoryPhases = phaseMemory(r);
     r.sustained = sustained;
     ctx.overload[name] = r;
     return r;
@@ -547,6 +592,7 @@ async function main() {
         if (interrupted) break;
         const r = await runLoad({ ...common, name: `generator${i}-${script}`, script, target, strict, server, env: gEnv, runId: id });
         r.cpu = phaseCpu(r);
+        r.memoryPhases = phaseMemory(r);
         if (script === 'bid' && onBidRun) onBidRun(r);
         pair[script] = r;
       }
@@ -565,6 +611,7 @@ async function main() {
       // Only k6 runs here: the bidder, its Redis and its log are elsewhere.
       const run = await runLoad({ ...common, name: 'remote', target: o.remote, strict: true, server: null, env, runId });
       run.cpu = phaseCpu(run);
+      run.memoryPhases = phaseMemory(run);
       run.server = null;
       ctx.targets.remote = run;
       await overload('remote', run, { target: o.remote, strict: true, server: null, id: `${runId}-o` });
@@ -577,9 +624,11 @@ async function main() {
         cleanups.push(() => redis.stop());
         const logKey = redis.started ? process.env.LOG_REDIS_KEY || 'bidlog' : `loadtest:${runId}:bidlog`;
         const port = process.env.PORT ? Number(process.env.PORT) : await freePort();
-        const soakPortsOf = await soakPorts(o);
+        const ports = await adminPorts();
         const bidder = await cluster.startBidder({ workers: o.workers, port, redisUrl: redis.url, redisNodes: redis.nodes, logKey, log, volatileRedis: redis.started });
         bidder.logWait = o.logWait;
+        bidder.adminUrl = `http://127.0.0.1:${bidder.startedPm2 ? ports.admin : ports.running.admin}`;
+        bidder.shipperUrl = `http://127.0.0.1:${bidder.startedPm2 ? ports.shipper : ports.running.shipper}`;
         bidder.target = `${bidder.url}/openrtb2/bid`;
         if (!bidder.startedPm2) {
           let built = 0;
@@ -605,10 +654,11 @@ async function main() {
         }
         if (interrupted) throw new Error('interrupted');
         side.from = await LogCounter.listLength({ redisUrl: bidder.redisUrl, nodes: bidder.redisNodes }, bidder.logKey);
-        const sampler = o.scenario === 'soak' ? await startSoakSampler(bidder, soakPortsOf, o) : null;
+        const sampler = o.scenario === 'soak' ? await startSoakSampler(bidder, ports, o) : null;
         const run = await runLoad({ ...common, name: 'bidder', target: bidder.target, strict: true, server: bidder, env, runId });
         if (sampler) run.soak = await sampler.stop();
         run.cpu = phaseCpu(run);
+        run.memoryPhases = phaseMemory(run);
         side.run = run;
         side.sent += bidRequests(run);
         run.server = { startedPm2: bidder.startedPm2, pm2Home: bidder.pm2Home, redisUrl: bidder.redisUrl, redisNodes: bidder.redisNodes, logKey: bidder.logKey, workers: run.workers.length };
@@ -633,6 +683,7 @@ async function main() {
         if (interrupted) throw new Error('interrupted');
         const run = await runLoad({ ...common, name: 'baseline', target: baseline.target, strict: false, server: baseline, env, runId: `${runId}b` });
         run.cpu = phaseCpu(run);
+        run.memoryPhases = phaseMemory(run);
         run.server = { startedPm2: true, pm2Home: baseline.pm2Home, workers: run.workers.length };
         ctx.targets.baseline = run;
         await overload('baseline', run, { target: baseline.target, strict: false, server: baseline, id: `${runId}b-o` });
@@ -659,6 +710,7 @@ async function main() {
             if (interrupted) break;
             const run = await runLoad({ ...common, name: `${name}-round${i}`, target: server.target, strict, server, env: roundEnv, runId: id });
             run.cpu = phaseCpu(run);
+            run.memoryPhases = phaseMemory(run);
             if (name === 'bidder') bidderSide.sent += bidRequests(run);
             pair[name] = run;
           }

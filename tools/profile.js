@@ -36,9 +36,15 @@ const { parseArgs } = require('node:util');
 const { startRedis, freePort, waitFor } = require('../scripts/lib/redis');
 
 const ROOT = path.resolve(__dirname, '..');
+const README = path.join(ROOT, 'bench', 'README.md');
+/** The block of bench/README.md that `--write` rewrites (the markers stay). */
+const MARKERS = ['<!-- profile:begin -->', '<!-- profile:end -->'];
 const USAGE = `usage: npm run profile -- [--seconds 30] [--warmup 25] [--rate 650] [--targets bidder,baseline]
        [--mix samples|loadtest] [--notices 0.1] [--freq 999] [--node-args="<flags>"] [--out <dir>]
-       [--json <file>] [--top 0] [--no-pin]`;
+       [--json <file>] [--top 0] [--no-pin] [--write | --write-file <file>]
+  --write              also write the table into bench/README.md, between its profile markers, with the
+                       commit, the machine and its load in the block's header
+  --write-file <file>  the same into another Markdown file that has the markers`;
 
 
 /** The buckets, in the table's order. */
@@ -92,6 +98,8 @@ function parseOptions(argv) {
       json: { type: 'string' },
       top: { type: 'string', default: '0' },
       'no-pin': { type: 'boolean', default: false },
+      write: { type: 'boolean', default: false },
+      'write-file': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -119,6 +127,7 @@ function parseOptions(argv) {
     json: v.json ? path.resolve(v.json) : null,
     top: num('top', 0, 1000),
     pin: !v['no-pin'],
+    write: v['write-file'] ? path.resolve(v['write-file']) : v.write ? README : null,
   };
 }
 
@@ -627,6 +636,47 @@ function table(o, results) {
   return lines.join('\n');
 }
 
+/** The commit this tree is at (short), and whether the files a profile runs are changed; null outside git. */
+function gitState() {
+  const git = (args) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' });
+  const head = git(['rev-parse', '--short=10', 'HEAD']);
+  if (head.status !== 0) return null;
+  const dirty = git(['status', '--porcelain', '--untracked-files=no', '--', 'src', 'tools', 'package.json', 'package-lock.json']).stdout.trim() !== '';
+  return { commit: head.stdout.trim(), dirty };
+}
+
+/**
+ * The block `--write` puts between the markers: what produced it (command, commit, machine, Node,
+ * load average before and after, whether the machine was busy), the run's settings and the table.
+ */
+function profileBlock({ argv, git, settings, table: text, loadBefore, loadAfter, cpus = os.cpus(), totalmem = os.totalmem(), now = new Date() }) {
+  const load = (l) => l.map((x) => x.toFixed(1)).join(' ');
+  const busiest = Math.max(loadBefore[0], loadAfter[0]);
+  const busy = busiest > 0.5 * cpus.length;
+  return [
+    MARKERS[0],
+    `Written by \`npm run profile -- ${argv.join(' ')}\` (tools/profile.js); run it again to refresh this block, do not edit it by hand.`,
+    '',
+    `Machine: ${cpus[0]?.model.trim() ?? 'cpu'} x${cpus.length}, ${Math.round(totalmem / 2 ** 30)} GiB; Node ${process.version}; ` +
+      `commit ${git ? `${git.commit}${git.dirty ? ' with uncommitted changes' : ''}` : 'unknown'}; ${now.toISOString()}; ` +
+      `load average ${load(loadBefore)} before, ${load(loadAfter)} after.`,
+    ...(busy ? ['', `**The machine was busy** (load average up to ${busiest.toFixed(1)} on ${cpus.length} CPUs): the shares are indicative, the µs more so.`] : []),
+    '',
+    settings,
+    '',
+    text,
+    MARKERS[1],
+  ].join('\n');
+}
+
+/** `text` with the block between the markers replaced by `block` (markers included); throws without them. */
+function replaceBlock(text, block, file) {
+  const a = text.indexOf(MARKERS[0]);
+  const b = text.indexOf(MARKERS[1]);
+  if (a < 0 || b < a) throw new Error(`${file}: no "${MARKERS[0]}" ... "${MARKERS[1]}" block to write the table into`);
+  return text.slice(0, a) + block + text.slice(b + MARKERS[1].length);
+}
+
 /** The options `parse` reads from this process's arguments; exits 2 with `usage` on a bad one, null after printing it for --help. */
 function cliOptions(tag, usage, parse) {
   let o;
@@ -680,6 +730,16 @@ async function main() {
     console.error('profile: dist/main.js is missing: npm run build first');
     process.exit(2);
   }
+  if (o.write) {
+    // Before the minutes of measuring: the file must have the block.
+    try {
+      replaceBlock(fs.readFileSync(o.write, 'utf8'), '', o.write);
+    } catch (e) {
+      console.error(`profile: ${e.message}`);
+      process.exit(2);
+    }
+  }
+  const loadBefore = os.loadavg();
   const dir = o.out || fs.mkdtempSync(path.join(os.tmpdir(), 'bidder-profile-'));
   fs.mkdirSync(dir, { recursive: true });
   const pin = canPin(o.pin);
@@ -709,12 +769,17 @@ async function main() {
     const results = {};
     for (const name of o.targets) results[name] = await profileTarget(name, o, ctx);
     const text = table(o, results);
-    console.log(
-      `profile: ${o.seconds} s of perf samples (cpu-clock, ${o.freq} Hz) per target after ${o.warmup} s of warm-up, ${o.rate} bid requests/s open loop, ` +
-        `${o.mix === 'samples' ? 'the sample requests of tools/bench/ab-http.js' : "the load test's generated requests"}, notices for ${o.notices * 100} % of them; ` +
-        `Node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}\n`,
-    );
+    const settings =
+      `${o.seconds} s of perf samples (cpu-clock, ${o.freq} Hz) per target after ${o.warmup} s of warm-up, ${o.rate} bid requests/s open loop, ` +
+      `${o.mix === 'samples' ? 'the sample requests of tools/bench/ab-http.js' : "the load test's generated requests"}, notices for ${o.notices * 100} % of them` +
+      `${pin ? ', each target on CPU 0 and the load, Redis and perf on CPU 1' : ''}.`;
+    console.log(`profile: ${settings} Node ${process.version}, ${os.cpus().length} CPUs, load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}\n`);
     console.log(text);
+    if (o.write) {
+      const block = profileBlock({ argv: process.argv.slice(2), git: gitState(), settings, table: text, loadBefore, loadAfter: os.loadavg() });
+      fs.writeFileSync(o.write, replaceBlock(fs.readFileSync(o.write, 'utf8'), block, o.write));
+      log(`profile: the table written to ${path.relative(ROOT, o.write) || o.write}`);
+    }
     if (o.json) fs.writeFileSync(o.json, `${JSON.stringify({ options: o, buckets: BUCKETS, results }, null, 2)}\n`);
   } finally {
     uninterruptible();
@@ -729,4 +794,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = { perfProblem, gcSummary, latestMapEntries, sampleBucket, frameBucket, samplesOf, BUCKETS, startLoad, startTarget, cpuSeconds, cliOptions, canPin, pinTo, onInterrupt };
+module.exports = { profileBlock, replaceBlock, MARKERS, perfProblem, gcSummary, latestMapEntries, sampleBucket, frameBucket, samplesOf, BUCKETS, startLoad, startTarget, cpuSeconds, cliOptions, canPin, pinTo, onInterrupt };

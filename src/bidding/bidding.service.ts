@@ -1,38 +1,21 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import type { LogRecord } from '../bidlog/records';
-import { markupVersion, requestFields, untypedRequestFields } from '../bidlog/compact';
-import { lineHead } from '../log/log-line';
+import { markupVersion, requestFieldBytes, responseFieldBytes, untypedRequestFields } from '../bidlog/compact';
+import { type FieldBytes, lineHead } from '../log/log-line';
 import { LogService } from '../log/log.service';
 import { MetricsService, type BidOutcome } from '../metrics/metrics.service';
 import { InvalidRequestError } from '../openrtb/parse';
 import { REQUEST_LIMITS } from '../openrtb/limits';
-import { CurrencyService } from '../currency/currency.service';
-import { PiiHasher } from '../privacy/pii-hasher';
-import { PrivacyPolicy, type PrivacyReason } from '../privacy/policy';
 import { PrivacyStats } from '../privacy/privacy.module';
 import { CampaignStore } from '../targeting/campaign-store';
-import { PacingGate } from '../delivery/pacing.gate';
-import { Clock } from '../delivery/clock';
-import { ShadingService } from '../delivery/shading.service';
-import { SpendService } from '../delivery/spend.service';
 import { OPEN_SOURCE } from '../exchanges/exchanges';
-import { PayloadCodec } from '../tracking/payload';
-import { type BidAnswer, BidAuction, type ImpExplained } from './auction';
+import type { BidAnswer, BidAuction } from './auction';
+import { BidAuctions } from './auctions';
 import { PrepareError, type Prepared, RequestPreparer } from './prepare';
+import { responseBytes } from './response-json';
 
 export type { BidAnswer } from './auction';
-
-/** `/debug/explain`'s answer: what the bid path would answer (`status`, `reason`), and why, imp by imp. */
-export interface Explained {
-  id: string;
-  /** The bid currency, null when none of the request's is known. */
-  cur: string | null;
-  privacy: PrivacyReason;
-  status: 200 | 204;
-  reason: string | null;
-  imps: ImpExplained[];
-}
 
 /** The no-bid reason of a request shed under overload. */
 export const SHED = 'shed';
@@ -46,40 +29,27 @@ export const SHED = 'shed';
 @Injectable()
 export class BiddingService {
   private readonly logger = new Logger('Bidding');
-  private readonly requests: RequestPreparer;
   private readonly auction: BidAuction;
   /** The warm-up's auction (warm-up.ts): the same code without the pacing gate, whose checks count what they see. */
   private readonly warmAuction: BidAuction;
-  /** `/debug/explain`'s auction: the bid path's, with the pacing gate's read-only checks (same verdicts, no effects). */
-  private readonly explainAuction: BidAuction;
   /** Source names by index (src/exchanges/exchanges.ts), for the log records. */
   private readonly sourceNames: readonly string[];
   /** LOG_REQUEST_SAMPLE: the fraction of requests whose redacted body (and full response) the log keeps. */
   private readonly sample: number;
-  private readonly store: CampaignStore;
 
   constructor(
     @Inject(CONFIG) config: Config,
-    store: CampaignStore,
+    private readonly requests: RequestPreparer,
+    auctions: BidAuctions,
+    private readonly store: CampaignStore,
     private readonly log: LogService,
     private readonly metrics: MetricsService,
-    gate: PacingGate,
-    spend: SpendService,
-    codec: PayloadCodec,
-    policy: PrivacyPolicy,
-    hasher: PiiHasher,
     private readonly privacyStats: PrivacyStats,
-    private readonly currency: CurrencyService,
-    shading: ShadingService,
-    clock: Clock,
   ) {
-    this.requests = new RequestPreparer(policy, hasher, config);
-    this.auction = new BidAuction(config, store, metrics, gate, spend, codec, currency, shading, clock);
-    this.warmAuction = new BidAuction(config, store, metrics, null, spend, codec, currency, shading, clock, true);
-    this.explainAuction = new BidAuction(config, store, metrics, gate.readOnly, spend, codec, currency, shading, clock);
+    this.auction = auctions.bid;
+    this.warmAuction = auctions.warm;
     this.sourceNames = [OPEN_SOURCE, ...(config.exchanges ?? []).map((e) => e.name)];
     this.sample = config.logRequestSample;
-    this.store = store;
   }
 
   /** Whether this request's body is kept in the log (LOG_REQUEST_SAMPLE: 1 keeps every one, 0 none). */
@@ -119,7 +89,8 @@ export class BiddingService {
     // A test request (`test` = 1) is marked in both records; it bids but reserves and spends nothing.
     const test = req.test ? true : undefined;
     const request: LogRecord = { type: 'request', id: req.id, name: req.publisher, exchange, test };
-    const fields = requestFields(req, raw, keep);
+    // Bytes in a buffer the next request's fields reuse: logged below, before any other request is prepared.
+    const fields = requestFieldBytes(req, raw, keep);
     let answer: BidAnswer;
     try {
       answer = this.auction.run(req, privacy.userData);
@@ -129,9 +100,9 @@ export class BiddingService {
       return this.failed(startedAt);
     }
     if (answer.status === 200) {
-      // Encoded once: the log copies these bytes and the route sends them. The response text is
-      // ours: the serializer never writes a raw line break.
-      answer.bytes = Buffer.from(answer.body, 'utf8');
+      // Encoded once (the one-bid case: written as bytes by the serializer): the log copies these
+      // bytes and the route sends them. The response text is ours: it never holds a raw line break.
+      answer.bytes = responseBytes(answer.body);
       // The compact bids always; the response as sent only with the request's body (LOG_REQUEST_SAMPLE).
       this.log.logPair(
         request,
@@ -139,7 +110,7 @@ export class BiddingService {
         { type: 'response', id: req.id, name: req.publisher, exchange, test, dropped: answer.dropped, status: 200, ms: elapsed(startedAt), privacy: privacy.reason },
         keep ? { key: 'res', bytes: answer.bytes, singleLine: true } : undefined,
         fields,
-        `,"cur":${JSON.stringify(answer.cur ?? '')},"mv":"${markupVersion(this.store.current())}","bids":${answer.bids ?? '[]'}`,
+        responseFieldBytes(answer.cur ?? '', markupVersion(this.store.current()), answer.bids ?? '[]'),
       );
       this.metrics.bidRequest('bid', null, (performance.now() - startedAt) / 1000);
     } else {
@@ -154,7 +125,7 @@ export class BiddingService {
    * (`record`: its text as prepare.ts made it, one valid JSON object whatever was sent, personal
    * data redacted; '' when not kept), and the response without a body.
    */
-  private logPair(request: LogRecord, record: string, fields: string, response: LogRecord): void {
+  private logPair(request: LogRecord, record: string, fields: string | FieldBytes, response: LogRecord): void {
     this.log.logPair(request, record === '' ? undefined : { key: 'req', json: record, singleLine: true }, response, undefined, fields);
   }
 
@@ -195,30 +166,8 @@ export class BiddingService {
     if (req === null) return 0;
     const answer = this.warmAuction.run(req, privacy.userData);
     const head = lineHead(Date.now(), '0', '""', { type: 'request', id: req.id, name: req.publisher, exchange: OPEN_SOURCE, test: undefined }, 'req');
-    const bytes = answer.status === 200 ? Buffer.from(answer.body, 'utf8').length : 0;
+    const bytes = answer.status === 200 ? responseBytes(answer.body).length : 0;
     return head.length + record.length + bytes;
-  }
-
-  /**
-   * `/debug/explain`: the bid path's answer to this body and why, without its effects (no log
-   * record, no budget taken, no bid built: shading learns nothing; the pacing gate's read-only
-   * checks: no pacing count, draw or counter). Prepared as a bid from the open
-   * endpoint is. Throws InvalidRequestError or PrepareError for what the bid path answers 400 (or,
-   * for a reader bug, 204 internal_error).
-   */
-  explain(raw: Buffer): Explained {
-    const { req, privacy } = this.requests.prepare(raw, 0, 0, false);
-    if (req === null) throw new Error('unreachable: a request that did not wait is never shed');
-    const imps: ImpExplained[] = [];
-    const answer = this.explainAuction.run(req, privacy.userData, imps);
-    return {
-      id: req.id,
-      cur: this.currency.current().chooseBidCurrency(req.cur),
-      privacy: privacy.reason,
-      status: answer.status === 200 ? 200 : 204,
-      reason: answer.reason,
-      imps,
-    };
   }
 }
 

@@ -16,6 +16,12 @@ export interface ExchangeSpec {
   readonly token: string | null;
   /** Lower-case header name of the token. */
   readonly header: string;
+  /**
+   * Whether the exchange sends loss notices (`lossNotices`): true, false, or 'learned' (the default:
+   * taken to send none after 10 minutes without one). Bid shading counts a bid that no notice
+   * answered as a loss for an exchange that sends none (src/delivery/shading.service.ts).
+   */
+  readonly lossNotices: boolean | 'learned';
 }
 
 /** Header the token is read from when an exchange does not name one. */
@@ -31,7 +37,7 @@ const NAME = /^[a-z0-9_-]{1,32}$/;
 const HEADER = /^[a-z0-9-]{1,64}$/;
 
 /**
- * Reads and validates EXCHANGES_FILE: `{"exchanges": [{"name", "addresses"?, "token"?, "header"?}]}`.
+ * Reads and validates EXCHANGES_FILE: `{"exchanges": [{"name", "addresses"?, "token"?, "header"?, "lossNotices"?}]}`.
  * Returns the exchanges, or the problems found (each naming the entry), never throws.
  */
 export function readExchangesFile(file: string): { exchanges: ExchangeSpec[]; problems: string[] } {
@@ -76,8 +82,13 @@ export function parseExchanges(doc: unknown, where: string): { exchanges: Exchan
       if (typeof o.header !== 'string' || !HEADER.test(o.header.toLowerCase())) problems.push(`${at} (${name}).header: expected a header name`);
       else header = o.header.toLowerCase();
     }
+    let lossNotices: boolean | 'learned' = 'learned';
+    if (o.lossNotices !== undefined) {
+      if (o.lossNotices !== true && o.lossNotices !== false && o.lossNotices !== 'learned') problems.push(`${at} (${name}).lossNotices: expected true (it sends loss notices), false (it sends none) or "learned" (the default), not ${JSON.stringify(o.lossNotices)}`);
+      else lossNotices = o.lossNotices;
+    }
     if (addresses.length === 0 && token === null) problems.push(`${at} (${name}): give "addresses", "token" or both`);
-    out.push({ name, addresses, token, header });
+    out.push({ name, addresses, token, header, lossNotices });
   });
   return { exchanges: problems.length > 0 ? [] : out, problems };
 }

@@ -5,7 +5,6 @@
  */
 import { DynamicModule, Global, Inject, Injectable, Module, type OnModuleInit, Optional } from '@nestjs/common';
 import { Health } from '../health/health.service';
-import { ComputedCounter, ComputedGauge } from '../metrics/fast-metrics';
 import { MetricsService } from '../metrics/metrics.service';
 import { CURRENCY_SETTINGS, CurrencyService, type CurrencySettings } from './currency.service';
 
@@ -21,23 +20,19 @@ class CurrencyObservability implements OnModuleInit {
   onModuleInit(): void {
     if (!this.metrics || !this.health) return;
     const c = this.currency;
-    this.metrics.addComputed(
-      new ComputedGauge('bidder_currency_rates_age_seconds', 'Age of the currency rates in use (now minus their dataAsOf).', 'max', () => [
-        { value: c.ageSeconds(), labels: { source: c.source === 'static' ? 'static' : 'configured' } },
-      ]),
-    );
-    this.metrics.addComputed(
-      new ComputedCounter('bidder_currency_refreshes_total', 'Reads of the rates file or URL, by outcome.', () => {
-        const r = c.stats().refreshes;
-        return [
-          { value: r.updated, labels: { outcome: 'updated' } },
-          { value: r.unchanged, labels: { outcome: 'unchanged' } },
-          { value: r.failed, labels: { outcome: 'failed' } },
-          // A table read well but refused: an implausible rate, a jump past CURRENCY_MAX_CHANGE_PCT, or a move past CURRENCY_MAX_DRIFT_PCT of the reference.
-          { value: r.rejected, labels: { outcome: 'rejected' } },
-        ];
-      }),
-    );
+    this.metrics.gauge('bidder_currency_rates_age_seconds', 'Age of the currency rates in use (now minus their dataAsOf).', 'max', ['source'], () => [
+      { value: c.ageSeconds(), labels: { source: c.source === 'static' ? 'static' : 'configured' } },
+    ]);
+    this.metrics.counter('bidder_currency_refreshes_total', 'Reads of the rates file or URL, by outcome.', ['outcome'], () => {
+      const r = c.stats().refreshes;
+      return [
+        { value: r.updated, labels: { outcome: 'updated' } },
+        { value: r.unchanged, labels: { outcome: 'unchanged' } },
+        { value: r.failed, labels: { outcome: 'failed' } },
+        // A table read well but refused: an implausible rate, a jump past CURRENCY_MAX_CHANGE_PCT, or a move past CURRENCY_MAX_DRIFT_PCT of the reference.
+        { value: r.rejected, labels: { outcome: 'rejected' } },
+      ];
+    });
     // Stale rates degrade the worker (200, with a warning): every worker has the same rates, so
     // taking them out of the load balancer would help nothing.
     this.health.register({

@@ -16,17 +16,12 @@
  */
 import { type BeforeApplicationShutdown, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { RedisBatch } from '../redis/batch';
-import { RedisService } from '../redis/redis.service';
-import { DeliveryRedis } from './delivery-redis';
-import type { ChannelSubscriber } from '../redis/subscriber';
 import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate } from '../targeting/types';
+import { CapsRepository, type CapNews, type CappedPair } from './caps.repository';
 import { Clock } from './clock';
-import { capKeys } from './keys';
 import { utcDay } from './utc-day';
 
-const CHANNEL = 'bidder:fcap:capped';
-const DAY_TTL_SECONDS = 2 * 24 * 3600;
 /** Capped pairs held locally; past this the oldest are forgotten (they may then bid once more). */
 const MAX_CAPPED = 1_000_000;
 
@@ -41,7 +36,7 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
   /** `${campaignId}\u0000${userId}` of today's capped pairs. */
   private capped = new Set<string>();
   private day = '';
-  private sub: ChannelSubscriber | null = null;
+  private sub: CapNews | null = null;
   private retry: NodeJS.Timeout | null = null;
   private reloadPending = false;
   private pending: Array<{ day: string; bidId: string; userKey: string; campaignId: string; crid: string; resolve: (counted: boolean) => void; reject: (e: unknown) => void }> =
@@ -52,8 +47,7 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
   readonly stats = { impressions: 0, repeated: 0, cappedPairs: 0, reloads: 0, errors: 0, blockedBids: 0 };
 
   constructor(
-    private readonly redis: RedisService,
-    private readonly db: DeliveryRedis,
+    private readonly db: CapsRepository,
     private readonly store: CampaignStore,
     private readonly clock: Clock,
     private readonly batch: RedisBatch,
@@ -63,7 +57,7 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
   async onApplicationBootstrap(): Promise<void> {
     // Every subscription (the first, and each one after a lost connection) reloads the day's set
     // once Redis has confirmed it: news published while this worker was away is in the set.
-    const sub = this.redis.subscribe(CHANNEL, 'fcap', {
+    const sub = this.db.subscribe({
       message: (text) => this.onNews(text),
       subscribed: () => this.reloadWhenReady(),
       error: () => {
@@ -71,7 +65,7 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
       },
     });
     this.sub = sub;
-    this.redis.onReady(() => {
+    this.db.onReady(() => {
       if (!this.reloadPending) return;
       this.reloadPending = false;
       void this.reload();
@@ -83,7 +77,7 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
 
   /** Reloads now, or once the client is up (the subscription may come first, e.g. at start-up). */
   private reloadWhenReady(): void {
-    if (this.redis.isReady()) {
+    if (this.db.isReady()) {
       void this.reload();
       return;
     }
@@ -127,12 +121,9 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
   async reload(now = this.clock.now()): Promise<void> {
     const day = utcDay(now);
     try {
-      let cursor = '0';
-      do {
-        const [next, members] = await this.db.client.sscan(capKeys.capped(day), cursor, 'COUNT', 1000);
-        for (const m of members) this.remember(day, m);
-        cursor = next;
-      } while (cursor !== '0');
+      await this.db.scanCapped(day, (pairs) => {
+        for (const m of pairs) this.remember(day, m);
+      });
       this.stats.reloads++;
     } catch (e) {
       this.stats.errors++;
@@ -184,22 +175,14 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
     let counts: number[];
     try {
       // One command per impression, issued in the batch's turn: one write for all of them.
-      counts = await Promise.all(
-        batch.map((i) =>
-          i.userKey === ''
-            ? this.db.client
-                .set(capKeys.anonImpMarker(i.bidId), '1', 'EX', DAY_TTL_SECONDS, 'NX')
-                .then((ok) => (ok === null ? -1 : 0))
-            : this.db.impression(capKeys.impMarker(i.userKey, i.bidId), capKeys.counts(i.userKey, i.day), i.campaignId, DAY_TTL_SECONDS, DAY_TTL_SECONDS),
-        ),
-      );
+      counts = await Promise.all(batch.map((i) => this.db.countImpression(i.day, i.bidId, i.userKey, i.campaignId)));
     } catch (e) {
       this.stats.errors++;
       for (const i of batch) i.reject(e);
       return;
     }
     const index = this.store.current();
-    const news: Array<{ day: string; pair: string }> = [];
+    const news: CappedPair[] = [];
     for (let j = 0; j < batch.length; j++) {
       const i = batch[j];
       if (counts[j] < 0) {
@@ -214,15 +197,7 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
       news.push({ day: i.day, pair });
     }
     try {
-      // The set first, then the news: a worker that (re)subscribes and reloads the set meanwhile
-      // misses neither. Separate commands, not a pipeline: on a cluster the set and the node a
-      // PUBLISH goes to differ (the client sends them back to back all the same).
-      const c = this.db.client;
-      await Promise.all(news.map((n) => c.sadd(capKeys.capped(n.day), n.pair)));
-      await Promise.all([
-        ...[...new Set(news.map((n) => n.day))].map((day) => c.expire(capKeys.capped(day), DAY_TTL_SECONDS)),
-        ...news.map((n) => c.publish(CHANNEL, `${n.day}|${n.pair}`)),
-      ]);
+      await this.db.publishCapped(news);
     } catch (e) {
       this.stats.errors++;
       // Counted already: the news reaches the others when their subscription next reloads the day's set.

@@ -38,19 +38,18 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import { slotOf } from '../redis/redis.options';
-import { RedisService } from '../redis/redis.service';
-import { DeliveryRedis } from './delivery-redis';
 import { CurrencyService } from '../currency/currency.service';
 import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate } from '../targeting/types';
 import type { NoticedBid } from './noticed-bid';
 import { Clock } from './clock';
-import { paceKey, spendKeys, trafficKey, WORKERS_KEY } from './keys';
+import { spendKeys, trafficKey } from './keys';
 import { LocalDays, localDay, type LocalDay } from './local-day';
 import { DEFAULT_PACE, NO_PEERS, PaceController, type PaceSettings, type Peers } from './pacer';
 import { curveFromHistory, HOUR_MS, hoursOf, MAX_HOURS, TRAFFIC_DAYS } from './traffic-curve';
 import { Random } from './random';
 import { MoneyKeysWatch, witnessKey } from './money-keys';
+import { SpendRepository } from './spend.repository';
 
 const MICRO = 1_000_000;
 /** How long daily spend counters live after their last bill (they are read only on their day). */
@@ -262,6 +261,8 @@ interface RefreshPlan {
 const PACE_SYNC_MS = 1_000;
 const PACE_TTL_MS = 5_000;
 const PACE_STALE_MS = 10_000;
+/** The field, after a campaign's id, of its prorated day in a worker's pacing shares (`<day start>:<prorate>`; a reader that knows it not skips the value, no number). */
+const PRORATE_FIELD = '\u0000prorate';
 
 @Injectable()
 export class SpendService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -294,8 +295,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
 
   constructor(
     @Inject(CONFIG) private readonly config: Config,
-    private readonly redis: RedisService,
-    private readonly db: DeliveryRedis,
+    private readonly db: SpendRepository,
     private readonly store: CampaignStore,
     private readonly clock: Clock,
     private readonly currency: CurrencyService,
@@ -313,11 +313,11 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   async onApplicationBootstrap(): Promise<void> {
     this.timer = setInterval(() => void this.refresh(), this.config.budgetRefreshMs);
     this.timer.unref();
-    this.redis.onReady(() => void this.refresh());
-    if (!this.redis.isReady()) {
+    this.db.onReady(() => void this.refresh());
+    if (!this.db.isReady()) {
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, 2_000);
-        this.redis.onReady(() => {
+        this.db.onReady(() => {
           clearTimeout(t);
           resolve();
         });
@@ -336,7 +336,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   async onApplicationShutdown(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    if (this.redis.isReady()) await this.db.client.zrem(WORKERS_KEY, this.member).catch(() => undefined);
+    if (this.db.isReady()) await this.db.leave(this.member).catch(() => undefined);
   }
 
   /**
@@ -490,30 +490,44 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   /**
    * Pacing shares, shared: writes this worker's share of each even campaign (`bidder:pace:<worker>`,
    * a hash expiring after PACE_TTL_MS) and reads every other worker's of the live set, so that every
-   * worker's controller knows the sum of the shares the spend answers (pacer.ts). A few small
+   * worker's controller knows the sum of the shares the spend answers (pacer.ts); and the campaign's
+   * prorated day when this worker knows it, which a worker (re)started after the day's first spend takes. A few small
    * commands a second, off the bid path; a failure leaves the last view, which goes stale.
    */
   private async syncPace(now: number): Promise<void> {
     try {
       const mine: Record<string, string> = {};
-      for (const [id, b] of this.budgets) if (b.pacer !== null) mine[id] = b.share.toPrecision(6);
-      const c = this.db.client;
-      const key = paceKey(this.member);
-      if (Object.keys(mine).length > 0) await c.multi().del(key).hset(key, mine).pexpire(key, PACE_TTL_MS).exec();
-      else await c.del(key);
-      const members = (await c.zrange(WORKERS_KEY, 0, -1)).filter((m) => m !== this.member);
-      const theirs = await Promise.all(members.map((m) => c.hgetall(paceKey(m))));
-      const peers = new Map<string, { shares: number; count: number }>();
+      for (const [id, b] of this.budgets) {
+        if (b.pacer === null) continue;
+        mine[id] = b.share.toPrecision(6);
+        // The prorated share of the day, when this worker knows it (pacer.ts): a worker started later takes it.
+        if (b.pacer.prorateKnown && Number.isFinite(b.pacer.day)) mine[id + PRORATE_FIELD] = `${b.pacer.day}:${b.pacer.prorate.toPrecision(9)}`;
+      }
+      const theirs = await this.db.sharePaces(this.member, mine, PACE_TTL_MS);
+      const peers = new Map<string, { shares: number; count: number; prorate: number; prorateDay: number }>();
+      const of = (id: string) => {
+        let p = peers.get(id);
+        if (p === undefined) peers.set(id, (p = { shares: 0, count: 0, prorate: NaN, prorateDay: NaN }));
+        return p;
+      };
       for (const h of theirs) {
-        for (const [id, v] of Object.entries(h)) {
+        for (const [field, v] of Object.entries(h)) {
+          if (field.endsWith(PRORATE_FIELD)) {
+            const colon = v.indexOf(':');
+            const day = Number(v.slice(0, colon));
+            const prorate = Number(v.slice(colon + 1));
+            if (colon > 0 && Number.isFinite(day) && prorate >= 0 && prorate <= 1) {
+              const p = of(field.slice(0, -PRORATE_FIELD.length));
+              p.prorate = prorate;
+              p.prorateDay = day;
+            }
+            continue;
+          }
           const share = Number(v);
           if (!(share >= 0 && share <= 1)) continue;
-          const p = peers.get(id);
-          if (p === undefined) peers.set(id, { shares: share, count: 1 });
-          else {
-            p.shares += share;
-            p.count++;
-          }
+          const p = of(field);
+          p.shares += share;
+          p.count++;
         }
       }
       this.peers = peers;
@@ -549,7 +563,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     try {
       const plan = this.refreshPlan(now);
       const ids = plan.ids;
-      const [live, { totals, dailies, witnesses }] = await Promise.all([this.db.heartbeat(WORKERS_KEY, this.member, this.heartbeatWindowMs, 60_000), this.readSpend(plan)]);
+      const [live, { totals, dailies, witnesses }] = await Promise.all([this.db.heartbeat(this.member, this.heartbeatWindowMs, 60_000), this.readSpend(plan)]);
       this.stats.liveWorkers = live;
       const workers = Math.max(1, live);
       const tails: number[] = [];
@@ -666,12 +680,10 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
     b.pending.fill(0);
     b.observed = 0;
     const key = trafficKey(id, day.day);
-    const p = this.db.client.pipeline();
-    for (let h = 0; h < MAX_HOURS; h++) if (observed & (1 << h)) p.hincrby(key, String(h), counts[h]);
-    p.expire(key, (TRAFFIC_DAYS + 2) * 24 * 3600);
+    const hours: Array<[number, number]> = [];
+    for (let h = 0; h < MAX_HOURS; h++) if (observed & (1 << h)) hours.push([h, counts[h]]);
     try {
-      const replies = (await p.exec()) ?? [];
-      if (replies.some(([e]) => e !== null)) throw new Error('a write was refused');
+      await this.db.addTraffic(key, hours, (TRAFFIC_DAYS + 2) * 24 * 3600);
     } catch (e) {
       // Put them back for the next sync (a write that did run would be counted twice: rare, and only shapes a curve).
       if (b.trafficDay === null || b.trafficDay.start === day.start) {
@@ -690,10 +702,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
       if (hoursOf(d) === hoursOf(day)) keys.push(trafficKey(id, d.day));
     }
     try {
-      const p = this.db.client.pipeline();
-      for (const k of keys) p.hgetall(k);
-      const replies = (await p.exec()) ?? [];
-      const history = replies.map(([e, v]) => (e === null ? (v as Record<string, string>) : null));
+      const history = await this.db.readTraffic(keys);
       pacer.curve = curveFromHistory(history, hoursOf(day));
       pacer.curveDay = day.start;
     } catch (e) {
@@ -710,7 +719,7 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   private watchMoneyKeys(id: string, total: string | null, witness: string | null | undefined): void {
     this.moneyKeys.total(id, Number(total ?? 0));
     if (witness === undefined || !this.moneyKeys.witness(id, witness)) return;
-    this.db.client.set(witnessKey(id), this.moneyKeys.token, 'NX').catch(() => undefined);
+    this.db.setIfAbsent(witnessKey(id), this.moneyKeys.token).catch(() => undefined);
   }
 
   /** Age of the budget view in ms (Infinity before the first successful refresh). */
@@ -747,6 +756,6 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
 
   /** Total spend of a campaign in USD (for tests and operators). */
   async spent(campaignId: string): Promise<number> {
-    return Number((await this.db.client.get(spendKeys.total(campaignId))) ?? 0) / MICRO;
+    return Number((await this.db.get(spendKeys.total(campaignId))) ?? 0) / MICRO;
   }
 }

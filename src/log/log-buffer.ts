@@ -1,3 +1,6 @@
+import type { LogRecord } from '../bidlog/records';
+import { type FieldBytes, headBytes } from './log-line';
+
 /** A part of the queue: UTF-8 NDJSON lines, each ending in `\n`. */
 export interface LineChunk {
   readonly data: Buffer;
@@ -64,7 +67,35 @@ export class LogBuffer {
     }
     const c = this.chunk;
     const start = this.pos;
-    let p = start + c.write(head, start);
+    this.finish(c, start, start + c.write(head, start), tail, lineBreaks, after);
+  }
+
+  /**
+   * As `append`, the head written in place by `headBytes` (log-line.ts) instead of given as text:
+   * no string is made for it. `headMax` is `headBytes.measure`'s bound; `after` may be bytes.
+   */
+  appendRecord(
+    headMax: number,
+    ts: number,
+    worker: Uint8Array,
+    host: Uint8Array,
+    record: LogRecord,
+    rawKey: string | null,
+    tail: string | Uint8Array | null,
+    lineBreaks: boolean,
+    after: string | FieldBytes,
+  ): void {
+    const tailMax = tail === null ? 0 : typeof tail === 'string' ? 3 * tail.length : tail.length;
+    const worst = headMax + (typeof after === 'string' ? 3 * after.length : after.length) + tailMax + 6;
+    // The head's exact size is known only once written: a chunk with room for the bound.
+    if (this.pos + worst > this.chunk.length) this.nextChunk(worst);
+    const c = this.chunk;
+    const start = this.pos;
+    this.finish(c, start, headBytes.write(c, start, ts, worker, host, record, rawKey), tail, lineBreaks, after);
+  }
+
+  /** The tail, `after` and `}\n` of a line whose head ends at `p`, then the counts. */
+  private finish(c: Buffer, start: number, p: number, tail: string | Uint8Array | null, lineBreaks: boolean, after: string | FieldBytes): void {
     if (tail !== null) {
       if (tail.length === 0) {
         p += c.write('null', p);
@@ -78,7 +109,11 @@ export class LogBuffer {
         p += tail.length;
       }
     }
-    if (after.length > 0) p += c.write(after, p);
+    if (typeof after === 'string') {
+      if (after.length > 0) p += c.write(after, p);
+    } else {
+      p += after.buf.copy(c, p, 0, after.length);
+    }
     c[p++] = 0x7d; // }
     c[p++] = 0x0a; // \n
     this.pos = p;

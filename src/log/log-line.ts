@@ -1,4 +1,5 @@
 import type { LogRecord } from '../bidlog/records';
+import { copyBytes, JSON_BYTES_PER_UNIT, writeJsonString, writeNumber } from '../bidlog/json-bytes';
 import { wellFormedJson, wellFormedJsonBytes } from '../bidlog/well-formed';
 
 /** The record types, quoted once. */
@@ -124,3 +125,84 @@ export function lineText(p: LineParts): string {
   const tail = p.tail === null ? '' : typeof p.tail === 'string' ? (p.tail.length === 0 ? 'null' : p.tail) : Buffer.from(p.tail).toString('utf8');
   return `${p.head}${tail}${p.after}}\n`;
 }
+
+/**
+ * Members already serialized (`,"key":value…`) held as UTF-8 bytes: `buf[0, length)`, well-formed
+ * (src/bidlog/compact.ts writes them so). Copied into the log as they are.
+ */
+export interface FieldBytes {
+  readonly buf: Buffer;
+  readonly length: number;
+}
+
+/** `,"<key>":` per field name as UTF-8 bytes, made once per name (as `prefix` above). */
+const prefixBytes = new Map<string, Uint8Array>();
+function prefixOf(key: string): Uint8Array {
+  let p = prefixBytes.get(key);
+  if (p === undefined) {
+    p = Buffer.from(wellFormedJson(prefix(key)), 'utf8');
+    if (prefixBytes.size < 1024) prefixBytes.set(key, p);
+  }
+  return p;
+}
+
+const QUOTED_TYPE_BYTES = new Map<string, Uint8Array>(Object.entries(QUOTED_TYPE).map(([k, v]) => [k, Buffer.from(v)]));
+const TS = Buffer.from('{"ts":');
+const TYPE = Buffer.from(',"type":');
+const WORKER = Buffer.from(',"worker":');
+const HOST = Buffer.from(',"host":');
+const NAME = Buffer.from(',"name":');
+const NULL = Buffer.from('null');
+const TRUE = Buffer.from('true');
+const FALSE = Buffer.from('false');
+/** The most bytes a number takes as JSON (`-1.7976931348623157e+308`). */
+const NUMBER_MAX = 25;
+
+/**
+ * The head of `lineHead` written as UTF-8 bytes straight into the log's buffer, with no string made
+ * (the same bytes as `wellFormedJson(lineHead(…))`, test/log/log-line.unit.spec.ts compares them).
+ * `measure` first: the most bytes the head can take, or -1 for a record holding a value other than
+ * a string, number, boolean or null (an object, a BigInt), which takes the text path (`lineParts`).
+ */
+export const headBytes = {
+  measure(record: LogRecord, rawKey: string | null): number {
+    let n = 64 + (typeof record.name === 'string' ? 6 * record.name.length : 4);
+    for (const k in record) {
+      const v: unknown = (record as unknown as Readonly<Record<string, unknown>>)[k];
+      const t = typeof v;
+      if (t === 'string') n += JSON_BYTES_PER_UNIT * (v as string).length + 2;
+      else if (t === 'number' || t === 'boolean' || v === null) n += NUMBER_MAX;
+      else if (t !== 'undefined' && t !== 'function' && t !== 'symbol') return -1;
+      n += 6 * k.length + 4;
+    }
+    return rawKey === null ? n : n + 6 * rawKey.length + 4;
+  },
+
+  /** Writes the head at `at` (room for `measure`'s bytes is there); returns where it ends. */
+  write(dst: Buffer, at: number, ts: number, worker: Uint8Array, host: Uint8Array, record: LogRecord, rawKey: string | null): number {
+    const type = record.type;
+    let p = copyBytes(TS, dst, at);
+    p = writeNumber(ts, dst, p);
+    p = copyBytes(TYPE, dst, p);
+    const quoted = QUOTED_TYPE_BYTES.get(type);
+    p = quoted !== undefined ? copyBytes(quoted, dst, p) : writeJsonString(type, dst, p);
+    p = copyBytes(WORKER, dst, p);
+    p = copyBytes(worker, dst, p);
+    p = copyBytes(HOST, dst, p);
+    p = copyBytes(host, dst, p);
+    p = copyBytes(NAME, dst, p);
+    p = typeof record.name === 'string' ? writeJsonString(record.name, dst, p) : copyBytes(NULL, dst, p);
+    for (const k in record) {
+      if (k === 'type' || k === 'name' || k === 'ts' || k === 'worker' || k === 'host') continue;
+      const v: unknown = (record as unknown as Readonly<Record<string, unknown>>)[k];
+      const t = typeof v;
+      if (t === 'undefined' || t === 'function' || t === 'symbol') continue;
+      p = copyBytes(prefixOf(k), dst, p);
+      if (t === 'string') p = writeJsonString(v as string, dst, p);
+      else if (t === 'number') p = writeNumber(v as number, dst, p);
+      else p = copyBytes(v === true ? TRUE : v === false ? FALSE : NULL, dst, p);
+    }
+    if (rawKey !== null) p = copyBytes(prefixOf(rawKey), dst, p);
+    return p;
+  },
+};

@@ -1,5 +1,7 @@
 import { performance } from 'node:perf_hooks';
+import type { LogRecord } from '../bidlog/records';
 import { LogBuffer } from './log-buffer';
+import type { FieldBytes } from './log-line';
 import { LogCounters, type PipelineLogger } from './log-counters';
 import { LogDelivery, type PipelineState } from './log-delivery';
 import { PendingFrames } from './log-frames';
@@ -127,22 +129,49 @@ export class LogPipeline {
    * no I/O: the line reaches the crash journal at the next `commitJournal`.
    */
   append(head: string, tail: string | Uint8Array | null, lineBreaks = false, after = ''): void {
+    if (!this.admit()) return;
+    this.buffer.append(head, tail, lineBreaks, after);
+    this.appended();
+  }
+
+  /** Whether a line may be appended now; counts the drop when not. */
+  private admit(): boolean {
     if (this.state === 'closed') {
       this.counters.drop(1, 'logged after the final flush');
-      return;
+      return false;
     }
     if (this.buffer.bytes >= this.maxMemory) {
       // Only when compression cannot keep up at all: the raw queue alone fills the bound.
       this.counters.drop(1, 'queue over its memory bound');
-      return;
+      return false;
     }
-    this.buffer.append(head, tail, lineBreaks, after);
+    return true;
+  }
+
+  private appended(): void {
     this.recordsLogged++;
     if (this.buffer.bytes >= this.threshold && this.delivery.compressRun === null && !this.kickQueued) {
       // Never compress inside the caller (a request): start on the next loop turn.
       this.kickQueued = true;
       setImmediate(this.kickFromImmediate);
     }
+  }
+
+  /** As `append`, the head written in place (LogBuffer.appendRecord, log-line.ts's headBytes). */
+  appendRecord(
+    headMax: number,
+    ts: number,
+    worker: Uint8Array,
+    host: Uint8Array,
+    record: LogRecord,
+    rawKey: string | null,
+    tail: string | Uint8Array | null,
+    lineBreaks: boolean,
+    after: string | FieldBytes,
+  ): void {
+    if (!this.admit()) return;
+    this.buffer.appendRecord(headMax, ts, worker, host, record, rawKey, tail, lineBreaks, after);
+    this.appended();
   }
 
   /** Whether lines were appended that the crash journal does not hold yet (an answer must wait for `commitJournal`). */

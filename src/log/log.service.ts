@@ -11,7 +11,8 @@ import { CONFIG, type Config } from '../config/config';
 import { mkdirEachLevelSync } from '../config/dirs';
 import { RedisService } from '../redis/redis.service';
 import { logListKeys } from '../bidlog/keys';
-import { lineParts, type RawJson } from './log-line';
+import { type FieldBytes, headBytes, lineParts, type RawJson, rawText } from './log-line';
+import { wellFormedJson, wellFormedJsonBytes } from '../bidlog/well-formed';
 import { Journal } from './journal';
 import { LogPipeline } from './log-pipeline';
 import { RedisFrameSink } from './log-sink';
@@ -35,6 +36,9 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private readonly pipeline: LogPipeline;
   private readonly workerJson: string;
   private readonly hostJson: string;
+  /** The two as UTF-8 bytes, well-formed. */
+  private readonly workerBytes: Buffer;
+  private readonly hostBytes: Buffer;
   private readonly finalFlush: Promise<void>;
   private finalFlushDone: () => void = () => undefined;
   /** Why LOG_JOURNAL is on but the journal is not in use (a readiness warning), or null. */
@@ -47,6 +51,8 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
   ) {
     this.workerJson = JSON.stringify(config.workerId);
     this.hostJson = JSON.stringify(config.hostId);
+    this.workerBytes = Buffer.from(wellFormedJson(this.workerJson), 'utf8');
+    this.hostBytes = Buffer.from(wellFormedJson(this.hostJson), 'utf8');
     let journal: Journal | null = null;
     if (config.logJournal) {
       try {
@@ -84,13 +90,23 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
    * `fields`: members already serialized (`,"key":value…`, src/bidlog/compact.ts), written last in
    * the line (after `raw`: copied once, never joined to the other parts).
    */
-  log(record: LogRecord, raw?: RawJson, fields = ''): void {
-    const line = lineParts(Date.now(), this.workerJson, this.hostJson, record, raw, fields);
-    this.pipeline.append(line.head, line.tail, line.lineBreaks, line.after);
+  log(record: LogRecord, raw?: RawJson, fields: string | FieldBytes = ''): void {
+    const ts = Date.now();
+    const rawKey = raw === undefined ? null : raw.key;
+    const headMax = headBytes.measure(record, rawKey);
+    if (headMax < 0) {
+      // A value other than a string, number, boolean or null: the text path, which also handles what JSON cannot hold.
+      const line = lineParts(ts, this.workerJson, this.hostJson, record, raw, typeof fields === 'string' ? fields : Buffer.from(fields.buf.buffer, fields.buf.byteOffset, fields.length).toString('utf8'));
+      this.pipeline.append(line.head, line.tail, line.lineBreaks, line.after);
+      return;
+    }
+    const after = typeof fields === 'string' ? wellFormedJson(fields) : fields;
+    const tail = raw === undefined ? null : raw.bytes !== undefined ? wellFormedJsonBytes(raw.bytes) : wellFormedJson(raw.singleLine === true ? raw.json : rawText(raw.json));
+    this.pipeline.appendRecord(headMax, ts, this.workerBytes, this.hostBytes, record, rawKey, tail, raw !== undefined && raw.bytes !== undefined && raw.singleLine !== true, after);
   }
 
   /** A bid request's two records, `request` then `response`, one after the other in the queue. */
-  logPair(request: LogRecord, requestRaw: RawJson | undefined, response: LogRecord, responseRaw?: RawJson, requestFields = '', responseFields = ''): void {
+  logPair(request: LogRecord, requestRaw: RawJson | undefined, response: LogRecord, responseRaw?: RawJson, requestFields: string | FieldBytes = '', responseFields: string | FieldBytes = ''): void {
     this.log(request, requestRaw, requestFields);
     this.log(response, responseRaw, responseFields);
   }

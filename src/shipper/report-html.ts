@@ -1,3 +1,4 @@
+import { barChart as drawBars, esc } from '../charts/svg';
 import type { CampaignRow, Figures, HourRow, Money, Report } from './report-data';
 
 /**
@@ -159,72 +160,24 @@ ${barChart('Answer time (ms)', labels, minutes, [
 }
 
 /**
- * A small bar chart: for each hour a group of bars, one per series, y from 0 to the largest value.
- * An hour the records cover only in part (`minutes` < 60) has lighter bars with a dashed outline and its minutes
- * in its label and in each bar's tooltip: a 26-minute hour beside a full one is not a drop. Drawn
- * for a single hour too. Every label stays inside the drawing (the x labels sit in their band).
+ * A small bar chart (the one chart module, src/charts/svg.ts): for each hour a group of bars, one per
+ * series, y from 0. An hour the records cover only in part (`minutes` < 60) has lighter bars with a
+ * dashed outline and its minutes in its label and in each bar's tooltip: a 26-minute hour beside a
+ * full one is not a drop. Drawn for a single hour too; every label stays inside the drawing.
  */
 export function barChart(title: string, labels: string[], minutes: number[], series: Series[]): string {
-  const W = 460;
-  const H = 220;
-  const L = 52;
-  const R = 12;
-  const T = 24;
-  const B = 34;
-  const max = Math.max(0, ...series.flatMap((s) => s.values.filter((v): v is number => v !== null && Number.isFinite(v))));
-  const top = max > 0 ? niceCeil(max) : 1;
-  const n = Math.max(1, labels.length);
-  const band = (W - L - R) / n;
-  const barW = Math.max(1, (band * 0.8) / Math.max(1, series.length));
-  const y = (v: number): number => T + (H - T - B) * (1 - v / top);
-  const grid = [0, 0.25, 0.5, 0.75, 1]
-    .map((f) => `<line x1="${L}" x2="${W - R}" y1="${y(top * f).toFixed(1)}" y2="${y(top * f).toFixed(1)}" stroke="#e6e8f0"/><text x="${L - 6}" y="${(y(top * f) + 4).toFixed(1)}" text-anchor="end">${axisNum(top * f)}</text>`)
-    .join('');
-  // One label every `step` bands, each at most a band's width of text (about 6 px a character).
-  const step = Math.max(1, Math.ceil(48 / band));
-  const xs = labels
-    .map((l, i) => {
-      if (i % step !== 0) return '';
-      const cx = L + band * (i + 0.5);
-      const text = minutes[i] < 60 ? `${l} (${minutes[i]}m)` : l;
-      const anchor = cx + text.length * 3.2 > W ? 'end' : cx - text.length * 3.2 < 0 ? 'start' : 'middle';
-      const ax = anchor === 'end' ? W - 2 : anchor === 'start' ? 2 : cx;
-      return `<text x="${ax.toFixed(1)}" y="${H - B + 16}" text-anchor="${anchor}">${esc(text)}</text>`;
-    })
-    .join('');
-  const bars = series
-    .flatMap((s, k) =>
-      s.values.map((v, i) => {
-        if (v === null || !Number.isFinite(v)) return '';
-        const x = L + band * i + band * 0.1 + barW * k;
-        const part = minutes[i] < 60;
-        const tip = `${labels[i]} ${s.label}: ${axisNum(v)}${part ? ` (partial hour: ${minutes[i]} min of data)` : ''}`;
-        // A partial hour: lighter, with a dashed outline (no pattern: the page references nothing, not even within itself).
-        return `<rect x="${x.toFixed(1)}" y="${y(v).toFixed(1)}" width="${barW.toFixed(1)}" height="${Math.max(0.5, H - B - y(v)).toFixed(1)}" fill="${s.color}"${part ? ` fill-opacity="0.3" stroke="${s.color}" stroke-dasharray="3 2"` : ''}><title>${esc(tip)}</title></rect>`;
-      }),
-    )
-    .join('');
-  const legend = series.map((s, i) => `<rect x="${L + i * 90}" y="6" width="10" height="10" fill="${s.color}"/><text x="${L + i * 90 + 14}" y="15">${esc(s.label)}</text>`).join('');
-  const svg = `${grid}${xs}${bars}${legend}`;
-  return `<figure><figcaption>${esc(title)}</figcaption><svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" role="img" aria-label="${esc(title)}">${svg}</svg></figure>`;
+  const svg = drawBars({
+    groups: labels,
+    series: series.map((s) => ({ name: s.label, color: s.color, values: s.values })),
+    marked: minutes.map((m) => (m < 60 ? { label: ` (${m}m)`, tip: ` (partial hour: ${m} min of data)` } : null)),
+    values: false,
+    width: 460,
+    height: 220,
+  });
+  return `<figure><figcaption>${esc(title)}</figcaption>${svg}</figure>`;
 }
 
-function niceCeil(v: number): number {
-  const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
-}
-
-function axisNum(v: number): string {
-  if (v >= 1e6) return `${+(v / 1e6).toFixed(1)}M`;
-  if (v >= 1e3) return `${+(v / 1e3).toFixed(1)}k`;
-  // Below 1, two significant digits: 0.0075 and 0.015 stay apart (two decimals made both 0.01).
-  return v > 0 && v < 1 ? `${+v.toPrecision(2)}` : `${+v.toFixed(2)}`;
-}
-
-export function esc(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
-}
+export { esc };
 
 export function fmtInt(n: number): string {
   return Math.round(n).toLocaleString('en-US');

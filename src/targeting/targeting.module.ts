@@ -1,5 +1,4 @@
 import { Injectable, Module, type OnModuleInit } from '@nestjs/common';
-import { ComputedCounter, ComputedGauge } from '../metrics/fast-metrics';
 import { MetricsService } from '../metrics/metrics.service';
 import { CampaignStore } from './campaign-store';
 import { CampaignWatcher } from './campaign-watcher';
@@ -14,15 +13,11 @@ class TargetingMetrics implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.metrics.addComputed(
-      new ComputedGauge('bidder_candidates', 'Candidate ads (creatives) loaded for bidding.', 'max', () => [{ value: this.store.count, labels: {} }]),
-    );
-    this.metrics.addComputed(
-      new ComputedCounter('bidder_campaign_reloads_total', 'Campaign file reloads, by outcome (a rejected file keeps the old set).', () => [
-        { value: this.watcher.stats.reloads, labels: { outcome: 'ok' } },
-        { value: this.watcher.stats.rejected, labels: { outcome: 'rejected' } },
-      ]),
-    );
+    this.metrics.gauge('bidder_candidates', 'Candidate ads (creatives) loaded for bidding.', 'max', [], () => [{ value: this.store.count, labels: {} }]);
+    this.metrics.counter('bidder_campaign_reloads_total', 'Campaign file reloads, by outcome (a rejected file keeps the old set).', ['outcome'], () => [
+      { value: this.watcher.stats.reloads, labels: { outcome: 'ok' } },
+      { value: this.watcher.stats.rejected, labels: { outcome: 'rejected' } },
+    ]);
   }
 }
 

@@ -169,7 +169,22 @@ export class PayloadCodec {
 
   /** The query of the server-to-server URLs and of the browser URLs: `p=<payload>&s=<signature>` each. */
   encode(p: TrackingPayload): { s2s: string; browser: string } {
-    const need = maxSize(p);
+    this.pack(p, null, 0);
+    return { s2s: `p=${this.packed}&s=${this.s2sSig}`, browser: `p=${this.packed}&s=${this.browserSig}` };
+  }
+
+  /** The last `pack`'s payload text (base64url) and its two signatures: `p=<packed>&s=<sig>` are the URLs' queries. */
+  packed = '';
+  s2sSig = '';
+  browserSig = '';
+
+  /**
+   * Packs and signs `p` into `packed`, `s2sSig` and `browserSig` (what `encode` joins), without
+   * joining them: the bid path writes its URLs from the parts. `uuid`: the bid id as a UUID's 16
+   * bytes at `uuidAt` (then `p.bidId` is not read), or null to read `p.bidId`.
+   */
+  pack(p: TrackingPayload, uuid: Uint8Array | null, uuidAt: number): void {
+    const need = maxSize(p) + 16;
     if (need > this.scratch.length) this.scratch = Buffer.allocUnsafe(need);
     const buf = this.scratch;
     buf[0] = PAYLOAD_VERSION;
@@ -178,7 +193,11 @@ export class PayloadCodec {
     buf.writeDoubleBE(p.price, 9);
     let off = FIXED_BYTES;
     const flags = (p.test === true ? FLAG_TEST : 0) | (((p.source ?? 0) & 63) << SOURCE_SHIFT);
-    if (writeUuid(p.bidId, buf, off)) {
+    if (uuid !== null) {
+      for (let i = 0; i < 16; i++) buf[off + i] = uuid[uuidAt + i];
+      buf[1] = FLAG_UUID | flags;
+      off += 16;
+    } else if (writeUuid(p.bidId, buf, off)) {
       buf[1] = FLAG_UUID | flags;
       off += 16;
     } else {
@@ -195,10 +214,9 @@ export class PayloadCodec {
     off = writeString(buf, off, p.userKey);
     const packed = buf.toString('base64url', 0, off);
     const mac = this.signing.mac(packed);
-    return {
-      s2s: `p=${packed}&s=${mac.toString('base64url', 0, SIG_BYTES)}`,
-      browser: `p=${packed}&s=${mac.toString('base64url', SIG_BYTES, 2 * SIG_BYTES)}`,
-    };
+    this.packed = packed;
+    this.s2sSig = mac.toString('base64url', 0, SIG_BYTES);
+    this.browserSig = mac.toString('base64url', SIG_BYTES, 2 * SIG_BYTES);
   }
 
   /**

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { BiddingService } from '../../src/bidding/bidding.service';
+import { ExplainService } from '../../src/bidding/explain.service';
 import { warmUp, warmUpBodies } from '../../src/bidding/warm-up';
 import { CampaignStore } from '../../src/targeting/campaign-store';
 import { bidRequest, readRedisLog, sleep } from '../log/support';
@@ -47,8 +47,8 @@ describe('the bid path warm-up', () => {
     const candidates = warmed.app.get(CampaignStore).current().candidates;
     const bodies = warmUpBodies(candidates, 64);
     assert.equal(bodies.length, Math.min(candidates.length, 64));
-    const bidding = warmed.app.get(BiddingService);
-    const eligible = bodies.filter((b) => bidding.explain(b).status === 200).length;
+    const explainer = warmed.app.get(ExplainService);
+    const eligible = bodies.filter((b) => explainer.explain(b).status === 200).length;
     // Deal-only campaigns do not bid in the open market these requests are.
     const open = candidates.slice(0, bodies.length).filter((c) => !c.dealsOnly).length;
     assert.ok(open > 0, 'the demo campaigns have open-market creatives');

@@ -286,6 +286,16 @@ describe('exchange checks (unit)', () => {
     for (let i = 0; i < 3; i++) assert.equal(gate.identify({ 'x-beta-key': BETA }, '10.1.2.3'), UNKNOWN);
   });
 
+  it('lossNotices: true, false or "learned", "learned" when not given', () => {
+    const doc = { exchanges: [{ name: 'a', token: ALPHA, lossNotices: true }, { name: 'b', token: BETA, lossNotices: false }, { name: 'c', addresses: ['::1'], lossNotices: 'learned' }, { name: 'd', addresses: ['::1'] }] };
+    const { exchanges, problems } = parseExchanges(doc, 'test');
+    assert.deepEqual(problems, []);
+    assert.deepEqual(
+      exchanges.map((e) => e.lossNotices),
+      [true, false, 'learned', 'learned'],
+    );
+  });
+
   it('without EXCHANGES_FILE every caller is the source "open"', () => {
     const open = new ExchangeGate(null);
     assert.equal(open.identify({}, undefined), 0);
@@ -302,6 +312,7 @@ describe('exchange checks (unit)', () => {
         [{ exchanges: [{ name: 'a', addresses: ['10.0.0.0/33'] }] }, /addresses/],
         [{ exchanges: [{ name: 'a' }] }, /give "addresses", "token" or both/],
         [{ exchanges: [{ name: 'a', token: ALPHA }, { name: 'a', token: BETA }] }, /listed twice/],
+        [{ exchanges: [{ name: 'a', token: ALPHA, lossNotices: 'yes' }] }, /exchanges\[0\] \(a\)\.lossNotices: expected true \(it sends loss notices\), false \(it sends none\) or "learned" \(the default\), not "yes"/],
       ];
       for (const [doc, re] of cases) {
         const f = path.join(dir, 'x.json');

@@ -4,7 +4,8 @@ import * as zlib from 'node:zlib';
 import { decompressFrame, splitLines } from '../../src/bidlog/reader';
 import { compressFrame } from '../../src/log/frame';
 import { LogBuffer } from '../../src/log/log-buffer';
-import { lineHead, lineParts, lineText, rawText } from '../../src/log/log-line';
+import { headBytes, lineHead, lineParts, lineText, rawText } from '../../src/log/log-line';
+import type { LogRecord } from '../../src/bidlog/records';
 import { wellFormedJson, wellFormedJsonBytes } from '../../src/bidlog/well-formed';
 
 function line(head: string, tail: string | null): string {
@@ -155,5 +156,54 @@ describe('well-formed lines (an escaped lone surrogate becomes U+FFFD)', () => {
     assert.deepEqual(rec, { ts: 1, type: 'request', worker: 'w', host: 'h', name: 'p\ufffd', id: 'x\ufffd', exchange: 'e\ufffd', req: { ua: 'u\ufffd' } });
     const q = lineParts(1, '"w"', '"h"', { type: 'response', id: 'y', name: '', status: 200 }, { key: 'res', bytes: Buffer.from(JSON.stringify({ id: 'y\udfff' })), singleLine: true });
     assert.deepEqual((JSON.parse(lineText(q)) as { res: unknown }).res, { id: 'y\ufffd' });
+  });
+});
+
+describe('record heads written as bytes (headBytes, LogBuffer.appendRecord)', () => {
+  const worker = Buffer.from('"w1"');
+  const host = Buffer.from('"host-é"');
+  const strings = ['', 'pub', 'a"b\\c', 'line\nbreak\t\u0001', 'é', 'News Exámple 😀', 'x\ud800', '\udc00y', 'ok\u2028', 'x'.repeat(300), '"'.repeat(50), '\u0000'.repeat(40)];
+  const numbers = [0, -0, 1, -1, 204, 0.001, 0.12, 1.5, 12.345, -3.25, 1700000000123, 999999999999.999, 1e15, 1e21, 0.1 + 0.2, 1 / 3, 5e-7, -1e-7, NaN, Infinity, -Infinity, 2 ** 53, 123456.0005];
+  const records: LogRecord[] = [];
+  for (const s of strings) {
+    records.push({ type: 'request', id: s, name: s, exchange: s, test: true });
+    records.push({ type: 'response', id: 'r', name: s, exchange: 'open', test: undefined, dropped: undefined, status: 204, reason: s, ms: 0.25, privacy: 'none' });
+  }
+  for (const n of numbers) records.push({ type: 'response', id: 'r', name: 'p', status: 200, ms: n, dropped: n } as unknown as LogRecord);
+  records.push({ type: 'win', id: 'w', name: null, user: null, counted: false, price: 1.2345 } as unknown as LogRecord);
+  records.push({ type: 'odd\ud800' as 'win', id: 'w', name: 'p', ts: 1, worker: 'evil', host: 'elsewhere' } as unknown as LogRecord);
+
+  it('the same bytes as the text path (lineParts), for every string, number and flag', () => {
+    for (const r of records) {
+      for (const raw of [undefined, { key: 'req', json: '{"a":"\\ud800"}', singleLine: true }] as const) {
+        const want = lineText(lineParts(1700000000123, '"w1"', '"host-é"', r, raw, ',"k":1'));
+        const b = new LogBuffer(1 << 16);
+        const max = headBytes.measure(r, raw === undefined ? null : raw.key);
+        assert.ok(max > 0);
+        b.appendRecord(max, 1700000000123, worker, host, r, raw === undefined ? null : raw.key, raw === undefined ? null : wellFormedJson(raw.json), false, { buf: Buffer.from(',"k":1'), length: 6 });
+        const got = Buffer.concat(b.take(1 << 20).flatMap((x) => x.chunks.map((c) => c.data))).toString('utf8');
+        assert.equal(got, want, JSON.stringify(r));
+        assert.ok(Buffer.byteLength(got) - 8 - (raw === undefined ? 0 : raw.json.length) <= max, `${Buffer.byteLength(got)} bytes, measured ${max}`);
+      }
+    }
+  });
+
+  it('a record holding an object or a BigInt takes the text path (measure says -1)', () => {
+    assert.equal(headBytes.measure({ type: 'win', id: 'x', name: 'p', o: { a: 1 } } as unknown as LogRecord, null), -1);
+    assert.equal(headBytes.measure({ type: 'win', id: 'x', name: 'p', n: 1n } as unknown as LogRecord, null), -1);
+  });
+
+  it('keeps whole lines across chunks, records and bytes counted as by append', () => {
+    const a = new LogBuffer(256);
+    const b = new LogBuffer(256);
+    for (let i = 0; i < 300; i++) {
+      const r = records[i % records.length];
+      a.append(lineParts(i, '"w1"', '"host-é"', r).head, null, false, '');
+      b.appendRecord(headBytes.measure(r, null), i, worker, host, r, null, null, false, '');
+    }
+    assert.equal(b.records, a.records);
+    assert.equal(b.bytes, a.bytes);
+    const text = (x: LogBuffer): string => Buffer.concat(x.take(1 << 20).flatMap((t) => t.chunks.map((c) => c.data))).toString('utf8');
+    assert.deepEqual(splitLines(text(b)), splitLines(text(a)));
   });
 });

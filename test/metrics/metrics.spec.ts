@@ -7,14 +7,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Registry, type Metric } from 'prom-client';
 import { adminUrl, createApp, listen } from '../../src/app';
 import { loadConfig } from '../../src/config/config';
 import { LogService } from '../../src/log/log.service';
 import { aggregate } from '../../src/metrics/cluster-metrics';
-import { CounterFamily, HistogramFamily, type MetricFamily } from '../../src/metrics/fast-metrics';
 import { logStatMetricName } from '../../src/metrics/log-stats';
 import { MetricsService } from '../../src/metrics/metrics.service';
+import type { MetricFamily } from '../../src/metrics/scraped';
 import { startTestRedis, type TestRedis } from '../support/redis';
 import { postBid, request } from '../ops/support/http';
 import { parseProm, sum } from '../support/prom';
@@ -22,34 +21,64 @@ import { parseProm, sum } from '../support/prom';
 /** The repository (this file runs from .test-build/test/ops). */
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
-async function render(...metrics: Array<{ name: string }>): Promise<string> {
-  const r = new Registry();
-  for (const m of metrics) r.registerMetric(m as unknown as Metric);
-  return r.metrics();
-}
+describe('the bid path\'s families', () => {
+  const config = (): ReturnType<typeof loadConfig> => loadConfig({ WORKER_ID: 'w-unit', LOG_SPILL_DIR: os.tmpdir() });
 
-describe('hot-path metric families', () => {
-  it('a histogram puts a value equal to a bound in that bound\'s bucket (le) and renders cumulative buckets', async () => {
-    const h = new HistogramFamily('t_seconds', 'test', [0.1, 1, 0.5]);
-    const a = h.slot({ outcome: 'a' });
-    const b = h.slot({ outcome: 'b' });
-    for (const v of [0.05, 0.1, 0.2, 0.5, 3]) h.observe(a, v);
-    h.observe(b, 0.7);
-    assert.equal(h.count(a), 5);
-    const f = parseProm(await render(h));
-    const le = (o: string, bound: string) => sum(f, 't_seconds_bucket', { outcome: o, le: bound });
-    assert.deepEqual([le('a', '0.1'), le('a', '0.5'), le('a', '1'), le('a', '+Inf')], [2, 4, 4, 5]);
-    assert.deepEqual([le('b', '0.1'), le('b', '0.5'), le('b', '1'), le('b', '+Inf')], [0, 0, 1, 1]);
-    assert.ok(Math.abs(sum(f, 't_seconds_sum', { outcome: 'a' }) - 3.85) < 1e-9);
-    assert.equal(sum(f, 't_seconds_count', { outcome: 'b' }), 1);
+  it('exports every outcome\'s series at 0 from the start, and a value equal to a bound in that bound\'s bucket (le)', async () => {
+    const m = new MetricsService(config());
+    try {
+      const f0 = parseProm(await m.render());
+      for (const [outcome, status] of [['bid', '200'], ['bad_request', '400'], ['too_large', '413'], ['error', '204'], ['shed', '204']]) {
+        assert.equal(sum(f0, 'bidder_bid_requests_total', { outcome, status, worker: 'w-unit' }), 0, outcome);
+        assert.ok(f0.get('bidder_bid_requests_total')!.samples.some((s) => s.labels.outcome === outcome), outcome);
+        assert.equal(sum(f0, 'bidder_bid_request_duration_seconds_count', { outcome }), 0);
+      }
+      for (const v of [0.0001, 0.0005, 0.002]) m.bidRequest('bid', null, v);
+      m.bidRequest('nobid', 'floor', 0.0004);
+      m.bidPrice(2);
+      const f = parseProm(await m.render());
+      const le = (bound: string) => sum(f, 'bidder_bid_request_duration_seconds_bucket', { outcome: 'bid', le: bound });
+      assert.deepEqual([le('0.0001'), le('0.00025'), le('0.0005'), le('0.0025'), le('+Inf')], [1, 1, 2, 3, 3]);
+      assert.equal(sum(f, 'bidder_bid_requests_total', { outcome: 'nobid', reason: 'floor', status: '204' }), 1);
+      assert.equal(sum(f, 'bidder_bid_price_cpm_bucket', { le: '2' }), 1);
+    } finally {
+      m.onApplicationShutdown();
+    }
   });
 
-  it('counter slots keep their own counts past the initial capacity', async () => {
-    const c = new CounterFamily('t_total', 'test');
-    const slots = Array.from({ length: 20 }, (_, i) => c.slot({ reason: `r${i}` }));
-    for (const s of slots) for (let k = 0; k <= s; k++) c.inc(s);
-    const f = parseProm(await render(c));
-    for (const s of slots) assert.equal(sum(f, 't_total', { reason: `r${s}` }), s + 1);
+  it('counts no-bid reasons past the 64th as "other"', async () => {
+    const m = new MetricsService(config());
+    try {
+      for (let i = 0; i < 80; i++) m.bidRequest('nobid', `r${i}`, 0.001);
+      const f = parseProm(await m.render());
+      const reasons = new Set(f.get('bidder_bid_requests_total')!.samples.filter((s) => s.labels.outcome === 'nobid').map((s) => s.labels.reason));
+      assert.equal(reasons.size, 64);
+      assert.equal(sum(f, 'bidder_bid_requests_total', { outcome: 'nobid' }), 80);
+      assert.equal(sum(f, 'bidder_bid_requests_total', { outcome: 'nobid', reason: 'other' }), 80 - 63);
+    } finally {
+      m.onApplicationShutdown();
+    }
+  });
+
+  it('families read at scrape time show what their source says then, counters and gauges alike', async () => {
+    const m = new MetricsService(config());
+    try {
+      let n = 3;
+      const seen = new Map([['a', 1]]);
+      m.counter('t_things_total', 'test', ['kind'], () => [{ value: n, labels: { kind: 'x' } }]);
+      m.gauge('t_open', 'test', 'max', ['name'], () => [...seen].map(([name, value]) => ({ value, labels: { name } })));
+      let f = parseProm(await m.render());
+      assert.equal(sum(f, 't_things_total', { kind: 'x' }), 3);
+      assert.equal(sum(f, 't_open', { name: 'a' }), 1);
+      n = 5;
+      seen.delete('a');
+      seen.set('b', 2);
+      f = parseProm(await m.render());
+      assert.equal(sum(f, 't_things_total', { kind: 'x' }), 5);
+      assert.deepEqual(f.get('t_open')!.samples.map((s) => [s.labels.name, s.value]), [['b', 2]]);
+    } finally {
+      m.onApplicationShutdown();
+    }
   });
 });
 
@@ -215,7 +244,7 @@ describe('the app: /metrics, /metrics/cluster, /health', () => {
     assert.ok(d('process_cpu_user_seconds_total') > 0);
   });
 
-  it('bidRequest/bidPrice cost well under a microsecond', () => {
+  it('bidRequest/bidPrice cost under 2 % of a bid request\'s CPU (~250 µs, bench/RESULTS.md)', () => {
     const m = app.get(MetricsService);
     const N = 200_000;
     const t0 = process.hrtime.bigint();
@@ -224,7 +253,7 @@ describe('the app: /metrics, /metrics/cluster, /health', () => {
       m.bidPrice(1.5);
     }
     const ns = Number(process.hrtime.bigint() - t0) / N;
-    assert.ok(ns < 1000, `${ns.toFixed(0)} ns per request`);
+    assert.ok(ns < 5000, `${ns.toFixed(0)} ns per request`);
   });
 
   it('/metrics/cluster aggregates the workers publishing to Redis, without the worker label', async () => {

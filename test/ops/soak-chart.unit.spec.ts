@@ -6,11 +6,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
+import * as svg from '../../src/charts/svg';
 import { report, soakFixtureReport } from './support/loadtest-fixture';
-
-const ROOT = path.resolve(__dirname, '..', '..', '..');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const svg = require(path.join(ROOT, 'tools', 'lib', 'loadtest-svg.js')) as { lineChart(o: unknown): string };
 
 /** The y of the dashed bound line and the plot's top and bottom (its frame). */
 function geometry(text: string): { bound: number; top: number; bottom: number } {

@@ -118,6 +118,8 @@ function target(run, lib, cpus) {
     const st = lib.phaseStats(data, p);
     const c = run.cpu && run.cpu[p.name];
     st.cpu = c ? phaseCpu(c, st, cpus) : null;
+    // The host's resident memory and each worker's GC over the phase (tools/lib/loadtest-memory.js).
+    st.memory = (run.memoryPhases && run.memoryPhases[p.name]) || null;
     t.phases.push(st);
   }
   t.buckets = lib.buckets(data, plan);

@@ -2,7 +2,7 @@
 // The load test's report as pictures and a page: its SVG plots, and index.html, the Markdown
 // rendered with the plots inlined, one self-contained file.
 const markdownIt = require('markdown-it');
-const { lineChart, barChart } = require('./loadtest-svg');
+const { lineChart, barChart } = require('./charts');
 const { int } = require('./loadtest-format');
 const soakLib = require('./loadtest-soak');
 

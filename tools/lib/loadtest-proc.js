@@ -83,6 +83,21 @@ function memory(pid) {
   return { rssMB: kb('VmRSS'), hwmMB: kb('VmHWM') };
 }
 
+/**
+ * Proportional set size in MB from /proc/<pid>/smaps_rollup: the process's resident pages, each
+ * page shared with n processes counted 1/n (the Node binary's text is resident once for every
+ * process that runs it; VmRSS counts it in each). Null when the process is gone or the kernel has no
+ * smaps_rollup.
+ */
+function pssMB(pid) {
+  try {
+    const m = /^Pss:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Machine-wide CPU seconds {busy, total} since boot, from /proc/stat. */
 function machineCpu() {
   const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0];
@@ -179,4 +194,4 @@ function pin(pids, cpus) {
   return failed;
 }
 
-module.exports = { cpuSeconds, memory, mappings, machineCpu, machine, pm2, pm2DaemonPid, pm2Processes, cpuSplit, pin, MIN_PINNED_CPUS, PM2_BIN };
+module.exports = { cpuSeconds, memory, pssMB, mappings, machineCpu, machine, pm2, pm2DaemonPid, pm2Processes, cpuSplit, pin, MIN_PINNED_CPUS, PM2_BIN };

@@ -6,7 +6,7 @@
 const http = require('node:http');
 const path = require('node:path');
 const { mappings, memory, pm2Processes, pm2DaemonPid } = require('./loadtest-proc');
-const { lineChart } = require('./loadtest-svg');
+const { lineChart, PALETTE } = require('./charts');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const MB = 1024 * 1024;
@@ -352,8 +352,6 @@ const SOAK_PLOTS = [
 function plotLines() {
   return SOAK_PLOTS.flatMap(([file, title]) => ['', `![${title}](${file})`]);
 }
-
-const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
 
 /** The soak's SVG plots: {file: svg}. */
 function plots(soak, note) {

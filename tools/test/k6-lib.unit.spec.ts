@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
+import * as svg from '../../src/charts/svg';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -87,10 +88,6 @@ const planLib = require(path.join(ROOT, 'k6', 'lib', 'plan.js')) as {
   k6Options(p: Plan, o: { thresholds: string }): { thresholds: Record<string, unknown[]>; tags: Record<string, string>; systemTags: string[] };
   rampResult(data: unknown, plan: Plan): { sustained: number; steps: Step[] };
   buckets(data: unknown, plan: Plan): { t: number; count: number; rps: number; offered: number; shed: number }[];
-};
-const svg = require(path.join(ROOT, 'tools', 'lib', 'loadtest-svg.js')) as {
-  lineChart(o: unknown): string;
-  barChart(o: unknown): string;
 };
 const report = require(path.join(ROOT, 'tools', 'lib', 'loadtest-report.js')) as {
   cpuFigures(
@@ -497,6 +494,14 @@ describe('SVG line chart', () => {
     assert.equal((out.match(/<\/title><\/rect>/g) ?? []).length, 3);
     assert.match(out, /k6: 280/);
     assert.match(svg.barChart({ title: 't', yLabel: 'y', groups: [], series: [] }), /no data/);
+  });
+
+  it('is the product\'s one chart module (src/charts/svg.ts, built in dist/), which the report page draws with too', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const tools = require(path.join(ROOT, 'tools', 'lib', 'charts.js')) as typeof svg;
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    assert.equal(tools, require(path.join(ROOT, 'dist', 'charts', 'svg.js')));
+    assert.deepEqual(Object.keys(tools).sort(), Object.keys(svg).sort());
   });
 
   it('says so when there is no data', () => {

@@ -18,6 +18,19 @@ const profile = require(SCRIPT) as {
   latestMapEntries(text: string): string;
   sampleBucket(s: { tid: number; comm: string; frames: { sym: string; dso: string }[] }, pid: number): string;
   BUCKETS: [string, string][];
+  MARKERS: [string, string];
+  replaceBlock(text: string, block: string, file: string): string;
+  profileBlock(o: {
+    argv: string[];
+    git: { commit: string; dirty: boolean } | null;
+    settings: string;
+    table: string;
+    loadBefore: number[];
+    loadAfter: number[];
+    cpus?: { model: string }[];
+    totalmem?: number;
+    now?: Date;
+  }): string;
 };
 
 interface Result {
@@ -56,6 +69,49 @@ describe('npm run profile (tools/profile.js)', () => {
     assert.equal(bucket([{ sym: 'uv_run', dso: node }]), 'other');
   });
 
+  it('--write: the table goes between the markers of bench/README.md with what measured it; nothing else changes', () => {
+    const readme = fs.readFileSync(path.join(ROOT, 'bench', 'README.md'), 'utf8');
+    const [begin, end] = profile.MARKERS;
+    assert.ok(readme.includes(begin) && readme.indexOf(end) > readme.indexOf(begin), 'bench/README.md has the block');
+    const block = profile.profileBlock({
+      argv: ['--write'],
+      git: { commit: '0123456789', dirty: false },
+      settings: '30 s of perf samples per target.',
+      table: '| bucket | bidder |\n|---|---:|\n| JSON.parse | 12.0 |',
+      loadBefore: [3.4, 2, 1],
+      loadAfter: [2.2, 2, 1],
+      cpus: [{ model: 'Test CPU ' }, { model: 'Test CPU' }],
+      totalmem: 8 * 2 ** 30,
+      now: new Date('2026-01-01T00:00:00Z'),
+    });
+    assert.match(block, /^<!-- profile:begin -->\nWritten by `npm run profile -- --write` \(tools\/profile\.js\)/);
+    assert.match(block, /Machine: Test CPU x2, 8 GiB; Node v[\d.]+; commit 0123456789; 2026-01-01T00:00:00\.000Z; load average 3\.4 2\.0 1\.0 before, 2\.2 2\.0 1\.0 after\./);
+    assert.match(block, /\*\*The machine was busy\*\* \(load average up to 3\.4 on 2 CPUs\)/);
+    assert.match(block, /\| JSON\.parse \| 12\.0 \|\n<!-- profile:end -->$/);
+    const quiet = profile.profileBlock({ argv: [], git: null, settings: 's', table: 't', loadBefore: [0.2, 0, 0], loadAfter: [0.9, 0, 0], cpus: [{ model: 'c' }, { model: 'c' }] });
+    assert.doesNotMatch(quiet, /busy/);
+    assert.match(quiet, /commit unknown/);
+    const once = profile.replaceBlock(readme, block, 'README');
+    assert.equal(once.slice(0, once.indexOf(begin)), readme.slice(0, readme.indexOf(begin)), 'what comes before is kept');
+    assert.equal(once.slice(once.indexOf(end)), readme.slice(readme.indexOf(end)), 'what comes after is kept');
+    assert.equal(profile.replaceBlock(once, block, 'README'), once, 'a second write of the same block changes nothing');
+    assert.throws(() => profile.replaceBlock('# no block\n', block, 'x.md'), /x\.md: no "<!-- profile:begin -->"/);
+  });
+
+  it('--write-file into a file without the block: refused before anything runs', { skip: problem ?? false }, () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'profile-spec-'));
+    try {
+      const md = path.join(dir, 'plain.md');
+      fs.writeFileSync(md, '# no block\n');
+      const r = spawnSync(process.execPath, [SCRIPT, '--write-file', md], { encoding: 'utf8', timeout: 20_000 });
+      assert.equal(r.status, 2, `${r.stdout}\n${r.stderr}`);
+      assert.match(r.stderr, /plain\.md: no "<!-- profile:begin -->"/);
+      assert.equal(fs.readFileSync(md, 'utf8'), '# no block\n');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('names a reused code address by the code written there last', () => {
     // Chronological, as V8 appends: a range freed and reused (0x1000-0x10ff, then 0x1080-0x117f),
     // one reused exactly (0x2000), and one never reused.
@@ -69,8 +125,15 @@ describe('npm run profile (tools/profile.js)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'profile-spec-'));
     try {
       const json = path.join(dir, 'profile.json');
-      const r = spawnSync(process.execPath, [SCRIPT, '--seconds', '3', '--warmup', '2', '--rate', '150', '--json', json], { encoding: 'utf8', timeout: 200_000 });
+      const md = path.join(dir, 'README.md');
+      fs.writeFileSync(md, `# head\n\n${profile.MARKERS[0]}\nold table\n${profile.MARKERS[1]}\n\ntail\n`);
+      const r = spawnSync(process.execPath, [SCRIPT, '--seconds', '3', '--warmup', '2', '--rate', '150', '--json', json, '--write-file', md], { encoding: 'utf8', timeout: 200_000 });
       assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+      const written = fs.readFileSync(md, 'utf8');
+      assert.ok(written.startsWith(`# head\n\n${profile.MARKERS[0]}\nWritten by \`npm run profile -- --seconds 3 `), written);
+      assert.ok(written.endsWith(`${profile.MARKERS[1]}\n\ntail\n`), written);
+      assert.doesNotMatch(written, /old table/);
+      assert.match(written, /\| \*\*total \(\/proc\/<pid>\/stat\)\*\* \|\s+[\d.]+ \|\s+[\d.]+ \|/);
       const out = JSON.parse(fs.readFileSync(json, 'utf8')) as { results: Record<string, Result> };
       assert.deepEqual(Object.keys(out.results), ['bidder', 'baseline']);
       for (const [, label] of profile.BUCKETS) assert.ok(r.stdout.includes(`| ${label} |`), `the table has no row "${label}":\n${r.stdout}`);

@@ -67,6 +67,32 @@ function cpu(plan: Obj, usPerReq: number): Obj {
   return out;
 }
 
+/** The memory of each phase (tools/loadtest.js, phaseMemory): the host's RSS and two workers' GC. */
+function memoryPhases(plan: Obj): Obj {
+  const out: Obj = {};
+  for (const p of plan.phases as Obj[]) {
+    const peakByProcess = [
+      { name: 'worker 0', pid: 101, peakMB: 180, peakPssMB: 140 },
+      { name: 'worker 1', pid: 102, peakMB: 176, peakPssMB: 136 },
+      { name: 'shipper', pid: 103, peakMB: 120, peakPssMB: 90 },
+      { name: 'PM2 daemon', pid: 100, peakMB: 60, peakPssMB: 30 },
+    ];
+    const gc = ['0', '1'].map((worker) => ({
+      worker,
+      minutes: p.duration / 60,
+      markCompacts: 2,
+      markCompactsPerMinute: 4,
+      pauseMsPerMinute: 30,
+      markingMsPerMinute: 42,
+      markingMsPerMarkCompact: 10.5,
+      scavengesPerMinute: 600,
+      heap: { totalMB: 70, usedMB: 40, externalMB: 9, spacesMB: { new: 32, old: 30 } },
+    }));
+    out[p.name] = { host: { samples: p.duration, peakMB: 530, avgMB: 512, pss: { peakMB: 390, avgMB: 372, samples: p.duration }, peakByProcess }, gc };
+  }
+  return out;
+}
+
 /** The report object of a short reference run of the bidder and the baseline (5 s warm-up, 30 s at 1300/s). */
 export function fixtureReport(runId: string): Obj {
   const plan = planLib.makePlan(planLib.settings({ SCENARIO: 'reference', WARMUP_DURATION: '5s', DURATION: '30s', BUCKET: '2s' }));
@@ -98,6 +124,7 @@ export function fixtureReport(runId: string): Obj {
         data: k6Summary(plan, 0.9, 0.004, 0.62),
         cpu: cpu(plan, 380),
         memoryByWorker: [{ worker: 0, peakRssMB: 121 }, { worker: 1, peakRssMB: 118 }],
+        memoryPhases: memoryPhases(plan),
         restarts: 0,
         idleCores: 0.4,
         logs: {
