@@ -14,7 +14,7 @@ import { MType, NativeAssetKind, type BidRequest, type DsaRequest, type Imp, typ
 import { isJsonSafe } from '../targeting/candidate-json';
 import { bidAdrender } from '../targeting/dsa';
 import type { Match, NativeFill } from '../targeting/types';
-import type { PayloadCodec } from '../tracking/payload';
+import { type PayloadCodec, SIG_CHARS } from '../tracking/payload';
 import { bannerAdm, escapeHtml, EVENT_IMPRESSION, METHOD_IMG, nativeVersion, renderBanner, renderVast, trackingUrls, vastAdm, type TrackingUrls } from './markup';
 
 export { isJsonSafe };
@@ -120,8 +120,6 @@ export class BidWriter {
       pool,
       at,
     );
-    const packed = codec.packed;
-    const browser = codec.browserSig;
     const w = this.out;
     w.reset();
     w.raw('{"id":"');
@@ -137,10 +135,10 @@ export class BidWriter {
         const fills = m.native ?? [];
         if (fillsSafe(fills)) {
           w.byte(0x22);
-          writeNativeEscaped(w, imp.native!, fills, r, packed, browser);
+          writeNativeEscaped(w, imp.native!, fills, r, codec);
           w.byte(0x22);
         } else {
-          w.raw(nativeAdmLiteral(imp.native!, fills, this.urls(r, packed, browser), false));
+          w.raw(nativeAdmLiteral(imp.native!, fills, this.urls(r), false));
         }
         break;
       }
@@ -148,7 +146,7 @@ export class BidWriter {
         const mime = videoMime(c.video?.mimes ?? [], imp.video?.mimes ?? []);
         const t = cj.vast;
         if (t === null) {
-          w.literal(vastAdm(c, this.urls(r, packed, browser), uuidText(pool, at), mime));
+          w.literal(vastAdm(c, this.urls(r), uuidText(pool, at), mime));
           break;
         }
         // The parts a bid adds (tracking URLs, the bid id) need no escaping; the campaign's may.
@@ -157,11 +155,11 @@ export class BidWriter {
         piece(w, t.head, safe);
         writeUuidText(w, pool, at);
         piece(w, t.afterId, safe);
-        url(w, r.imp, packed, browser, false);
+        url(w, r.imp, codec, true, false);
         piece(w, t.afterImp, safe);
         piece(w, t.mimeHtml(mime), safe);
         piece(w, t.afterMime, safe);
-        url(w, r.click, packed, browser, false);
+        url(w, r.click, codec, true, false);
         piece(w, t.tail, safe);
         w.byte(0x22);
         break;
@@ -169,15 +167,15 @@ export class BidWriter {
       default: {
         const t = cj.banner;
         if (t === null) {
-          w.literal(bannerAdm(c, this.urls(r, packed, browser)));
+          w.literal(bannerAdm(c, this.urls(r)));
           break;
         }
         const safe = cj.bannerSafe;
         w.byte(0x22);
         piece(w, t.head, safe);
-        url(w, r.click, packed, browser, true);
+        url(w, r.click, codec, true, true);
         piece(w, t.mid, safe);
-        url(w, r.imp, packed, browser, true);
+        url(w, r.imp, codec, true, true);
         piece(w, t.tail, safe);
         w.byte(0x22);
       }
@@ -185,17 +183,16 @@ export class BidWriter {
     w.raw(cj.fields);
     w.raw(',"mtype":');
     w.num(m.mtype);
-    const s2s = codec.s2sSig;
     w.raw(',"nurl":"');
-    url(w, r.win, packed, s2s, false);
+    url(w, r.win, codec, false, false);
     w.raw(noticeParam);
     w.raw(WIN_QS);
     w.raw('","burl":"');
-    url(w, r.bill, packed, s2s, false);
+    url(w, r.bill, codec, false, false);
     w.raw(noticeParam);
     w.raw(WIN_QS);
     w.raw('","lurl":"');
-    url(w, r.loss, packed, s2s, false);
+    url(w, r.loss, codec, false, false);
     w.raw(noticeParam);
     w.raw(LOSS_QS);
     w.byte(0x22);
@@ -222,9 +219,10 @@ export class BidWriter {
     return text;
   }
 
-  /** The tracking URLs as strings (the markups' rare paths that are written as text). */
-  private urls(r: TrackingRoutes, packed: string, browser: string): TrackingUrls {
-    const q = `p=${packed}&s=${browser}`;
+  /** The browser tracking URLs of the codec's last payload as strings (the markups' rare paths that are written as text). */
+  private urls(r: TrackingRoutes): TrackingUrls {
+    const c = this.codec;
+    const q = `p=${c.text.toString('latin1', 0, c.packedChars)}&s=${c.text.toString('latin1', c.packedChars + SIG_CHARS, c.packedChars + 2 * SIG_CHARS)}`;
     return { click: r.click + q, imp: r.imp + q, clickHtml: r.click + q.replace('&', '&amp;'), impHtml: r.imp + q.replace('&', '&amp;') };
   }
 
@@ -308,13 +306,18 @@ function piece(w: ByteWriter, s: string, safe: boolean): void {
   else w.inner(s);
 }
 
-/** A tracking URL, `<route>p=<packed>&s=<sig>` (`&amp;` in HTML); every part needs no JSON escaping. */
-function url(w: ByteWriter, route: string, packed: string, sig: string, html: boolean): void {
+/**
+ * A tracking URL of the codec's last payload, `<route>p=<payload>&s=<signature>` (`&amp;` in HTML),
+ * with the browser signature or the server-to-server one; no part needs JSON escaping.
+ */
+function url(w: ByteWriter, route: string, codec: PayloadCodec, browser: boolean, html: boolean): void {
+  const n = codec.packedChars;
   w.raw(route);
   w.raw('p=');
-  w.raw(packed);
+  w.bytes(codec.text, 0, n);
   w.raw(html ? '&amp;s=' : '&s=');
-  w.raw(sig);
+  const at = browser ? n + SIG_CHARS : n;
+  w.bytes(codec.text, at, at + SIG_CHARS);
 }
 
 /**
@@ -523,7 +526,7 @@ function writeNative(n: NativeImp, fills: readonly NativeFill[], urls: TrackingU
  * `writeNative` in its escaped form (ESCAPED_KEYS), written into `w`: the fills are known safe
  * (fillsSafe), the tracking URLs (`route` + `p=<packed>&s=<sig>`) need no escaping.
  */
-function writeNativeEscaped(w: ByteWriter, n: NativeImp, fills: readonly NativeFill[], r: TrackingRoutes, packed: string, sig: string): void {
+function writeNativeEscaped(w: ByteWriter, n: NativeImp, fills: readonly NativeFill[], r: TrackingRoutes, codec: PayloadCodec): void {
   const k = ESCAPED_KEYS;
   const v = nativeVersion(n);
   if (v.legacy) w.raw(k.native);
@@ -559,13 +562,13 @@ function writeNativeEscaped(w: ByteWriter, n: NativeImp, fills: readonly NativeF
   }
   w.raw(k.link);
   w.raw(k.q);
-  url(w, r.click, packed, sig, false);
+  url(w, r.click, codec, true, false);
   w.raw(k.q);
   w.byte(0x7d);
   if (v.tracker !== null) {
     w.raw(v.tracker === 'eventtracker' ? k.eventtracker : k.imptrackers);
     w.raw(k.q);
-    url(w, r.imp, packed, sig, false);
+    url(w, r.imp, codec, true, false);
     w.raw(k.q);
     w.raw(v.tracker === 'eventtracker' ? '}]' : ']');
   }
