@@ -41,12 +41,15 @@ export class BidWriter {
   /** The tracking base URLs need neither HTML nor JSON escaping (checked once; true for any usual URL). */
   private readonly baseSafe: boolean;
   private readonly dsa: DsaWriter;
-  /** Where a bid is written (its bytes stay there until the next bid). */
+  /**
+   * Where the bids of one request are written, joined by commas (`out`'s bytes stay there until the
+   * next request's first bid), with the request and the characters of their texts so joined; -1
+   * after a bid written as text.
+   */
   private readonly out = new ByteWriter(8192);
   private readonly ids = new BidIds();
-  /** The text `bid` returned last and its byte length (in `out`); '' after a bid written as text. */
-  private lastBid = '';
-  private lastBytes = 0;
+  private req: BidRequest | null = null;
+  private chars = 0;
 
   constructor(
     trackingBaseUrl: string,
@@ -63,22 +66,25 @@ export class BidWriter {
 
   /**
    * The response around the bids (`bids`: their JSON texts joined by commas); `idJson` is the request
-   * id as a JSON string. When `bids` is the one bid `bid` wrote last, the response's UTF-8 bytes are
-   * written too, from that bid's bytes, and `responseBytes` hands them out: the text is then never
-   * made flat, nor encoded.
+   * id as a JSON string. When `bids` joins every bid `bid` wrote for the request (none was dropped
+   * for the answer's size: the auction keeps them in the order written, so a text as long as all of
+   * them is all of them), the response's UTF-8 bytes are written too, from the bids' bytes, and
+   * `responseBytes` hands them out: the text is then never made flat, nor encoded.
    */
   envelope(idJson: string, cur: string, bids: string): string {
     const curJson = JSON.stringify(cur);
     const body = `{"id":${idJson},"cur":${curJson},"seatbid":[{"bid":[${bids}]}]}`;
-    if (bids === this.lastBid && this.lastBid !== '') {
+    const all = this.req !== null && this.chars > 0 && bids.length === this.chars;
+    this.req = null;
+    if (all) {
       const w = this.out;
-      const bytes = Buffer.allocUnsafe(Buffer.byteLength(idJson) + Buffer.byteLength(curJson) + this.lastBytes + ENVELOPE_PARTS);
+      const bytes = Buffer.allocUnsafe(Buffer.byteLength(idJson) + Buffer.byteLength(curJson) + w.pos + ENVELOPE_PARTS);
       let p = writeText('{"id":', bytes, 0);
       p = writeText(idJson, bytes, p);
       p = writeText(',"cur":', bytes, p);
       p = writeText(curJson, bytes, p);
       p = writeText(',"seatbid":[{"bid":[', bytes, p);
-      p += w.buf.copy(bytes, p, 0, this.lastBytes);
+      p += w.buf.copy(bytes, p, 0, w.pos);
       if (writeText(']}]}', bytes, p) !== bytes.length) throw new Error('the response envelope miscounted its bytes');
       lastBody = body;
       lastBodyBytes = bytes;
@@ -92,7 +98,7 @@ export class BidWriter {
    */
   bid(req: BidRequest, imp: Imp, m: Match, cur: string, now: number, price: number, noticeParam: string): string {
     if (!this.baseSafe) {
-      this.lastBid = '';
+      this.req = null;
       return this.bidText(req, imp, m, cur, now, price, noticeParam, uuidv4());
     }
     const c = m.candidate;
@@ -121,7 +127,15 @@ export class BidWriter {
       at,
     );
     const w = this.out;
-    w.reset();
+    if (req === this.req) {
+      w.byte(0x2c);
+      this.chars++;
+    } else {
+      this.req = req;
+      this.chars = 0;
+      w.reset();
+    }
+    const start = w.pos;
     w.raw('{"id":"');
     writeUuidText(w, pool, at);
     w.raw('","impid":');
@@ -213,9 +227,8 @@ export class BidWriter {
     }
     this.dsa.write(w, m, req.dsa);
     w.byte(0x7d);
-    const text = w.text();
-    this.lastBid = text;
-    this.lastBytes = w.pos;
+    const text = w.buf.toString('utf8', start, w.pos);
+    this.chars += text.length;
     return text;
   }
 
