@@ -167,6 +167,13 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   /** Per source: the smoothed delay of its win (or bill) notices and of its loss notices after the bid (ms; NaN: none yet). */
   private readonly winDelay = new Float64Array(64).fill(NaN);
   private readonly lossDelay = new Float64Array(64).fill(NaN);
+  /**
+   * What the other workers share of segments not made here yet (key → each worker's compact counts
+   * and its decay factor, from the last sync): a segment is made when a bid or notice first needs it,
+   * taking its shared counts from here, so a sync allocates no segment (thousands made at once by
+   * a worker's first sync were tens of ms of garbage collection on its event loop).
+   */
+  private sharedPending = new Map<string, Array<[text: string, factor: number]>>();
   /** Bytes of this worker's shared state per exchange (MAX_SHARED_BYTES). */
   private readonly sharedBytes = new Map<string, number>();
 
@@ -320,6 +327,14 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     if (this.segments.size >= MAX_SEGMENTS) return parent;
     const made = new Segment(parent.q, parent, parent.level + 1);
     this.segments.set(key, made);
+    const shared = this.sharedPending.get(key);
+    if (shared !== undefined) {
+      // The other workers' counts of the last sync; estimated at the next tick (until then its parent prices its bids).
+      const others = new Counts();
+      for (const [text, f] of shared) others.addCompact(text, f);
+      made.others = others;
+      this.queueUpdate(made);
+    }
     return made;
   }
 
@@ -473,6 +488,16 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       // Each segment's other workers' counts are summed in place, into a second buffer kept from sync to sync (no garbage per sync).
       const mark = ++this.syncMark;
       const touched: Segment[] = [];
+      const pending = new Map<string, Array<[string, number]>>();
+      const addShared = (seg: Segment, text: string, f: number): void => {
+        if (seg.syncMark !== mark) {
+          seg.syncMark = mark;
+          if (seg.othersNext === null) seg.othersNext = new Counts();
+          else seg.othersNext.scale(0);
+          touched.push(seg);
+        }
+        seg.othersNext!.addCompact(text, f);
+      };
       for (const m of members) {
         let cursor = '0';
         do {
@@ -484,20 +509,26 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
             const colon = text.indexOf(':');
             const at = colon < 0 ? NaN : Number(text.slice(0, colon));
             if (!Number.isFinite(at)) continue;
-            const seg = flat[i] === POOL ? this.pool : this.segment(flat[i]);
-            if (seg === null) continue;
-            if (seg.syncMark !== mark) {
-              seg.syncMark = mark;
-              if (seg.othersNext === null) seg.othersNext = new Counts();
-              else seg.othersNext.scale(0);
-              touched.push(seg);
+            const f = Math.pow(0.5, Math.max(0, now - at) / this.settings.halfLifeMs);
+            const seg = flat[i] === POOL ? this.pool : this.segments.get(flat[i]);
+            if (seg !== undefined) addShared(seg, text.slice(colon + 1), f);
+            else if (parentKey(flat[i]) !== null && (pending.has(flat[i]) || pending.size < MAX_SEGMENTS)) {
+              // Not made here yet: kept as text until a bid or notice needs it (segment()).
+              let list = pending.get(flat[i]);
+              if (list === undefined) pending.set(flat[i], (list = []));
+              list.push([text.slice(colon + 1), f]);
             }
-            seg.othersNext!.addCompact(text.slice(colon + 1), Math.pow(0.5, Math.max(0, now - at) / this.settings.halfLifeMs));
           }
           this.slice(t0);
           await yieldTurn();
         } while (cursor !== '0');
       }
+      // Segments made while this sync read (a bid or notice needed them): their shared counts are this sync's.
+      for (const [k, list] of pending) {
+        const seg = this.segments.get(k);
+        if (seg !== undefined) for (const [text, f] of list) addShared(seg, text, f);
+      }
+      this.sharedPending = pending;
       // Updated at the next ticks, at most MAX_BID_UPDATES a tick (thousands of segments at once would stall one).
       for (const seg of touched) {
         const previous = seg.others;
@@ -541,7 +572,16 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
 
   /** The estimate a segment bids from (tests, the simulator's report). */
   cdfOf(key: string): Float64Array {
-    const s = this.segments.get(key);
-    return s !== undefined && s.weight > 0 ? s.cdf : this.pool.cdf;
+    const s = this.segments.get(key) ?? (parentKey(key) !== null ? this.segment(key) : null);
+    if (s === null) return this.pool.cdf;
+    // Made now, or waiting for the next tick: estimated at once, coarse levels first.
+    const chain: Segment[] = [];
+    for (let t: Segment | null = s; t !== null; t = t.parent) if (t.queued) chain.push(t);
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const t = chain[i];
+      updateSegment(t, t.parent === null ? this.basePrior : t.parent.q, this.settings, this.clock.now());
+      t.queued = false;
+    }
+    return s.weight > 0 ? s.cdf : this.pool.cdf;
   }
 }
