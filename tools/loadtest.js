@@ -142,12 +142,18 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
   log(`loadtest: ${name}: ${k6Cpus ? `taskset -c ${k6Cpus} ` : ''}GOGC=${GOGC} k6 run ${shown.join(' ')} k6/${script}.js`);
   // The server's CPU at rest, for reading per-request figures at low rates.
   let idleCores = null;
+  let idleMemory = null;
   if (pids.length) {
     const idleA = pids.map(cpuSeconds);
     const idleT = Date.now();
     await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
     const idleB = pids.map(cpuSeconds);
     idleCores = idleA.reduce((acc, v, i) => acc + (idleB[i] ?? NaN) - (v ?? NaN), 0) / ((Date.now() - idleT) / 1000);
+    // The host's memory at rest, summed as in phaseMemory(): null when a process could not be read.
+    const sum = (read) => pids.reduce((acc, pid) => acc + (read(pid) ?? NaN), 0);
+    const rss = sum((pid) => (memory(pid) || {}).rssMB);
+    const pss = sum(pssMB);
+    idleMemory = { rssMB: Number.isFinite(rss) ? rss : null, pssMB: Number.isFinite(pss) ? pss : null };
   }
 
   // k6 runs in its own process group: a Ctrl-C reaches it once, forwarded from here (a second one
@@ -271,6 +277,7 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
   return {
     name, script, url: target, exitCode, data, plan, t0, snaps, final, pids, workers: procs, helpers, daemonPid: daemon, memoryByWorker, rssSamples, restarts,
     idleCores: idleCores !== null && Number.isFinite(idleCores) ? idleCores : null,
+    idleMemory,
     k6Last,
     k6Cpus,
   };

@@ -2,6 +2,7 @@ import { Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common'
 import { Registry } from 'prom-client';
 import type { HttpAnswer } from '../http/answer';
 import { HttpServers } from '../http/http.module';
+import { Route } from '../http/route.decorator';
 import { CUT_REASONS, type RouteRequest } from '../http/server';
 import { ClusterMetrics } from './cluster-metrics';
 import { MetricsService } from './metrics.service';
@@ -19,9 +20,6 @@ export class MetricsRoutes implements OnModuleInit {
 
   onModuleInit(): void {
     if (this.servers === null) return;
-    const admin = this.servers.admin;
-    admin.route({ method: 'GET', path: '/metrics', route: { handle: () => this.worker() } });
-    admin.route({ method: 'GET', path: '/metrics/cluster', route: { handle: (r) => this.machine(r) } });
     const s = this.servers.stats;
     this.metrics.counter(
       'bidder_http_connections_cut_total',
@@ -38,6 +36,7 @@ export class MetricsRoutes implements OnModuleInit {
   }
 
   /** This worker's figures, every series labelled `worker`. */
+  @Route({ method: 'GET', path: '/metrics', on: 'admin' })
   async worker(): Promise<HttpAnswer> {
     return prometheus(await this.metrics.render());
   }
@@ -47,6 +46,7 @@ export class MetricsRoutes implements OnModuleInit {
    * `?by=worker` each worker's series with its `worker` label (what Prometheus should scrape:
    * a worker's restart then resets only its own series).
    */
+  @Route({ method: 'GET', path: '/metrics/cluster', on: 'admin' })
   async machine(r: RouteRequest): Promise<HttpAnswer> {
     try {
       return prometheus(await this.cluster.machine(r.query.by === 'worker'));

@@ -95,6 +95,7 @@ function target(run, lib, cpus) {
     memory: run.memoryByWorker,
     restarts: run.restarts,
     idleServerCores: run.idleCores,
+    idleMemory: run.idleMemory || null,
     logs: run.logs || null,
   };
   if (!data) return t;

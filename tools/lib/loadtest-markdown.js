@@ -149,15 +149,17 @@ function memoryTable(rep, lines, h) {
     '',
     `${h} Memory at ${rep.settings.rate}/s: the host's resident memory and each worker's garbage collections`,
     '',
-    '| server | host memory, PSS summed: peak / average (PM2 daemon + workers + shipper) | RSS summed: peak / average | peak RSS (PSS) by process | mark-compacts per minute per worker | marking ms per minute (per mark-compact) | scavenges per minute | V8 heap at the end: committed / used, external |',
+    '| server | host memory, PSS summed: peak / average (PM2 daemon + workers + shipper) (at rest before) | RSS summed: peak / average (at rest before) | peak RSS (PSS) by process | mark-compacts per minute per worker | marking ms per minute (per mark-compact) | scavenges per minute | V8 heap at the end: committed / used, external |',
     '|---|---|---|---|---|---|---|---|',
   );
+  const rest = (mb) => (mb === null || mb === undefined ? '' : ` (${f(mb, 0)} MB)`);
   const each = (gc, fn) => (gc && gc.length ? gc.map(fn).join(' / ') : '–');
   for (const name of names) {
     const m = rep.targets[name].main.memory;
+    const idle = rep.targets[name].idleMemory || {};
     const gc = m.gc;
     lines.push(
-      `| ${label(name, rep)} | ${m.host.pss ? `**${f(m.host.pss.peakMB, 0)}** / ${f(m.host.pss.avgMB, 0)} MB` : '–'} | ${f(m.host.peakMB, 0)} / ${f(m.host.avgMB, 0)} MB | ` +
+      `| ${label(name, rep)} | ${m.host.pss ? `**${f(m.host.pss.peakMB, 0)}** / ${f(m.host.pss.avgMB, 0)} MB${rest(idle.pssMB)}` : '–'} | ${f(m.host.peakMB, 0)} / ${f(m.host.avgMB, 0)} MB${rest(idle.rssMB)} | ` +
         `${m.host.peakByProcess.map((p) => `${p.name} ${f(p.peakMB, 0)}${p.peakPssMB === null || p.peakPssMB === undefined ? '' : ` (${f(p.peakPssMB, 0)})`}`).join(', ')} MB | ` +
         `${each(gc, (w) => f(w.markCompactsPerMinute, 1))} | ${each(gc, (w) => `${f(w.markingMsPerMinute, 0)} (${w.markingMsPerMarkCompact === null ? '–' : f(w.markingMsPerMarkCompact, 1)})`)} | ` +
         `${each(gc, (w) => f(w.scavengesPerMinute, 0))} | ${each(gc, (w) => (w.heap ? `${f(w.heap.totalMB, 0)} / ${f(w.heap.usedMB, 0)}, ${f(w.heap.externalMB, 0)} MB` : '–'))} |`,
@@ -167,7 +169,7 @@ function memoryTable(rep, lines, h) {
     '',
     'Host memory: every process the server\'s PM2 daemon runs and the daemon itself, read each second during the measured phase and summed per reading: ' +
       'PSS (`/proc/<pid>/smaps_rollup`: a page shared by n processes counts 1/n, so the Node binary\'s code that every process maps is counted once: what the host holds for them) ' +
-      'and VmRSS (each process\'s shared pages counted again in each: an upper bound). ' +
+      'and VmRSS (each process\'s shared pages counted again in each: an upper bound); at rest: the same sums just before the load, after the cluster started or the previous run. ' +
       'Garbage collections: each worker\'s own /metrics at the phase\'s start and end (prom-client\'s `nodejs_gc_duration_seconds`, from Node\'s PerformanceObserver); ' +
       'marking time is the main thread\'s, in mark-compact pauses and incremental marking steps (the concurrent marking on V8\'s helper thread is not in it). Figures per worker are in worker order.',
   );
