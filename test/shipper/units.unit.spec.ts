@@ -138,7 +138,7 @@ describe('ParquetStore (real DuckDB, real files)', () => {
     }
   });
 
-  it('a record longer than the fast path reads (16 MiB) is stored whole by the slow path', async () => {
+  it('a record longer than the fast path reads (2 MiB) is stored whole by the slow path', async () => {
     const d = dir();
     const store = new ParquetStore({ dir: d, shipperId: 'u', threads: 1, memoryMb: 512 });
     await store.open();

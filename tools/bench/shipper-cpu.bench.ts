@@ -3,7 +3,7 @@
  * measured in a minute: realistic frames on a real local Redis, then per round the shipper's own
  * code — claim (src/shipper/shipper-redis.ts), toBatch, ParquetStore.store (stage, DuckDB load,
  * Parquet COPY, fsync) and remove — with its default settings (SHIP_BATCH_FRAMES 256,
- * SHIP_BATCH_BYTES 8 MiB, SHIP_DUCKDB_THREADS 1, SHIP_DUCKDB_MEMORY_MB 1024).
+ * SHIP_BATCH_BYTES 8 MiB, SHIP_DUCKDB_THREADS 1, SHIP_DUCKDB_MEMORY_MB 256).
  *
  *   npm run build:test && node_modules/.bin/node --expose-gc .test-build/tools/bench/shipper-cpu.bench.js [--rounds 6] [--records 26000] [--frames 10]
  *
@@ -171,7 +171,7 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shipcpu-'));
   const key = 'bench:shipcpu';
   const shipperId = 'bench';
-  const store = new ParquetStore({ dir, shipperId, threads: 1, memoryMb: 1024 });
+  const store = new ParquetStore({ dir, shipperId, threads: 1, memoryMb: 256 });
   const redis = new ShipperRedis({ mode: 'single', url: srv.url, nodes: [] }, shipperId, 'bench-token');
   const gc = (globalThis as { gc?: () => void }).gc;
   try {
