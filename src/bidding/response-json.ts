@@ -14,7 +14,7 @@ import { MType, NativeAssetKind, type BidRequest, type DsaRequest, type Imp, typ
 import { isJsonSafe } from '../targeting/candidate-json';
 import { bidAdrender } from '../targeting/dsa';
 import type { Match, NativeFill } from '../targeting/types';
-import type { PayloadCodec } from '../tracking/payload';
+import { type PayloadCodec, SIG_CHARS } from '../tracking/payload';
 import { bannerAdm, escapeHtml, EVENT_IMPRESSION, METHOD_IMG, nativeVersion, renderBanner, renderVast, trackingUrls, vastAdm, type TrackingUrls } from './markup';
 
 export { isJsonSafe };
@@ -41,12 +41,15 @@ export class BidWriter {
   /** The tracking base URLs need neither HTML nor JSON escaping (checked once; true for any usual URL). */
   private readonly baseSafe: boolean;
   private readonly dsa: DsaWriter;
-  /** Where a bid is written (its bytes stay there until the next bid). */
+  /**
+   * Where the bids of one request are written, joined by commas (`out`'s bytes stay there until the
+   * next request's first bid), with the request and the characters of their texts so joined; -1
+   * after a bid written as text.
+   */
   private readonly out = new ByteWriter(8192);
   private readonly ids = new BidIds();
-  /** The text `bid` returned last and its byte length (in `out`); '' after a bid written as text. */
-  private lastBid = '';
-  private lastBytes = 0;
+  private req: BidRequest | null = null;
+  private chars = 0;
 
   constructor(
     trackingBaseUrl: string,
@@ -63,22 +66,25 @@ export class BidWriter {
 
   /**
    * The response around the bids (`bids`: their JSON texts joined by commas); `idJson` is the request
-   * id as a JSON string. When `bids` is the one bid `bid` wrote last, the response's UTF-8 bytes are
-   * written too, from that bid's bytes, and `responseBytes` hands them out: the text is then never
-   * made flat, nor encoded.
+   * id as a JSON string. When `bids` joins every bid `bid` wrote for the request (none was dropped
+   * for the answer's size: the auction keeps them in the order written, so a text as long as all of
+   * them is all of them), the response's UTF-8 bytes are written too, from the bids' bytes, and
+   * `responseBytes` hands them out: the text is then never made flat, nor encoded.
    */
   envelope(idJson: string, cur: string, bids: string): string {
     const curJson = JSON.stringify(cur);
     const body = `{"id":${idJson},"cur":${curJson},"seatbid":[{"bid":[${bids}]}]}`;
-    if (bids === this.lastBid && this.lastBid !== '') {
+    const all = this.req !== null && this.chars > 0 && bids.length === this.chars;
+    this.req = null;
+    if (all) {
       const w = this.out;
-      const bytes = Buffer.allocUnsafe(Buffer.byteLength(idJson) + Buffer.byteLength(curJson) + this.lastBytes + ENVELOPE_PARTS);
+      const bytes = Buffer.allocUnsafe(Buffer.byteLength(idJson) + Buffer.byteLength(curJson) + w.pos + ENVELOPE_PARTS);
       let p = writeText('{"id":', bytes, 0);
       p = writeText(idJson, bytes, p);
       p = writeText(',"cur":', bytes, p);
       p = writeText(curJson, bytes, p);
       p = writeText(',"seatbid":[{"bid":[', bytes, p);
-      p += w.buf.copy(bytes, p, 0, this.lastBytes);
+      p += w.buf.copy(bytes, p, 0, w.pos);
       if (writeText(']}]}', bytes, p) !== bytes.length) throw new Error('the response envelope miscounted its bytes');
       lastBody = body;
       lastBodyBytes = bytes;
@@ -92,7 +98,7 @@ export class BidWriter {
    */
   bid(req: BidRequest, imp: Imp, m: Match, cur: string, now: number, price: number, noticeParam: string): string {
     if (!this.baseSafe) {
-      this.lastBid = '';
+      this.req = null;
       return this.bidText(req, imp, m, cur, now, price, noticeParam, uuidv4());
     }
     const c = m.candidate;
@@ -120,10 +126,16 @@ export class BidWriter {
       pool,
       at,
     );
-    const packed = codec.packed;
-    const browser = codec.browserSig;
     const w = this.out;
-    w.reset();
+    if (req === this.req) {
+      w.byte(0x2c);
+      this.chars++;
+    } else {
+      this.req = req;
+      this.chars = 0;
+      w.reset();
+    }
+    const start = w.pos;
     w.raw('{"id":"');
     writeUuidText(w, pool, at);
     w.raw('","impid":');
@@ -137,10 +149,10 @@ export class BidWriter {
         const fills = m.native ?? [];
         if (fillsSafe(fills)) {
           w.byte(0x22);
-          writeNativeEscaped(w, imp.native!, fills, r, packed, browser);
+          writeNativeEscaped(w, imp.native!, fills, r, codec);
           w.byte(0x22);
         } else {
-          w.raw(nativeAdmLiteral(imp.native!, fills, this.urls(r, packed, browser), false));
+          w.raw(nativeAdmLiteral(imp.native!, fills, this.urls(r), false));
         }
         break;
       }
@@ -148,7 +160,7 @@ export class BidWriter {
         const mime = videoMime(c.video?.mimes ?? [], imp.video?.mimes ?? []);
         const t = cj.vast;
         if (t === null) {
-          w.literal(vastAdm(c, this.urls(r, packed, browser), uuidText(pool, at), mime));
+          w.literal(vastAdm(c, this.urls(r), uuidText(pool, at), mime));
           break;
         }
         // The parts a bid adds (tracking URLs, the bid id) need no escaping; the campaign's may.
@@ -157,11 +169,11 @@ export class BidWriter {
         piece(w, t.head, safe);
         writeUuidText(w, pool, at);
         piece(w, t.afterId, safe);
-        url(w, r.imp, packed, browser, false);
+        url(w, r.imp, codec, true, false);
         piece(w, t.afterImp, safe);
         piece(w, t.mimeHtml(mime), safe);
         piece(w, t.afterMime, safe);
-        url(w, r.click, packed, browser, false);
+        url(w, r.click, codec, true, false);
         piece(w, t.tail, safe);
         w.byte(0x22);
         break;
@@ -169,15 +181,15 @@ export class BidWriter {
       default: {
         const t = cj.banner;
         if (t === null) {
-          w.literal(bannerAdm(c, this.urls(r, packed, browser)));
+          w.literal(bannerAdm(c, this.urls(r)));
           break;
         }
         const safe = cj.bannerSafe;
         w.byte(0x22);
         piece(w, t.head, safe);
-        url(w, r.click, packed, browser, true);
+        url(w, r.click, codec, true, true);
         piece(w, t.mid, safe);
-        url(w, r.imp, packed, browser, true);
+        url(w, r.imp, codec, true, true);
         piece(w, t.tail, safe);
         w.byte(0x22);
       }
@@ -185,17 +197,16 @@ export class BidWriter {
     w.raw(cj.fields);
     w.raw(',"mtype":');
     w.num(m.mtype);
-    const s2s = codec.s2sSig;
     w.raw(',"nurl":"');
-    url(w, r.win, packed, s2s, false);
+    url(w, r.win, codec, false, false);
     w.raw(noticeParam);
     w.raw(WIN_QS);
     w.raw('","burl":"');
-    url(w, r.bill, packed, s2s, false);
+    url(w, r.bill, codec, false, false);
     w.raw(noticeParam);
     w.raw(WIN_QS);
     w.raw('","lurl":"');
-    url(w, r.loss, packed, s2s, false);
+    url(w, r.loss, codec, false, false);
     w.raw(noticeParam);
     w.raw(LOSS_QS);
     w.byte(0x22);
@@ -216,15 +227,15 @@ export class BidWriter {
     }
     this.dsa.write(w, m, req.dsa);
     w.byte(0x7d);
-    const text = w.text();
-    this.lastBid = text;
-    this.lastBytes = w.pos;
+    const text = w.buf.toString('utf8', start, w.pos);
+    this.chars += text.length;
     return text;
   }
 
-  /** The tracking URLs as strings (the markups' rare paths that are written as text). */
-  private urls(r: TrackingRoutes, packed: string, browser: string): TrackingUrls {
-    const q = `p=${packed}&s=${browser}`;
+  /** The browser tracking URLs of the codec's last payload as strings (the markups' rare paths that are written as text). */
+  private urls(r: TrackingRoutes): TrackingUrls {
+    const c = this.codec;
+    const q = `p=${c.text.toString('latin1', 0, c.packedChars)}&s=${c.text.toString('latin1', c.packedChars + SIG_CHARS, c.packedChars + 2 * SIG_CHARS)}`;
     return { click: r.click + q, imp: r.imp + q, clickHtml: r.click + q.replace('&', '&amp;'), impHtml: r.imp + q.replace('&', '&amp;') };
   }
 
@@ -308,13 +319,18 @@ function piece(w: ByteWriter, s: string, safe: boolean): void {
   else w.inner(s);
 }
 
-/** A tracking URL, `<route>p=<packed>&s=<sig>` (`&amp;` in HTML); every part needs no JSON escaping. */
-function url(w: ByteWriter, route: string, packed: string, sig: string, html: boolean): void {
+/**
+ * A tracking URL of the codec's last payload, `<route>p=<payload>&s=<signature>` (`&amp;` in HTML),
+ * with the browser signature or the server-to-server one; no part needs JSON escaping.
+ */
+function url(w: ByteWriter, route: string, codec: PayloadCodec, browser: boolean, html: boolean): void {
+  const n = codec.packedChars;
   w.raw(route);
   w.raw('p=');
-  w.raw(packed);
+  w.bytes(codec.text, 0, n);
   w.raw(html ? '&amp;s=' : '&s=');
-  w.raw(sig);
+  const at = browser ? n + SIG_CHARS : n;
+  w.bytes(codec.text, at, at + SIG_CHARS);
 }
 
 /**
@@ -523,7 +539,7 @@ function writeNative(n: NativeImp, fills: readonly NativeFill[], urls: TrackingU
  * `writeNative` in its escaped form (ESCAPED_KEYS), written into `w`: the fills are known safe
  * (fillsSafe), the tracking URLs (`route` + `p=<packed>&s=<sig>`) need no escaping.
  */
-function writeNativeEscaped(w: ByteWriter, n: NativeImp, fills: readonly NativeFill[], r: TrackingRoutes, packed: string, sig: string): void {
+function writeNativeEscaped(w: ByteWriter, n: NativeImp, fills: readonly NativeFill[], r: TrackingRoutes, codec: PayloadCodec): void {
   const k = ESCAPED_KEYS;
   const v = nativeVersion(n);
   if (v.legacy) w.raw(k.native);
@@ -559,13 +575,13 @@ function writeNativeEscaped(w: ByteWriter, n: NativeImp, fills: readonly NativeF
   }
   w.raw(k.link);
   w.raw(k.q);
-  url(w, r.click, packed, sig, false);
+  url(w, r.click, codec, true, false);
   w.raw(k.q);
   w.byte(0x7d);
   if (v.tracker !== null) {
     w.raw(v.tracker === 'eventtracker' ? k.eventtracker : k.imptrackers);
     w.raw(k.q);
-    url(w, r.imp, packed, sig, false);
+    url(w, r.imp, codec, true, false);
     w.raw(k.q);
     w.raw(v.tracker === 'eventtracker' ? '}]' : ']');
   }

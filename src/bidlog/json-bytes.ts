@@ -172,11 +172,10 @@ export class ByteWriter {
     this.buf[this.pos++] = c;
   }
 
-  /** `bytes[0, length)` as they are. */
-  bytes(bytes: Buffer, length = bytes.length): void {
-    this.room(length);
-    bytes.copy(this.buf, this.pos, 0, length);
-    this.pos += length;
+  /** `bytes[start, end)` as they are. */
+  bytes(bytes: Buffer, start = 0, end = bytes.length): void {
+    this.room(end - start);
+    this.pos += bytes.copy(this.buf, this.pos, start, end);
   }
 
   /** What was written, as text. */

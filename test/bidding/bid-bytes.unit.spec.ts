@@ -83,17 +83,20 @@ describe('a bid written as bytes (BidWriter.bid) against its text by concatenati
     assert.ok(n > 100);
   });
 
-  it('two bids: the response is their text encoded', () => {
-    const req = parseBidRequest({ id: 'r', imp: [{ id: '1', banner: { w: 300, h: 250 } }, { id: '2', banner: { w: 300, h: 250 } }] });
+  it('several bids: the response bytes equal its text, whichever bids the auction kept', () => {
+    const req = parseBidRequest({ id: 'r', imp: [{ id: '1', banner: { w: 300, h: 250 } }, { id: '2', banner: { w: 300, h: 250 } }, { id: '3', banner: { w: 300, h: 250 } }] });
     const c = candidate('x', false);
     const m: Match = { candidate: c, mtype: MType.Banner, price: 1, dealId: null, size: { w: 300, h: 250 }, native: null, json: new CandidateJson(c) };
-    const a = writer.bid(req, req.imps[0], m, 'EUR', 1, 1, '');
-    const b = writer.bid(req, req.imps[1], m, 'EUR', 1, 1, '');
-    const env = writer.envelope('"r"', 'EUR', `${a},${b}`);
-    const bytes = responseBytes(env);
-    assert.equal(bytes.toString('utf8'), env);
-    assert.equal((JSON.parse(env) as { seatbid: Array<{ bid: unknown[] }> }).seatbid[0].bid.length, 2);
-    // Handed out once: a later text is encoded.
-    assert.notEqual(responseBytes(env), bytes);
+    for (const keep of [[0, 1, 2], [0, 1], [1, 2], [0, 2], [0], [1], [2]]) {
+      // A fresh request object each time, as the auction gets one per request.
+      const r = { ...req };
+      const texts = [0, 1, 2].map((i) => writer.bid(r, r.imps[i], m, 'EUR', 1, 1, ''));
+      const env = writer.envelope('"r"', 'EUR', keep.map((i) => texts[i]).join(','));
+      const bytes = responseBytes(env);
+      assert.equal(bytes.toString('utf8'), env, `kept ${keep.join(',')}`);
+      assert.equal((JSON.parse(env) as { seatbid: Array<{ bid: unknown[] }> }).seatbid[0].bid.length, keep.length);
+      // Handed out once: a later text is encoded.
+      assert.notEqual(responseBytes(env), bytes);
+    }
   });
 });
