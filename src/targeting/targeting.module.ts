@@ -1,5 +1,6 @@
 import { Injectable, Module, type OnModuleInit } from '@nestjs/common';
 import { MetricsService } from '../metrics/metrics.service';
+import { CampaignFile, CampaignSource } from './campaign-file';
 import { CampaignStore } from './campaign-store';
 import { CampaignWatcher } from './campaign-watcher';
 
@@ -21,5 +22,6 @@ class TargetingMetrics implements OnModuleInit {
   }
 }
 
-@Module({ providers: [CampaignStore, CampaignWatcher, TargetingMetrics], exports: [CampaignStore, CampaignWatcher] })
+/** Campaigns: the campaign file (CampaignSource), the candidate index in use (CampaignStore), its reload (CampaignWatcher). */
+@Module({ providers: [{ provide: CampaignSource, useClass: CampaignFile }, CampaignStore, CampaignWatcher, TargetingMetrics], exports: [CampaignStore, CampaignWatcher] })
 export class TargetingModule {}
