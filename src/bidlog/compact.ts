@@ -6,9 +6,8 @@
  * The field names and types are `CompactRequest` and `CompactResponse` in records.ts.
  */
 import { hash } from 'node:crypto';
-import type { FieldBytes } from '../log/log-line';
 import type { BidRequest } from '../openrtb/types';
-import { ByteWriter } from './json-bytes';
+import { ByteWriter, type FieldBytes } from './json-bytes';
 import { wellFormedJson } from './well-formed';
 import type { CandidateIndex } from '../targeting/campaign-store';
 

@@ -126,14 +126,7 @@ export function lineText(p: LineParts): string {
   return `${p.head}${tail}${p.after}}\n`;
 }
 
-/**
- * Members already serialized (`,"key":value…`) held as UTF-8 bytes: `buf[0, length)`, well-formed
- * (src/bidlog/compact.ts writes them so). Copied into the log as they are.
- */
-export interface FieldBytes {
-  readonly buf: Buffer;
-  readonly length: number;
-}
+export type { FieldBytes } from '../bidlog/json-bytes';
 
 /** `,"<key>":` per field name as UTF-8 bytes, made once per name (as `prefix` above). */
 const prefixBytes = new Map<string, Uint8Array>();
