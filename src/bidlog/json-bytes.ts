@@ -9,7 +9,7 @@ import { wellFormedJson } from './well-formed';
 
 /**
  * Members already serialized (`,"key":value…`) held as UTF-8 bytes: `buf[0, length)`, well-formed
- * (compact.ts writes them so). The log copies them into a line as they are.
+ * (compact.ts writes them so). Copied into the log as they are.
  */
 export interface FieldBytes {
   readonly buf: Buffer;

@@ -1,5 +1,7 @@
 import type { LogRecord } from '../bidlog/records';
 import { copyBytes, JSON_BYTES_PER_UNIT, writeJsonString, writeNumber } from '../bidlog/json-bytes';
+
+export type { FieldBytes } from '../bidlog/json-bytes';
 import { wellFormedJson, wellFormedJsonBytes } from '../bidlog/well-formed';
 
 /** The record types, quoted once. */
@@ -125,8 +127,6 @@ export function lineText(p: LineParts): string {
   const tail = p.tail === null ? '' : typeof p.tail === 'string' ? (p.tail.length === 0 ? 'null' : p.tail) : Buffer.from(p.tail).toString('utf8');
   return `${p.head}${tail}${p.after}}\n`;
 }
-
-export type { FieldBytes } from '../bidlog/json-bytes';
 
 /** `,"<key>":` per field name as UTF-8 bytes, made once per name (as `prefix` above). */
 const prefixBytes = new Map<string, Uint8Array>();
