@@ -11,6 +11,7 @@
 // against a bidder deployed elsewhere.
 const { spawn, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
+const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { findK6 } = require('./lib/loadtest-k6');
@@ -96,6 +97,25 @@ async function redisCpu(conns) {
   }
 }
 
+/** `shipper_records_shipped_total` of the shipper whose metrics are at `url`, or null. */
+function recordsShipped(url) {
+  if (!url) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    const req = http.get(`${url}/metrics`, { agent: false, timeout: 1000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => {
+        const m = /^shipper_records_shipped_total (\S+)$/m.exec(body);
+        resolve(res.statusCode === 200 && m ? Number(m[1]) : null);
+      });
+      res.on('error', () => resolve(null));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve(null));
+  });
+}
+
 /**
  * Runs k6 (`script`: bid or minimal) against the bid endpoint `target` while sampling the
  * server's processes and k6's own CPU. `server.pm2Home` gives the PM2 daemon, the workers and the
@@ -169,10 +189,12 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
   });
 
   const snaps = new Map(); // seconds since t0 -> snapshot
+  // The shipper's records shipped so far (its metrics port), for its CPU per record shipped.
+  const shipperUrl = helpers.length && server && server.shipperUrl ? server.shipperUrl : null;
   const take = async () => {
     const cpu = {};
     for (const pid of pids) cpu[pid] = cpuSeconds(pid);
-    const snap = { t: Date.now(), cpu, k6: cpuSeconds(child.pid), machine: machineCpu(), redis: await redisCpu(redisConn) };
+    const snap = { t: Date.now(), cpu, k6: cpuSeconds(child.pid), machine: machineCpu(), redis: await redisCpu(redisConn), shipped: await recordsShipped(shipperUrl) };
     // Each worker's GC counters (its own /metrics on the admin port), after the CPU readings.
     if (server && server.adminUrl && procs.length) snap.gc = await scrapeWorkers(`${server.adminUrl}/metrics`, procs.length);
     return snap;
@@ -307,6 +329,8 @@ function phaseCpu(run) {
       workersCpu: run.workers.map((w) => delta(w.pid)),
       // The other processes of the server's PM2 daemon (the shipper), included in serverCpu.
       helpersCpu: (run.helpers || []).length ? run.helpers.reduce((acc, h) => acc + (delta(h.pid) ?? NaN), 0) : null,
+      // Records the shipper stored during the phase (it ships in batches, so the phase's edges cut them as they cut its CPU).
+      shippedRecords: a.shipped !== null && a.shipped !== undefined && b.shipped !== null && b.shipped !== undefined ? b.shipped - a.shipped : null,
       redisCpu: a.redis !== null && b.redis !== null ? b.redis - a.redis : null,
       k6Cpu: a.k6 !== null && k6End !== null ? k6End - a.k6 : null,
       machineBusy: b.machine.busy - a.machine.busy,
@@ -611,6 +635,7 @@ async function main() {
         const bidder = await cluster.startBidder({ workers: o.workers, port, redisUrl: redis.url, redisNodes: redis.nodes, logKey, log, volatileRedis: redis.started });
         bidder.logWait = o.logWait;
         bidder.adminUrl = `http://127.0.0.1:${bidder.startedPm2 ? ports.admin : ports.running.admin}`;
+        bidder.shipperUrl = `http://127.0.0.1:${bidder.startedPm2 ? ports.shipper : ports.running.shipper}`;
         bidder.target = `${bidder.url}/openrtb2/bid`;
         if (!bidder.startedPm2) {
           let built = 0;

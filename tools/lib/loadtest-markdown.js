@@ -13,6 +13,13 @@ const PUBLISHED = [
   ['reference Go/Gin, with the async log', [2.17, 2.0, 2.14, 3.41, 11.4]],
 ];
 
+/** The shipper's cell: CPU per bid request, then its share of the workers' and daemon's CPU and its CPU per record shipped. */
+function shipperCell(c) {
+  if (!c || c.shipperUsPerReq === null || c.shipperUsPerReq === undefined) return '–';
+  const more = [c.shipperShare !== null && c.shipperShare !== undefined ? pct(c.shipperShare, 1) : null, c.shipperUsPerRecord ? `${f(c.shipperUsPerRecord, 1)} µs per record` : null].filter(Boolean);
+  return `${f(c.shipperUsPerReq, 1)} µs${more.length ? ` (${more.join('; ')})` : ''}`;
+}
+
 function label(name, rep) {
   const t = rep.targets[name];
   const w = t && t.server ? t.server.workers : '?';
@@ -112,7 +119,7 @@ function mainTables(rep, lines, h) {
   }
   lines.push('', `${h} CPU at ${s.rate}/s: servers and generator`, '');
   lines.push(
-    '| server | server CPU per request (workers + PM2 daemon + shipper) | of which the shipper | cores busy (at rest before) | peak RSS per worker | Redis CPU per request (beside) | k6 CPU per request (per HTTP request) | machine busy |',
+    '| server | server CPU per request (workers + PM2 daemon + shipper) | of which the shipper (share of workers + daemon; per record shipped) | cores busy (at rest before) | peak RSS per worker | Redis CPU per request (beside) | k6 CPU per request (per HTTP request) | machine busy |',
     '|---|---|---|---|---|---|---|---|',
   );
   for (const name of names) {
@@ -120,7 +127,7 @@ function mainTables(rep, lines, h) {
     const c = t.main && t.main.cpu;
     const rss = (t.memory || []).map((w) => f(w.peakRssMB, 0)).join(' / ');
     lines.push(
-      `| ${label(name, rep)} | ${c && c.serverUsPerReq !== null ? `${f(c.serverUsPerReq, 1)} µs` : '–'} | ${c && c.shipperUsPerReq !== null && c.shipperUsPerReq !== undefined ? `${f(c.shipperUsPerReq, 1)} µs` : '–'} | ` +
+      `| ${label(name, rep)} | ${c && c.serverUsPerReq !== null ? `${f(c.serverUsPerReq, 1)} µs` : '–'} | ${shipperCell(c)} | ` +
         `${c && c.serverCores !== null ? f(c.serverCores, 2) : '–'} (${f(t.idleServerCores, 2)}) | ` +
         `${rss ? `${rss} MB` : '–'} | ${c && c.redisUsPerReq !== null ? `${f(c.redisUsPerReq, 1)} µs` : '–'} | ` +
         `${c && c.k6UsPerReq !== null ? `${f(c.k6UsPerReq, 1)} µs (${f(c.k6UsPerHttpReq, 1)} µs)` : '–'} | ${c ? `${pct(c.machineBusyShare, 0)} (${f(c.machineCores)} of ${rep.environment.machine.cpus} cores)` : '–'} |`,
@@ -131,7 +138,7 @@ function mainTables(rep, lines, h) {
     'CPU per request: utime + stime from /proc between the measured phase\'s start and end (start-up, warm-up and the end-of-test summary are outside), ' +
       'divided by its bid requests; k6\'s also by every HTTP request it sent (bid requests and notices). The server\'s figure counts every process its PM2 daemon runs ' +
       'for it: the workers, the daemon and, for the bidder, the bid log shipper (which works in bursts, one batch every few seconds, so a short phase may catch one more or one fewer); ' +
-      'Redis is reported beside it, not in it (the baseline has none).',
+      'Redis is reported beside it, not in it (the baseline has none). The shipper\'s share is of the workers\' and daemon\'s CPU; per record shipped divides its CPU by the records it stored in the phase (`shipper_records_shipped_total` on its metrics port).',
   );
   if (rep.comparison.cpuPerRequestRatio !== null && rep.comparison.cpuPerRequestRatio !== undefined) {
     lines.push('', `Bidder / baseline server CPU per request: **${f(rep.comparison.cpuPerRequestRatio)}×** (same run, same load, same worker count).`);

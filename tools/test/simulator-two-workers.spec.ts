@@ -8,9 +8,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { MARKETS } from '../../src/sim/market';
-import { simulate } from '../../src/sim/simulator';
-import { startTestRedis, type TestRedis } from '../support/redis';
+import { MARKETS } from '../sim/market';
+import { simulate } from '../sim/simulator';
+import { startTestRedis, type TestRedis } from '../../test/support/redis';
 
 let redis: TestRedis;
 let dir: string;

@@ -8,9 +8,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { oracleBid } from '../../src/delivery/shading';
-import { competitionCdf, drawCompetition, logNormalCdf, MARKETS, seeded, type SegmentShape } from '../../src/sim/market';
-import { simulate, type SimResult } from '../../src/sim/simulator';
-import { startTestRedis, type TestRedis } from '../support/redis';
+import { competitionCdf, drawCompetition, logNormalCdf, MARKETS, seeded, type SegmentShape } from '../sim/market';
+import { simulate, type SimResult } from '../sim/simulator';
+import { startTestRedis, type TestRedis } from '../../test/support/redis';
 
 let redis: TestRedis;
 let dir: string;
