@@ -122,12 +122,6 @@ export function lineParts(ts: number, workerJson: string, hostJson: string, reco
   }
 }
 
-/** The whole line of `lineParts` as text (tests, tools): what the log buffer writes, decoded. */
-export function lineText(p: LineParts): string {
-  const tail = p.tail === null ? '' : typeof p.tail === 'string' ? (p.tail.length === 0 ? 'null' : p.tail) : Buffer.from(p.tail).toString('utf8');
-  return `${p.head}${tail}${p.after}}\n`;
-}
-
 /** `,"<key>":` per field name as UTF-8 bytes, made once per name (as `prefix` above). */
 const prefixBytes = new Map<string, Uint8Array>();
 function prefixOf(key: string): Uint8Array {
