@@ -21,8 +21,8 @@ export { isJsonSafe };
 
 /** `{"id":…,"cur":"…","seatbid":[{"bid":[…]}]}` around the bids, besides the id and the currency. */
 export const ENVELOPE_BYTES = 40;
-/** `{"id":`, `,"cur":`, `,"seatbid":[{"bid":[` and `]}]}`: the envelope's bytes besides the id, the currency and the bids. */
-const ENVELOPE_PARTS = 37;
+/** `{"id":` and `]}]}`: the envelope's bytes besides the id, the currency's part and the bids. */
+const ENVELOPE_PARTS = 10;
 
 // Exchange macros (OpenRTB 2.6 §4.4), substituted by the exchange before it calls the URL. The
 // price to win (where the exchange tells it) is what bid shading learns best from.
@@ -72,24 +72,35 @@ export class BidWriter {
    * `responseBytes` hands them out: the text is then never made flat, nor encoded.
    */
   envelope(idJson: string, cur: string, bids: string): string {
-    const curJson = JSON.stringify(cur);
-    const body = `{"id":${idJson},"cur":${curJson},"seatbid":[{"bid":[${bids}]}]}`;
+    const mid = this.middle(cur);
+    const body = '{"id":' + idJson + mid.text + bids + ']}]}';
     const all = this.req !== null && this.chars > 0 && bids.length === this.chars;
     this.req = null;
     if (all) {
       const w = this.out;
-      const bytes = Buffer.allocUnsafe(Buffer.byteLength(idJson) + Buffer.byteLength(curJson) + w.pos + ENVELOPE_PARTS);
+      const bytes = Buffer.allocUnsafe(Buffer.byteLength(idJson) + mid.bytes.length + w.pos + ENVELOPE_PARTS);
       let p = writeText('{"id":', bytes, 0);
       p = writeText(idJson, bytes, p);
-      p = writeText(',"cur":', bytes, p);
-      p = writeText(curJson, bytes, p);
-      p = writeText(',"seatbid":[{"bid":[', bytes, p);
+      p += mid.bytes.copy(bytes, p);
       p += w.buf.copy(bytes, p, 0, w.pos);
       if (writeText(']}]}', bytes, p) !== bytes.length) throw new Error('the response envelope miscounted its bytes');
       lastBody = body;
       lastBodyBytes = bytes;
     }
     return body;
+  }
+
+  /** `,"cur":<cur>,"seatbid":[{"bid":[` as text and bytes, made once per currency (a few: the rate table's). */
+  private readonly middles = new Map<string, { readonly text: string; readonly bytes: Buffer }>();
+
+  private middle(cur: string): { readonly text: string; readonly bytes: Buffer } {
+    let m = this.middles.get(cur);
+    if (m === undefined) {
+      const text = `,"cur":${JSON.stringify(cur)},"seatbid":[{"bid":[`;
+      m = { text, bytes: Buffer.from(text, 'utf8') };
+      if (this.middles.size < 64) this.middles.set(cur, m);
+    }
+    return m;
   }
 
   /**

@@ -6,9 +6,8 @@
  * The field names and types are `CompactRequest` and `CompactResponse` in records.ts.
  */
 import { hash } from 'node:crypto';
-import type { FieldBytes } from '../log/log-line';
 import type { BidRequest } from '../openrtb/types';
-import { ByteWriter } from './json-bytes';
+import { ByteWriter, type FieldBytes } from './json-bytes';
 import { wellFormedJson } from './well-formed';
 import type { CandidateIndex } from '../targeting/campaign-store';
 
@@ -67,24 +66,29 @@ export function requestFieldBytes(req: BidRequest, raw: Uint8Array, bodyKept: bo
   let banner = false;
   let video = false;
   let native = false;
-  for (const imp of req.imps) {
+  const imps = req.imps;
+  for (let i = 0; i < imps.length; i++) {
+    const imp = imps[i];
     banner ||= imp.banner !== null;
     video ||= imp.video !== null;
     native ||= imp.native !== null;
   }
   w.raw(',"media":[');
   let first = true;
-  for (const [on, name] of MEDIA) {
-    if (!(on === 1 ? banner : on === 2 ? video : native)) continue;
+  for (let i = 0; i < MEDIA.length; i++) {
+    if (!(i === 0 ? banner : i === 1 ? video : native)) continue;
     w.comma(first);
-    w.raw(name);
+    w.raw(MEDIA[i]);
     first = false;
   }
   w.raw('],"sizes":[');
   first = true;
-  for (const imp of req.imps) {
+  for (let i = 0; i < imps.length; i++) {
+    const imp = imps[i];
     if (imp.banner !== null) {
-      for (const z of imp.banner.sizes) {
+      const sizes = imp.banner.sizes;
+      for (let j = 0; j < sizes.length; j++) {
+        const z = sizes[j];
         w.comma(first);
         first = false;
         w.raw('"');
@@ -117,9 +121,11 @@ export function requestFieldBytes(req: BidRequest, raw: Uint8Array, bodyKept: bo
   }
   w.raw('],"deals":[');
   first = true;
-  for (const imp of req.imps) {
-    if (imp.pmp === null) continue;
-    for (const d of imp.pmp.deals) {
+  for (let i = 0; i < imps.length; i++) {
+    const pmp = imps[i].pmp;
+    if (pmp === null) continue;
+    for (let j = 0; j < pmp.deals.length; j++) {
+      const d = pmp.deals[j];
       w.comma(first);
       first = false;
       w.str(d.id);
@@ -161,11 +167,7 @@ export function responseFieldBytes(cur: string, markupVersion: string, bids: str
   return w;
 }
 
-const MEDIA: ReadonlyArray<readonly [number, string]> = [
-  [1, '"banner"'],
-  [2, '"video"'],
-  [3, '"native"'],
-];
+const MEDIA: readonly string[] = ['"banner"', '"video"', '"native"'];
 
 /** The request body's identity: SHA-1 (one native call, ~1 µs for a few KB), first 16 bytes, base64url. */
 export function bodyHash(raw: Uint8Array): string {

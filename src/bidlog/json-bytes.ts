@@ -7,6 +7,15 @@
  */
 import { wellFormedJson } from './well-formed';
 
+/**
+ * Members already serialized (`,"key":value…`) held as UTF-8 bytes: `buf[0, length)`, well-formed
+ * (compact.ts writes them so). Copied into the log as they are.
+ */
+export interface FieldBytes {
+  readonly buf: Buffer;
+  readonly length: number;
+}
+
 /** The most bytes a UTF-16 code unit takes in a JSON string: `\u001f`; a lone surrogate's escape becomes U+FFFD (3). */
 export const JSON_BYTES_PER_UNIT = 6;
 

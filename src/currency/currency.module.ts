@@ -1,12 +1,13 @@
 /**
  * Nest wiring of the live currency rates: `CurrencyModule.forRoot({ file, url, refreshSeconds,
- * maxAgeSeconds })` provides one CurrencyService to every module (global), and registers the rates'
- * figures and health check.
+ * maxAgeSeconds })` provides one CurrencyService to every module (global), over the rates source the
+ * settings name (RatesSource: a file or a URL), and registers the rates' figures and health check.
  */
 import { DynamicModule, Global, Inject, Injectable, Module, type OnModuleInit, Optional } from '@nestjs/common';
 import { Health } from '../health/health.service';
 import { MetricsService } from '../metrics/metrics.service';
 import { CURRENCY_SETTINGS, CurrencyService, type CurrencySettings } from './currency.service';
+import { RatesSource, ratesSourceOf } from './rates-source';
 
 /** The rates' figures and health check, in an application that has metrics and health (the bidder does). */
 @Injectable()
@@ -51,7 +52,13 @@ export class CurrencyModule {
   static forRoot(settings: CurrencySettings): DynamicModule {
     return {
       module: CurrencyModule,
-      providers: [{ provide: CURRENCY_SETTINGS, useValue: settings }, CurrencyService, CurrencyObservability],
+      providers: [
+        { provide: CURRENCY_SETTINGS, useValue: settings },
+        // The file or URL the settings name (none: the static table).
+        { provide: RatesSource, useFactory: (s: CurrencySettings) => ratesSourceOf(s), inject: [CURRENCY_SETTINGS] },
+        CurrencyService,
+        CurrencyObservability,
+      ],
       exports: [CurrencyService],
     };
   }

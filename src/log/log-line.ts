@@ -1,5 +1,7 @@
 import type { LogRecord } from '../bidlog/records';
 import { copyBytes, JSON_BYTES_PER_UNIT, writeJsonString, writeNumber } from '../bidlog/json-bytes';
+
+export type { FieldBytes } from '../bidlog/json-bytes';
 import { wellFormedJson, wellFormedJsonBytes } from '../bidlog/well-formed';
 
 /** The record types, quoted once. */
@@ -118,21 +120,6 @@ export function lineParts(ts: number, workerJson: string, hostJson: string, reco
     const failed = { type: record.type, id: String(record.id), name: String(record.name), error: 'unserializable record' };
     return { head: wellFormedJson(lineHead(ts, workerJson, hostJson, failed, null)), tail: null, lineBreaks: false, after: '' };
   }
-}
-
-/** The whole line of `lineParts` as text (tests, tools): what the log buffer writes, decoded. */
-export function lineText(p: LineParts): string {
-  const tail = p.tail === null ? '' : typeof p.tail === 'string' ? (p.tail.length === 0 ? 'null' : p.tail) : Buffer.from(p.tail).toString('utf8');
-  return `${p.head}${tail}${p.after}}\n`;
-}
-
-/**
- * Members already serialized (`,"key":value…`) held as UTF-8 bytes: `buf[0, length)`, well-formed
- * (src/bidlog/compact.ts writes them so). Copied into the log as they are.
- */
-export interface FieldBytes {
-  readonly buf: Buffer;
-  readonly length: number;
 }
 
 /** `,"<key>":` per field name as UTF-8 bytes, made once per name (as `prefix` above). */

@@ -1,7 +1,8 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { collectDefaultMetrics, Counter, Histogram, Registry, type Aggregator } from 'prom-client';
+import { collectDefaultMetrics, Registry, type Aggregator, type Metric } from 'prom-client';
 import { CONFIG, type Config } from '../config/config';
 import { EventLoopDelay } from './event-loop';
+import { CounterFamily, HistogramFamily } from './bid-path-metrics';
 import { scrapedCounter, scrapedGauge, type MetricFamily, type MetricSample } from './scraped';
 
 export type BidOutcome = 'bid' | 'nobid' | 'bad_request' | 'too_large' | 'error' | 'shed';
@@ -25,68 +26,76 @@ export const WINDOW_MS = 5_000;
  */
 export const LOOP_RESOLUTION_MS = 20;
 
-type RequestLabels = Readonly<{ outcome: BidOutcome; reason: string; status: string }>;
-
-/** The `bidder_bid_requests_total` series of every outcome but `nobid` (whose reason varies). */
-const REQUEST_LABELS: Readonly<Record<Exclude<BidOutcome, 'nobid'>, RequestLabels>> = {
-  bid: { outcome: 'bid', reason: '', status: '200' },
-  bad_request: { outcome: 'bad_request', reason: '', status: '400' },
-  too_large: { outcome: 'too_large', reason: '', status: '413' },
-  error: { outcome: 'error', reason: 'internal_error', status: '204' },
-  shed: { outcome: 'shed', reason: 'shed', status: '204' },
-};
-const OUTCOMES: readonly BidOutcome[] = ['bid', 'nobid', 'bad_request', 'too_large', 'error', 'shed'];
-const DURATION_LABELS = Object.fromEntries(OUTCOMES.map((outcome) => [outcome, { outcome }])) as Readonly<Record<BidOutcome, Readonly<{ outcome: BidOutcome }>>>;
-
 /**
- * This worker's Prometheus registry (prom-client). The bid path's calls pass label objects built
- * once (per outcome, per no-bid reason), so they allocate nothing. Everything else is read at
- * scrape time: each module registers its own families (`gauge`, `counter`) and, when they need a
- * refresh first, a scrape hook (`onScrape`). This module depends on none of them.
+ * This worker's Prometheus registry (prom-client). The bid path's calls are O(1) with no allocation
+ * or string building: a switch picks a slot fixed at start-up (a Map lookup for the no-bid reason)
+ * and a typed-array cell is incremented (src/metrics/bid-path-metrics.ts says why). Everything else
+ * is prom-client's, read at scrape time: each module registers its own families (`gauge`,
+ * `counter`) and, when they need a refresh first, a scrape hook (`onScrape`). This module depends
+ * on none of them.
  */
 @Injectable()
 export class MetricsService implements OnApplicationShutdown {
   readonly registry = new Registry();
   readonly loop = new EventLoopDelay(WINDOW_MS, LOOP_RESOLUTION_MS);
 
-  private readonly requests = new Counter({
-    name: 'bidder_bid_requests_total',
-    help: 'Bid requests by outcome (bid, nobid by reason, bad_request = 400, too_large = 413, error = a bug answered as a no-bid, shed = answered at once under overload) and HTTP status.',
-    labelNames: ['outcome', 'reason', 'status'],
-    registers: [this.registry],
-  });
-  private readonly duration = new Histogram({
-    name: 'bidder_bid_request_duration_seconds',
-    help: 'Time spent in the bid handler, from the request reaching it to the answer being ready.',
-    labelNames: ['outcome'],
-    buckets: DURATION_BUCKETS,
-    registers: [this.registry],
-  });
-  private readonly price = new Histogram({
-    name: 'bidder_bid_price_cpm',
-    help: 'Price of each bid returned (CPM, response currency).',
-    buckets: PRICE_BUCKETS,
-    registers: [this.registry],
-  });
-  private readonly wait = new Histogram({
-    name: 'bidder_bid_request_wait_seconds',
-    help: 'How long a bid request can have waited (socket buffers, the event loop) before the bidder looked at it: an upper bound; overload sheds on it.',
-    buckets: WAIT_BUCKETS,
-    registers: [this.registry],
-  });
-  /** No-bid reason → its series' labels; past MAX_REASONS reasons, "other". */
-  private readonly reasons = new Map<string, RequestLabels>();
+  private readonly requests = new CounterFamily(
+    'bidder_bid_requests_total',
+    'Bid requests by outcome (bid, nobid by reason, bad_request = 400, too_large = 413, error = a bug answered as a no-bid, shed = answered at once under overload) and HTTP status.',
+  );
+  private readonly duration = new HistogramFamily(
+    'bidder_bid_request_duration_seconds',
+    'Time spent in the bid handler, from the request reaching it to the answer being ready.',
+    DURATION_BUCKETS,
+  );
+  private readonly price = new HistogramFamily('bidder_bid_price_cpm', 'Price of each bid returned (CPM, response currency).', PRICE_BUCKETS);
+  private readonly wait = new HistogramFamily(
+    'bidder_bid_request_wait_seconds',
+    'How long a bid request can have waited (socket buffers, the event loop) before the bidder looked at it: an upper bound; overload sheds on it.',
+    WAIT_BUCKETS,
+  );
+  private readonly waitSlot: number;
+  private readonly shedSlot: number;
+  private readonly durationShed: number;
+
+  private readonly bidSlot: number;
+  private readonly badRequestSlot: number;
+  private readonly tooLargeSlot: number;
+  private readonly errorSlot: number;
+  private readonly durationError: number;
+  private readonly otherReasonSlot: number;
+  private readonly reasonSlots = new Map<string, number>();
+  private readonly durationBid: number;
+  private readonly durationNobid: number;
+  private readonly durationBadRequest: number;
+  private readonly durationTooLarge: number;
+  private readonly priceSlot: number;
   private readonly scrapeHooks: Array<() => void> = [];
 
   constructor(@Inject(CONFIG) config: Config) {
     this.registry.setDefaultLabels({ worker: config.workerId });
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: LOOP_RESOLUTION_MS });
 
-    // Every fixed series is exported from the start, at 0.
-    for (const labels of Object.values(REQUEST_LABELS)) this.requests.inc(labels, 0);
-    this.requests.inc(this.nobidLabels('other'), 0);
-    for (const outcome of OUTCOMES) this.duration.zero(DURATION_LABELS[outcome]);
+    this.bidSlot = this.requests.slot({ outcome: 'bid', reason: '', status: '200' });
+    this.badRequestSlot = this.requests.slot({ outcome: 'bad_request', reason: '', status: '400' });
+    this.tooLargeSlot = this.requests.slot({ outcome: 'too_large', reason: '', status: '413' });
+    this.errorSlot = this.requests.slot({ outcome: 'error', reason: 'internal_error', status: '204' });
+    this.shedSlot = this.requests.slot({ outcome: 'shed', reason: 'shed', status: '204' });
+    this.durationShed = this.duration.slot({ outcome: 'shed' });
+    this.waitSlot = this.wait.slot({});
+    this.otherReasonSlot = this.requests.slot({ outcome: 'nobid', reason: 'other', status: '204' });
+    this.reasonSlots.set('other', this.otherReasonSlot);
+    this.durationBid = this.duration.slot({ outcome: 'bid' });
+    this.durationNobid = this.duration.slot({ outcome: 'nobid' });
+    this.durationBadRequest = this.duration.slot({ outcome: 'bad_request' });
+    this.durationTooLarge = this.duration.slot({ outcome: 'too_large' });
+    this.durationError = this.duration.slot({ outcome: 'error' });
+    this.priceSlot = this.price.slot({});
 
+    this.register(this.requests);
+    this.register(this.duration);
+    this.register(this.price);
+    this.register(this.wait);
     this.gauge(
       'bidder_event_loop_delay_seconds',
       `Event-loop delay over the last ${WINDOW_MS / 1000} s window (monitorEventLoopDelay), by quantile; 1 is the maximum.`,
@@ -99,18 +108,46 @@ export class MetricsService implements OnApplicationShutdown {
 
   /** One call per bid request: its outcome, the no-bid reason (null otherwise) and its duration in seconds. */
   bidRequest(outcome: BidOutcome, reason: string | null, seconds: number): void {
-    this.requests.inc(outcome === 'nobid' ? this.nobidLabels(reason ?? 'other') : REQUEST_LABELS[outcome]);
-    if (seconds >= 0) this.duration.observe(DURATION_LABELS[outcome], seconds);
+    let slot: number;
+    let d: number;
+    switch (outcome) {
+      case 'bid':
+        slot = this.bidSlot;
+        d = this.durationBid;
+        break;
+      case 'nobid':
+        slot = this.reasonSlots.get(reason ?? 'other') ?? this.addReason(reason ?? 'other');
+        d = this.durationNobid;
+        break;
+      case 'bad_request':
+        slot = this.badRequestSlot;
+        d = this.durationBadRequest;
+        break;
+      case 'too_large':
+        slot = this.tooLargeSlot;
+        d = this.durationTooLarge;
+        break;
+      case 'error':
+        slot = this.errorSlot;
+        d = this.durationError;
+        break;
+      case 'shed':
+        slot = this.shedSlot;
+        d = this.durationShed;
+        break;
+    }
+    this.requests.inc(slot);
+    if (seconds >= 0) this.duration.observe(d, seconds);
   }
 
   /** One call per bid request that reached the bidding: how long it can have waited before (seconds). */
   bidWait(seconds: number): void {
-    if (seconds >= 0) this.wait.observe(seconds);
+    if (seconds >= 0) this.wait.observe(this.waitSlot, seconds);
   }
 
   /** One call per bid returned: its price (CPM, response currency). */
   bidPrice(price: number): void {
-    if (price >= 0) this.price.observe(price);
+    if (price >= 0) this.price.observe(this.priceSlot, price);
   }
 
   /** Runs `fn` before every scrape (to refresh figures read from elsewhere). */
@@ -134,13 +171,11 @@ export class MetricsService implements OnApplicationShutdown {
     this.loop.stop();
   }
 
-  private nobidLabels(reason: string): RequestLabels {
-    let labels = this.reasons.get(reason);
-    if (labels === undefined) {
-      labels = this.reasons.size >= MAX_REASONS ? this.nobidLabels('other') : { outcome: 'nobid', reason, status: '204' };
-      this.reasons.set(reason, labels);
-    }
-    return labels;
+  private addReason(reason: string): number {
+    if (this.reasonSlots.size >= MAX_REASONS) return this.otherReasonSlot;
+    const slot = this.requests.slot({ outcome: 'nobid', reason, status: '204' });
+    this.reasonSlots.set(reason, slot);
+    return slot;
   }
 
   private loopSamples(): MetricSample[] {
@@ -161,5 +196,10 @@ export class MetricsService implements OnApplicationShutdown {
   /** Adds a counter read at scrape time (another module's cumulative figures, e.g. tracking's). */
   counter(name: string, help: string, labelNames: readonly string[], read: () => MetricSample[]): void {
     scrapedCounter(this.registry, name, help, labelNames, read);
+  }
+
+  private register(m: CounterFamily | HistogramFamily): void {
+    // The registry only calls name/get()/reset(); prom-client's type names its own classes.
+    this.registry.registerMetric(m as unknown as Metric);
   }
 }

@@ -11,6 +11,7 @@ import { ParquetStore } from '../../src/shipper/parquet-store';
 import { bidRequest, readRedisLog, type LogLine } from '../log/support';
 import { frameOf, readShipped, tmpDir } from '../shipper/support';
 import { request, startTestApp, type TestApp } from '../support/app';
+import { postBid } from '../support/bid';
 
 interface Bid {
   adm: string;
@@ -43,9 +44,7 @@ describe('bid log records and their Parquet columns', () => {
   }
 
   async function bid(body: string, status: number): Promise<Bid[]> {
-    const r = await request(`${t.url}/openrtb2/bid`, { body, headers: { 'content-type': 'application/json' } });
-    assert.equal(r.status, status, r.body.toString());
-    return status === 200 ? (JSON.parse(r.body.toString()) as { seatbid: Array<{ bid: Bid[] }> }).seatbid.flatMap((s) => s.bid) : [];
+    return (await postBid<Bid>(t.url, body, status, { 'content-type': 'application/json' })).bids;
   }
 
   async function notice(url: string, status: number): Promise<void> {
