@@ -153,7 +153,16 @@ module.exports = {
       // bound at 198-255 MB, for no CPU the runs could measure (measured with `npm run memory`).
       // PM2 passes node_args to cluster workers (execArgv), after a reload too (each worker logs
       // its execArgv at start). Tried and not kept
-      // (bench/README.md): --single-threaded-gc (no less CPU, longer scavenges).
+      // (bench/README.md): --single-threaded-gc (no less CPU, longer scavenges). A smaller young
+      // generation saves what it says and costs CPU: --max-semi-space-size=8 16 MiB per worker for
+      // 1.034x the CPU per bid request (`npm run ab -- --against . --node-args-b=...`, 4 rounds of
+      // 8 s at 650/s, pooled; median 1.044); --minor-ms (no second semi-space) the same 16 MiB for
+      // 1.19x. Where a worker's memory goes at 650/s (`npm run memory`, a heap snapshot at 45 s):
+      // ~56 MB of the Node binary's code, shared with every other Node process of the host (the
+      // load test's PSS column counts it once); new space 32 MiB; old space 38-48 MB committed,
+      // ~26 MB live after a full GC (strings 11, bytecode 11); ArrayBuffers 23-35 MB (the bid
+      // log's 1 MiB chunks, ~7 MB; bid shading's per-segment histograms, ~10 MB at ~2,000
+      // segments; ioredis's parser pool, 2 MB).
       //
       // --heap-growing-percent=200: after a mark-compact the old generation may grow to 3x what it
       // left before V8 marks it again. V8 starts marking as soon as the room left below that limit

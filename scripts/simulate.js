@@ -1,6 +1,6 @@
 'use strict';
 // `npm run simulate [-- --market <name,…>|all|short] [--days 1] [--requests 100000] [--seed 1] [--workers 1]
-//   [--curve uniform|traffic] [--strategies shaded,value,oracle] [--out .run/simulate]`: runs the market simulator (src/sim/) on a private Redis, for
+//   [--curve uniform|traffic] [--strategies shaded,value,oracle] [--out .run/simulate]`: runs the market simulator (tools/sim/) on a private Redis, for
 // each market the bidder as configured (shaded), bidding the value and the oracle, then prints the
 // figures and writes report.html (SVG charts) and results.json into --out. `--help` prints the usage.
 const { execFileSync } = require('node:child_process');
@@ -181,9 +181,10 @@ function report(all, opts) {
 }
 
 async function main() {
-  execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
-  const { simulate } = require(path.join(root, 'dist', 'sim', 'simulator.js'));
-  const { MARKETS } = require(path.join(root, 'dist', 'sim', 'market.js'));
+  // The simulator is a tool (tools/sim/), not part of the product's build (dist/): compiled with the tests and tools.
+  execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
+  const { simulate } = require(path.join(root, '.test-build', 'tools', 'sim', 'simulator.js'));
+  const { MARKETS } = require(path.join(root, '.test-build', 'tools', 'sim', 'market.js'));
   const which = arg('market');
   const names = which === 'all' ? ['narrow', 'wide', 'crowded'] : which === 'short' ? SHORT : which.split(',');
   const fail = (m) => {

@@ -115,8 +115,9 @@ export class NestPinoLogger implements LoggerService {
 
 /**
  * Builds the application: the two HTTP servers (src/http/), then Nest, which wires the providers and
- * runs on the admin instance (FastifyAdapter). The routes are plain Fastify routes that add themselves
- * to the public or the admin instance when their module starts; Nest's router serves none of them.
+ * runs on the admin instance (FastifyAdapter). The routes are plain Fastify routes, the providers'
+ * methods marked with @Route (src/http/route.decorator.ts), added to the public or the admin instance
+ * by HttpModule when the application starts; Nest's router serves none of them.
  */
 export async function createApp(config: Config): Promise<NestFastifyApplication> {
   const logger = createPino(config);

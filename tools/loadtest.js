@@ -11,6 +11,7 @@
 // against a bidder deployed elsewhere.
 const { spawn, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
+const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { findK6 } = require('./lib/loadtest-k6');
@@ -96,6 +97,25 @@ async function redisCpu(conns) {
   }
 }
 
+/** `shipper_records_shipped_total` of the shipper whose metrics are at `url`, or null. */
+function recordsShipped(url) {
+  if (!url) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    const req = http.get(`${url}/metrics`, { agent: false, timeout: 1000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => {
+        const m = /^shipper_records_shipped_total (\S+)$/m.exec(body);
+        resolve(res.statusCode === 200 && m ? Number(m[1]) : null);
+      });
+      res.on('error', () => resolve(null));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve(null));
+  });
+}
+
 /**
  * Runs k6 (`script`: bid or minimal) against the bid endpoint `target` while sampling the
  * server's processes and k6's own CPU. `server.pm2Home` gives the PM2 daemon, the workers and the
@@ -142,12 +162,18 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
   log(`loadtest: ${name}: ${k6Cpus ? `taskset -c ${k6Cpus} ` : ''}GOGC=${GOGC} k6 run ${shown.join(' ')} k6/${script}.js`);
   // The server's CPU at rest, for reading per-request figures at low rates.
   let idleCores = null;
+  let idleMemory = null;
   if (pids.length) {
     const idleA = pids.map(cpuSeconds);
     const idleT = Date.now();
     await new Promise((r) => setTimeout(r, IDLE_SAMPLE_MS));
     const idleB = pids.map(cpuSeconds);
     idleCores = idleA.reduce((acc, v, i) => acc + (idleB[i] ?? NaN) - (v ?? NaN), 0) / ((Date.now() - idleT) / 1000);
+    // The host's memory at rest, summed as in phaseMemory(): null when a process could not be read.
+    const sum = (read) => pids.reduce((acc, pid) => acc + (read(pid) ?? NaN), 0);
+    const rss = sum((pid) => (memory(pid) || {}).rssMB);
+    const pss = sum(pssMB);
+    idleMemory = { rssMB: Number.isFinite(rss) ? rss : null, pssMB: Number.isFinite(pss) ? pss : null };
   }
 
   // k6 runs in its own process group: a Ctrl-C reaches it once, forwarded from here (a second one
@@ -163,10 +189,12 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
   });
 
   const snaps = new Map(); // seconds since t0 -> snapshot
+  // The shipper's records shipped so far (its metrics port), for its CPU per record shipped.
+  const shipperUrl = helpers.length && server && server.shipperUrl ? server.shipperUrl : null;
   const take = async () => {
     const cpu = {};
     for (const pid of pids) cpu[pid] = cpuSeconds(pid);
-    const snap = { t: Date.now(), cpu, k6: cpuSeconds(child.pid), machine: machineCpu(), redis: await redisCpu(redisConn) };
+    const snap = { t: Date.now(), cpu, k6: cpuSeconds(child.pid), machine: machineCpu(), redis: await redisCpu(redisConn), shipped: await recordsShipped(shipperUrl) };
     // Each worker's GC counters (its own /metrics on the admin port), after the CPU readings.
     if (server && server.adminUrl && procs.length) snap.gc = await scrapeWorkers(`${server.adminUrl}/metrics`, procs.length);
     return snap;
@@ -271,6 +299,7 @@ async function runLoad({ name, k6, target, strict, server, env, outDir, runId, i
   return {
     name, script, url: target, exitCode, data, plan, t0, snaps, final, pids, workers: procs, helpers, daemonPid: daemon, memoryByWorker, rssSamples, restarts,
     idleCores: idleCores !== null && Number.isFinite(idleCores) ? idleCores : null,
+    idleMemory,
     k6Last,
     k6Cpus,
   };
@@ -300,6 +329,8 @@ function phaseCpu(run) {
       workersCpu: run.workers.map((w) => delta(w.pid)),
       // The other processes of the server's PM2 daemon (the shipper), included in serverCpu.
       helpersCpu: (run.helpers || []).length ? run.helpers.reduce((acc, h) => acc + (delta(h.pid) ?? NaN), 0) : null,
+      // Records the shipper stored during the phase (it ships in batches, so the phase's edges cut them as they cut its CPU).
+      shippedRecords: a.shipped !== null && a.shipped !== undefined && b.shipped !== null && b.shipped !== undefined ? b.shipped - a.shipped : null,
       redisCpu: a.redis !== null && b.redis !== null ? b.redis - a.redis : null,
       k6Cpu: a.k6 !== null && k6End !== null ? k6End - a.k6 : null,
       machineBusy: b.machine.busy - a.machine.busy,
@@ -604,6 +635,7 @@ async function main() {
         const bidder = await cluster.startBidder({ workers: o.workers, port, redisUrl: redis.url, redisNodes: redis.nodes, logKey, log, volatileRedis: redis.started });
         bidder.logWait = o.logWait;
         bidder.adminUrl = `http://127.0.0.1:${bidder.startedPm2 ? ports.admin : ports.running.admin}`;
+        bidder.shipperUrl = `http://127.0.0.1:${bidder.startedPm2 ? ports.shipper : ports.running.shipper}`;
         bidder.target = `${bidder.url}/openrtb2/bid`;
         if (!bidder.startedPm2) {
           let built = 0;

@@ -7,31 +7,51 @@ const { spawn, spawnSync, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
+const { default: Redis, ReplyError } = require('ioredis');
 
 /**
- * Sends PING over a raw socket; resolves true when a Redis answers within the timeout, +PONG or
- * -NOAUTH (one that wants a password is there, but not usable without it: `command(url, 'PING')`).
+ * Runs `fn(client)` on a fresh ioredis connection to `url` that neither retries nor queues, bounded by
+ * `timeoutMs` (connecting and every command); resolves with its result, or with `onError(error)`.
+ * The connection is closed after.
+ */
+async function withClient(url, timeoutMs, fn, onError) {
+  const client = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    commandTimeout: timeoutMs,
+    enableReadyCheck: false,
+    // No CLIENT SETINFO before the command: one command, one reply (a test stand-in answers every write with one line).
+    disableClientInfo: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return await fn(client);
+  } catch (e) {
+    return onError(e);
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * Resolves true when a Redis answers PING within the timeout, or refuses it for want of a password
+ * (NOAUTH: one is there, but not usable without it: `command(url, 'PING')`); false otherwise,
+ * whatever the other end does (refuses, closes, says nothing).
  */
 function ping(url, timeoutMs = 500) {
   const u = new URL(url);
-  return new Promise((resolve) => {
-    const sock = net.connect({ host: u.hostname || '127.0.0.1', port: Number(u.port || 6379) });
-    const done = (ok) => {
-      sock.destroy();
-      resolve(ok);
-    };
-    sock.setTimeout(timeoutMs, () => done(false));
-    sock.once('error', () => done(false));
-    // A server that is shutting down may accept and then close without a word: without this the
-    // promise would never settle (the closed socket holds no timer), and whoever waits would hang.
-    sock.once('close', () => done(false));
-    let buf = '';
-    sock.on('data', (d) => {
-      buf += d.toString('latin1');
-      if (buf.includes('\r\n')) done(buf.startsWith('+PONG') || buf.startsWith('-NOAUTH'));
-    });
-    sock.once('connect', () => sock.write('PING\r\n'));
-  });
+  u.username = '';
+  u.password = '';
+  return withClient(
+    u.toString(),
+    timeoutMs,
+    async (c) => (await c.ping()) === 'PONG',
+    (e) => e instanceof ReplyError && e.message.startsWith('NOAUTH'),
+  );
 }
 
 function findRedisServer() {
@@ -232,41 +252,21 @@ function maskedUrl(url) {
 }
 
 /**
- * Sends one inline command (after AUTH when the URL has a password); resolves with the reply's
- * first line (`+OK`, `:0`, `-NOAUTH …`), or null when Redis does not answer in time.
+ * Sends one command (`SAVE`, `DBSIZE`: words separated by spaces), after AUTH when the URL has a
+ * password; resolves with its reply written as Redis's first line of it (`+OK`, `:0`,
+ * `-NOAUTH …`), or null when Redis does not answer in time.
  */
 function command(url, cmd, timeoutMs = 30_000) {
-  const u = new URL(url);
-  const password = u.password ? decodeURIComponent(u.password) : '';
-  const user = u.username ? decodeURIComponent(u.username) : '';
-  return new Promise((resolve) => {
-    const sock = net.connect({ host: u.hostname || '127.0.0.1', port: Number(u.port || 6379) });
-    let buf = '';
-    let skip = password ? 1 : 0;
-    const done = (v) => {
-      sock.destroy();
-      resolve(v);
-    };
-    sock.setTimeout(timeoutMs, () => done(null));
-    sock.once('error', () => done(null));
-    sock.once('close', () => done(null));
-    sock.on('data', (d) => {
-      buf += d.toString('latin1');
-      for (let i = buf.indexOf('\r\n'); i >= 0; i = buf.indexOf('\r\n')) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        if (skip > 0) {
-          skip--;
-          if (line.startsWith('-')) return done(line);
-          continue;
-        }
-        return done(line);
-      }
-    });
-    // AUTH as a RESP array: the password may hold any character.
-    const resp = (parts) => `*${parts.length}\r\n${parts.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join('')}`;
-    sock.once('connect', () => sock.write(`${password ? resp(user ? ['AUTH', user, password] : ['AUTH', password]) : ''}${cmd}\r\n`));
-  });
+  const [name, ...args] = cmd.split(' ').filter((w) => w !== '');
+  return withClient(
+    url,
+    timeoutMs,
+    async (c) => {
+      const reply = await c.call(name, ...args);
+      return typeof reply === 'number' ? `:${reply}` : `+${String(reply)}`;
+    },
+    (e) => (e instanceof ReplyError ? `-${e.message}` : null),
+  );
 }
 
 /**
@@ -274,36 +274,15 @@ function command(url, cmd, timeoutMs = 30_000) {
  * password), or null when it does not answer or refuses.
  */
 function serverPid(url, timeoutMs = 5_000) {
-  const u = new URL(url);
-  const password = u.password ? decodeURIComponent(u.password) : '';
-  const user = u.username ? decodeURIComponent(u.username) : '';
-  return new Promise((resolve) => {
-    const sock = net.connect({ host: u.hostname || '127.0.0.1', port: Number(u.port || 6379) });
-    let buf = '';
-    const done = (v) => {
-      sock.destroy();
-      resolve(v);
-    };
-    sock.setTimeout(timeoutMs, () => done(null));
-    sock.once('error', () => done(null));
-    sock.once('close', () => done(null));
-    sock.on('data', (d) => {
-      buf += d.toString('latin1');
-      if (password) {
-        const i = buf.indexOf('\r\n');
-        if (i < 0) return;
-        if (!buf.startsWith('+OK')) return done(null);
-        buf = buf.slice(i + 2);
-      }
-      const m = /^\$(\d+)\r\n/.exec(buf);
-      if (buf.startsWith('-')) return done(null);
-      if (!m || buf.length < m[0].length + Number(m[1])) return;
-      const pid = /^process_id:(\d+)/m.exec(buf);
-      done(pid ? Number(pid[1]) : null);
-    });
-    const resp = (parts) => `*${parts.length}\r\n${parts.map((p) => `$${Buffer.byteLength(p)}\r\n${p}\r\n`).join('')}`;
-    sock.once('connect', () => sock.write(`${password ? resp(user ? ['AUTH', user, password] : ['AUTH', password]) : ''}INFO server\r\n`));
-  });
+  return withClient(
+    url,
+    timeoutMs,
+    async (c) => {
+      const pid = /^process_id:(\d+)/m.exec(await c.info('server'));
+      return pid ? Number(pid[1]) : null;
+    },
+    () => null,
+  );
 }
 
 module.exports = { ping, ensureRedisBinary, startRedis, freePort, waitFor, command, serverPid, maskedUrl };

@@ -1,9 +1,9 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { gzipSync } from 'node:zlib';
-import { Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { Exchanges } from '../exchanges/exchanges.module';
 import { type HttpAnswer, JSON_TYPE } from '../http/answer';
-import { HttpServers } from '../http/http.module';
+import { Route } from '../http/route.decorator';
 import type { HttpRoute, RouteRequest } from '../http/server';
 import { type BidAnswer, BiddingService, SHED } from './bidding.service';
 
@@ -15,17 +15,12 @@ export const BID_PATH = '/openrtb2/bid';
  * `r.headers` are what a check of the caller needs.
  */
 @Injectable()
-export class BidRoute implements HttpRoute, OnModuleInit {
+export class BidRoute implements HttpRoute {
   constructor(
-    @Optional() @Inject(HttpServers) private readonly servers: HttpServers | null,
     private readonly bidding: BiddingService,
     private readonly exchanges: Exchanges,
   ) {
     if (!exchanges.gate.open) this.admit = exchanges.admit;
-  }
-
-  onModuleInit(): void {
-    this.servers?.public.route({ method: 'POST', path: BID_PATH, route: this });
   }
 
   /**
@@ -35,6 +30,7 @@ export class BidRoute implements HttpRoute, OnModuleInit {
    */
   readonly admit?: (headers: IncomingHttpHeaders, remoteAddress: string | undefined) => HttpAnswer | number;
 
+  @Route({ method: 'POST', path: BID_PATH, on: 'public' })
   handle(r: RouteRequest): HttpAnswer {
     const source = this.admit === undefined ? this.exchanges.open() : r.caller;
     return this.http(this.bidding.bid(r.body!, r.receivedAt, r.arrivedAt, source), r.headers);

@@ -2,7 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import type { LogRecord } from '../bidlog/records';
 import { markupVersion, requestFieldBytes, responseFieldBytes, untypedRequestFields } from '../bidlog/compact';
-import { type FieldBytes, lineHead } from '../log/log-line';
+import type { FieldBytes } from '../bidlog/json-bytes';
+import { lineHead } from '../log/log-line';
 import { LogService } from '../log/log.service';
 import { MetricsService, type BidOutcome } from '../metrics/metrics.service';
 import { InvalidRequestError } from '../openrtb/parse';
@@ -13,6 +14,7 @@ import { OPEN_SOURCE } from '../exchanges/exchanges';
 import type { BidAnswer, BidAuction } from './auction';
 import { BidAuctions } from './auctions';
 import { PrepareError, type Prepared, RequestPreparer } from './prepare';
+import { responseBytes } from './response-json';
 
 export type { BidAnswer } from './auction';
 
@@ -99,9 +101,9 @@ export class BiddingService {
       return this.failed(startedAt);
     }
     if (answer.status === 200) {
-      // Encoded once: the log copies these bytes and the route sends them. The response text is
-      // ours: the serializer never writes a raw line break.
-      answer.bytes = Buffer.from(answer.body, 'utf8');
+      // Encoded once (the one-bid case: written as bytes by the serializer): the log copies these
+      // bytes and the route sends them. The response text is ours: it never holds a raw line break.
+      answer.bytes = responseBytes(answer.body);
       // The compact bids always; the response as sent only with the request's body (LOG_REQUEST_SAMPLE).
       this.log.logPair(
         request,
@@ -165,7 +167,7 @@ export class BiddingService {
     if (req === null) return 0;
     const answer = this.warmAuction.run(req, privacy.userData);
     const head = lineHead(Date.now(), '0', '""', { type: 'request', id: req.id, name: req.publisher, exchange: OPEN_SOURCE, test: undefined }, 'req');
-    const bytes = answer.status === 200 ? Buffer.from(answer.body, 'utf8').length : 0;
+    const bytes = answer.status === 200 ? responseBytes(answer.body).length : 0;
     return head.length + record.length + bytes;
   }
 }

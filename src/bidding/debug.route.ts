@@ -1,7 +1,7 @@
-import { Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import { errorAnswer, type HttpAnswer, jsonAnswer } from '../http/answer';
-import { HttpServers } from '../http/http.module';
+import { Route } from '../http/route.decorator';
 import type { HttpRoute, RouteRequest } from '../http/server';
 import { InvalidRequestError } from '../openrtb/parse';
 import { ExplainService } from './explain.service';
@@ -17,17 +17,13 @@ export const EXPLAIN_PATH = '/debug/explain';
  * no log record, no budget taken.
  */
 @Injectable()
-export class DebugRoute implements HttpRoute, OnModuleInit {
+export class DebugRoute implements HttpRoute {
   constructor(
-    @Optional() @Inject(HttpServers) private readonly servers: HttpServers | null,
     @Inject(CONFIG) private readonly config: Config,
     private readonly explainer: ExplainService,
   ) {}
 
-  onModuleInit(): void {
-    this.servers?.admin.route({ method: 'POST', path: EXPLAIN_PATH, route: this });
-  }
-
+  @Route({ method: 'POST', path: EXPLAIN_PATH, on: 'admin' })
   handle(r: RouteRequest): HttpAnswer {
     if (!this.config.debugEndpoints) return errorAnswer(404, 'debug endpoints are off (DEBUG_ENDPOINTS=true turns them on)');
     try {

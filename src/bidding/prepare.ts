@@ -12,7 +12,7 @@ import { InvalidRequestError, NativeRequestCache, parseBidRequest } from '../ope
 import type { BidRequest } from '../openrtb/types';
 import type { PiiHasher } from '../privacy/pii-hasher';
 import type { PrivacyDecision, PrivacyPolicy } from '../privacy/policy';
-import { pseudonymize, requestLogJson } from '../privacy/redact';
+import { pseudonymize, requestLogJson, userKey } from '../privacy/redact';
 import { readPrivacySignals } from '../privacy/signals';
 
 /**
@@ -90,10 +90,16 @@ export class RequestPreparer {
     // The log keeps what its allowlist names, IPs truncated and ids hashed, unless the request
     // consented and LOG_RAW_PII is on; caps and tracking payloads know the user by a keyed hash, and
     // only when user data may be used.
-    const ids = pseudonymize(record ? parsed : undefined, req.userId, privacy.userData, this.hasher, { keepRawPii: privacy.consent && this.logRawPii });
-    req.userKey = ids.userKey;
+    let text = '';
+    if (record) {
+      const ids = pseudonymize(parsed, req.userId, privacy.userData, this.hasher, { keepRawPii: privacy.consent && this.logRawPii });
+      text = ids.record;
+      req.userKey = ids.userKey;
+    } else {
+      req.userKey = userKey(req.userId, privacy.userData, this.hasher);
+    }
     req.source = source;
-    return { parsed, record: record ? ids.record : '', req, privacy };
+    return { parsed, record: text, req, privacy };
   }
 
   /** The request record with personal data redacted ('' when not asked for). */

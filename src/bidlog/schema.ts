@@ -1,7 +1,8 @@
 /**
  * The Parquet schema of the shipped bid log and the SQL that fills it (DuckDB), derived from the
  * record types (src/bidlog/records.ts) field by field. One row per NDJSON record; every field of
- * every record kind has its column, `raw` keeps the whole line (for what lies inside `req`).
+ * every record kind has its column, `raw` keeps the whole line of a record with a body (`req`, `res`)
+ * and of a line that is not JSON (what the columns do not hold); the other records are their columns.
  * docs/log-pipeline.md lists the columns. Records are read by DuckDB itself from the staged zstd
  * frames (no JSON parsing in JavaScript); fields that are missing or of another type become NULL.
  */
@@ -179,7 +180,7 @@ const DERIVED = derive();
 /** The fields read from each record, as DuckDB's json_transform types them (lenient: a mismatch is NULL). */
 const STRUCTURE = JSON.stringify({ ...DERIVED.structure, [INVALID_LINE_KEY]: 'VARCHAR' });
 
-/** The Parquet columns, in order: those of the records' fields, then `frame` (the hash of its frame) and `raw` (the whole line). */
+/** The Parquet columns, in order: those of the records' fields, then `frame` (the hash of its frame) and `raw` (the whole line, when it has a body or is not JSON). */
 export const PARQUET_COLUMNS: readonly string[] = [...DERIVED.columns.keys(), 'frame', 'raw'];
 
 /** The Parquet columns a record field lands in. */
@@ -188,11 +189,12 @@ export function columnsOf(spec: FieldSpec, field: string): string[] {
 }
 
 /**
- * Longest record DuckDB reads on the fast path (its read buffer is twice this). A request record
+ * Longest record DuckDB reads on the fast path (its read buffer is twice this, and it is resident
+ * while a batch loads: 16 MiB cost the shipper ~35 MiB more peak RSS than 2 MiB). A request record
  * holds the request body, bounded by the bidder's BODY_LIMIT_BYTES (1 MiB by default); a batch with
  * a longer record takes the slow path, which raises the bound to its longest line.
  */
-export const MAX_RECORD_BYTES = 16 * 1024 * 1024;
+export const MAX_RECORD_BYTES = 2 * 1024 * 1024;
 
 export function sqlString(s: string): string {
   return `'${s.replace(/'/g, "''")}'`;
@@ -202,7 +204,10 @@ export function sqlString(s: string): string {
  * Creates the temporary table `batch` from the staged files (`<frame hash>.ndjson[.zst]`): the
  * Parquet columns plus `part_h`, the record's UTC hour (epoch hours) from its valid `ts`, NULL
  * without one (FILL_HOURS_SQL places those). Records stay in the order of their frames (a request
- * next to its response: they compress better so than sorted by type).
+ * next to its response: they compress better so than sorted by type). `raw` is the line only where
+ * the columns do not hold the record: a compact record's line again cost about a fifth of the
+ * shipper's CPU (its copy and its Parquet column) and tripled the bytes per record
+ * (tools/bench/shipper-cpu.bench.ts).
  */
 export function loadBatchSql(files: readonly string[], maxRecordBytes: number = MAX_RECORD_BYTES): string {
   return `
@@ -223,7 +228,7 @@ WITH src AS (
 SELECT
 ${[...DERIVED.columns].map(([column, sql]) => `  ${sql} AS ${column},`).join('\n')}
   frame,
-  coalesce(r.${INVALID_LINE_KEY}, CAST(j AS VARCHAR)) AS raw,
+  CASE WHEN r.${INVALID_LINE_KEY} IS NOT NULL THEN r.${INVALID_LINE_KEY} WHEN r.req IS NOT NULL OR r.res IS NOT NULL THEN CAST(j AS VARCHAR) END AS raw,
   ts_ms // ${HOUR_MS} AS part_h
 FROM f`;
 }

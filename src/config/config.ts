@@ -2,7 +2,11 @@ import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { Type, type Static } from '@sinclair/typebox';
+import { Bool, checkUrl, type Env, hideUserinfo, Int, OneOf, Reader, readEnv, Str } from './env';
 import { type ExchangeSpec, readExchangesFile } from './exchanges-file';
+
+export { type Env, hideUserinfo, Reader } from './env';
 
 /** CURRENCY_MAX_CHANGE_PCT's default: a rate may double or halve between two refreshes, not more. */
 export const DEFAULT_MAX_CHANGE_PCT = 100;
@@ -184,126 +188,7 @@ function projectRoot(): string {
   }
 }
 
-/** A fraction from 0 to 1 (`0.01`, `1`, `0`); a bad value is a problem naming the variable. */
-function fraction(r: Reader, name: string, def: number): number {
-  const v = r.str(name, String(def));
-  const n = /^(\d+(\.\d*)?|\.\d+)$/.test(v) ? Number(v) : NaN;
-  if (!(n >= 0 && n <= 1)) {
-    r.problems.push(`${name}=${JSON.stringify(v)}: expected a fraction from 0 to 1`);
-    return def;
-  }
-  return n;
-}
-
 export const DEFAULT_CAMPAIGNS_FILE = path.join(projectRoot(), 'data', 'campaigns.demo.json');
-
-export type Env = Record<string, string | undefined>;
-
-export class Reader {
-  readonly problems: string[] = [];
-  constructor(private readonly env: Env) {}
-
-  private raw(name: string): string | undefined {
-    const v = this.env[name];
-    return v === undefined || v.trim() === '' ? undefined : v.trim();
-  }
-
-  str(name: string, def: string): string {
-    return this.raw(name) ?? def;
-  }
-
-  int(name: string, def: number, min: number, max: number): number {
-    const v = this.raw(name);
-    if (v === undefined) return def;
-    if (!/^\d+$/.test(v)) {
-      this.problems.push(`${name}=${JSON.stringify(v)}: expected a whole number`);
-      return def;
-    }
-    const n = Number(v);
-    if (n < min || n > max) {
-      this.problems.push(`${name}=${v}: expected a number from ${min} to ${max}`);
-      return def;
-    }
-    return n;
-  }
-
-  bool(name: string, def: boolean): boolean {
-    const v = this.raw(name);
-    if (v === undefined) return def;
-    const l = v.toLowerCase();
-    if (['1', 'true', 'yes', 'on'].includes(l)) return true;
-    if (['0', 'false', 'no', 'off'].includes(l)) return false;
-    this.problems.push(`${name}=${JSON.stringify(v)}: expected true or false`);
-    return def;
-  }
-
-  /** A URL; in a message only its scheme and host are shown (`hidePath`: a rates service's API key may be in the path or query) and never its password. */
-  url(name: string, def: string, protocols: string[], hidePath = false): string {
-    const v = this.str(name, def);
-    try {
-      const u = new URL(v);
-      if (!protocols.includes(u.protocol)) throw new Error('protocol');
-    } catch {
-      const shown = hidePath ? hideUserinfo(v).replace(/^([^/]*\/\/[^/?#]*).+$/, '$1/…') : hideUserinfo(v);
-      this.problems.push(`${name}=${JSON.stringify(shown)}: expected a ${protocols.join(' or ')} URL`);
-    }
-    return v;
-  }
-
-  /** A whole number in [min, max], or null when unset. */
-  optionalInt(name: string, min: number, max: number): number | null {
-    return this.raw(name) === undefined ? null : this.int(name, 0, min, max);
-  }
-
-  /** A problem found by a check across variables. */
-  problem(text: string): void {
-    this.problems.push(text);
-  }
-
-  /** `id:secret` pairs separated by commas (ids 0-255, unique). */
-  keys(name: string): Array<{ id: number; secret: string }> {
-    const v = this.raw(name);
-    if (v === undefined) return [];
-    const out: Array<{ id: number; secret: string }> = [];
-    for (const part of v.split(',')) {
-      const p = part.trim();
-      const colon = p.indexOf(':');
-      const id = colon > 0 ? Number(p.slice(0, colon)) : NaN;
-      const secret = colon > 0 ? p.slice(colon + 1) : '';
-      if (!Number.isInteger(id) || id < 0 || id > 255 || secret === '' || out.some((k) => k.id === id)) {
-        this.problems.push(`${name}: expected comma-separated id:secret pairs with distinct ids from 0 to 255`);
-        return [];
-      }
-      // `2: secret` would verify with " secret", not the key the URLs were signed with: every one refused.
-      if (secret.trim() !== secret) {
-        this.problems.push(`${name}: key ${id}: the secret starts or ends with whitespace; write id:secret with nothing between the colon and the secret`);
-        return [];
-      }
-      out.push({ id, secret });
-    }
-    return out;
-  }
-
-  oneOf<T extends string>(name: string, def: T, values: readonly T[]): T {
-    const v = this.raw(name);
-    if (v === undefined) return def;
-    if (!(values as readonly string[]).includes(v)) {
-      this.problems.push(`${name}=${JSON.stringify(v)}: expected one of ${values.join(', ')}`);
-      return def;
-    }
-    return v as T;
-  }
-}
-
-/**
- * A URL-like text with whatever stands between `//` and the last `@` (a user and password) replaced by
- * `***`: for messages, which must never carry a password (REDIS_URL's, a rates service's).
- */
-export function hideUserinfo(text: string): string {
-  // Up to the last @: a password with an unencoded @ (or /) is hidden whole; a path with an @ in it
-  // is hidden too, which a message can afford.
-  return text.replace(/^([^/@]*\/\/)?.*@/, (_m, scheme: string | undefined) => `${scheme ?? ''}***@`);
-}
 
 /** A Redis node's address. */
 export interface RedisNode {
@@ -393,8 +278,85 @@ export function readHostId(r: Reader, hostname?: string): string {
   return id;
 }
 
-/** Reads typed values from the environment, collecting every problem (the shipper reuses it: src/shipper/shipper.config.ts). */
+const MiB = 1024 * 1024;
+const DAY_S = 24 * 3600;
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * The bidder's environment variables: each one's type, default and bounds (README, Configuration;
+ * INTERFACE.md). loadConfig reads them with readEnv, which words a refused value's problem from
+ * the same schema. Read beside it, with checks of their own: NODE_ENV, HOST_ID, REDIS_URL,
+ * REDIS_MODE, REDIS_CLUSTER_NODES, LOG_REDIS_KEY and LOG_REDIS_SHARDS (shared with the shipper),
+ * EXCHANGES_FILE and EXCHANGES_OPEN. No default: derived from other settings (loadConfig).
+ */
+export const BIDDER_ENV = Type.Object({
+  PORT: Int(8080, 0, 65535, 'the exchange-facing port'),
+  HOST: Str('0.0.0.0'),
+  ADMIN_PORT: Int(8081, 0, 65535, 'metrics, the machine view, debug routes'),
+  ADMIN_HOST: Str('127.0.0.1'),
+  HTTP_HEADERS_TIMEOUT_MS: Int(2_000, 100, 60_000),
+  HTTP_REQUEST_TIMEOUT_MS: Int(3_000, 100, 120_000),
+  HTTP_MAX_CONNECTIONS: Int(2_048, 1, 1_000_000),
+  HTTP_KEEPALIVE_TIMEOUT_MS: Int(65_000, 1_000, 600_000),
+  REDIS_ALLOW_VOLATILE: Bool(false),
+  LOG_REDIS_WAIT_REPLICAS: Type.Optional(Int(undefined, 0, 16, 'default 1 on a Redis Cluster, else 0')),
+  // Below the client's command timeout (3 s, src/redis/redis.options.ts), which bounds every reply.
+  LOG_REDIS_WAIT_MS: Int(1_000, 10, 2_500),
+  LOG_FLUSH_INTERVAL_MS: Int(10_000, 10, 3_600_000),
+  LOG_FLUSH_BYTES: Int(8 * MiB, 1024, 1024 * MiB),
+  LOG_MAX_MEMORY_BYTES: Int(256 * MiB, 64 * 1024, 16 * 1024 * MiB),
+  // 2 by default, as ZSTD_LEVEL in src/log/frame.ts says why.
+  LOG_ZSTD_LEVEL: Int(2, 1, 19),
+  LOG_SPILL_DIR: Type.Optional(Str(undefined, 'default .run/spill under the working directory')),
+  LOG_SPILL_MAX_BYTES: Int(2048 * MiB, 0, Number.MAX_SAFE_INTEGER),
+  LOG_JOURNAL: Bool(true),
+  LOG_JOURNAL_DIR: Type.Optional(Str(undefined, 'default <LOG_SPILL_DIR>/journal')),
+  LOG_JOURNAL_MAX_BYTES: Int(256 * MiB, MiB, Number.MAX_SAFE_INTEGER),
+  LOG_JOURNAL_FSYNC_MS: Int(0, 0, 3_600_000),
+  LOG_BACKLOG_WARN_BYTES: Int(512 * MiB, 0, Number.MAX_SAFE_INTEGER),
+  SHUTDOWN_TIMEOUT_MS: Int(8_000, 100, 600_000),
+  CAMPAIGNS_FILE: Str(DEFAULT_CAMPAIGNS_FILE),
+  TRACKING_BASE_URL: Str(DEV_TRACKING_BASE_URL, 'an http or https URL'),
+  TRACKING_SECRET: Str(DEV_TRACKING_SECRET),
+  TRACKING_KEY_ID: Int(1, 0, 255),
+  TRACKING_OLD_KEYS: Str('', 'comma-separated id:secret pairs'),
+  TRACKING_LEGACY_PAYLOADS: Bool(true),
+  BODY_LIMIT_BYTES: Int(MiB, 1024, 64 * MiB),
+  WORKER_ID: Type.Optional(Str(undefined, 'default NODE_APP_INSTANCE, pm_id, else the process id')),
+  ACCESS_LOG: Bool(false),
+  LOG_LEVEL: OneOf(LEVELS, 'info'),
+  BUDGET_REFRESH_MS: Int(250, 20, 60_000),
+  BUDGET_WINDOW_MS: Int(10_000, 0, 3_600_000),
+  PACING_WINDOW_S: Int(120, 10, DAY_S),
+  PACING_RAMP_S: Int(5, 1, 3600),
+  PACING_END_MARGIN_S: Int(300, 0, 6 * 3600),
+  PACING_TRAFFIC_SYNC_S: Int(60, 1, 3600),
+  SHADING: Bool(true),
+  SHADING_EXPLORE_PERCENT: Int(5, 0, 50),
+  SHADING_SYNC_S: Int(10, 1, 3600),
+  SHADING_LEARN_PER_S: Int(1000, 1, 1_000_000),
+  SHADING_HALF_LIFE_MIN: Int(10, 1, 7 * 24 * 60),
+  BILL_DEDUPE_TTL_S: Int(7 * DAY_S, 60, 90 * DAY_S),
+  CAMPAIGNS_WATCH_MS: Int(1_000, 0, 3_600_000),
+  DEBUG_ENDPOINTS: Bool(false),
+  WARM_UP_REQUESTS: Int(3000, 0, 1_000_000),
+  PII_HASH_SECRET: Str(DEV_PII_HASH_SECRET),
+  TCF_VENDOR_ID: Type.Optional(Int(undefined, 1, 65535, 'unset: none')),
+  LOG_RAW_PII: Bool(false),
+  LOG_REQUEST_SAMPLE: Type.Number({ default: 0.01, minimum: 0, maximum: 1 }),
+  CURRENCY_RATES_FILE: Type.Optional(Str(undefined)),
+  CURRENCY_RATES_URL: Type.Optional(Str(undefined, 'an http or https URL')),
+  CURRENCY_REFRESH_S: Int(3600, 10, 7 * DAY_S),
+  CURRENCY_MAX_AGE_S: Int(2 * DAY_S, 0, 365 * DAY_S),
+  CURRENCY_MAX_CHANGE_PCT: Int(DEFAULT_MAX_CHANGE_PCT, 0, 1_000_000),
+  CURRENCY_MAX_DRIFT_PCT: Int(DEFAULT_MAX_DRIFT_PCT, 0, 1_000_000),
+  DSA_DOMAIN: Str('', 'default TRACKING_BASE_URL\'s host'),
+  SHED_MAX_WAIT_MS: Int(200, 0, 60_000),
+  SHED_MARGIN_MS: Int(30, 0, 10_000),
+  BUDGET_SOURCE_PERCENT: Int(50, 1, 100),
+  ANSWER_MAX_BYTES: Int(64 * 1024, 4 * 1024, 16 * MiB),
+});
+export type BidderEnv = Static<typeof BIDDER_ENV>;
 
 const NODE_ENVS = ['production', 'development', 'test'] as const;
 
@@ -424,7 +386,7 @@ function checkTrackingBaseUrl(r: Reader, url: string): void {
   try {
     u = new URL(url);
   } catch {
-    return; // reported by Reader.url
+    return; // reported by checkUrl
   }
   const extra = [u.username !== '' || u.password !== '' ? 'credentials' : '', u.pathname !== '/' ? 'a path' : '', u.search !== '' ? 'a query' : '', u.hash !== '' ? 'a fragment' : ''].filter((x) => x !== '');
   if (extra.length > 0) {
@@ -434,82 +396,85 @@ function checkTrackingBaseUrl(r: Reader, url: string): void {
 
 export function loadConfig(env: Env = process.env): Config {
   const r = new Reader(env);
-  const MiB = 1024 * 1024;
   const nodeEnv = readNodeEnv(r, env);
   const production = nodeEnv === 'production';
   const redis = readRedisTarget(r, env);
+  const hostId = readHostId(r);
+  const logKeys = readLogKeys(r, redis.mode);
+  const e = readEnv(env, BIDDER_ENV, r.problems);
+  checkUrl(r.problems, 'TRACKING_BASE_URL', e.TRACKING_BASE_URL, ['http:', 'https:']);
+  if (e.CURRENCY_RATES_URL !== undefined) checkUrl(r.problems, 'CURRENCY_RATES_URL', e.CURRENCY_RATES_URL, ['http:', 'https:'], true);
+  const spillDir = e.LOG_SPILL_DIR ?? path.join(process.cwd(), '.run', 'spill');
   const cfg: Config = {
     nodeEnv,
-    port: r.int('PORT', 8080, 0, 65535),
-    host: r.str('HOST', '0.0.0.0'),
-    adminPort: r.int('ADMIN_PORT', 8081, 0, 65535),
-    adminHost: r.str('ADMIN_HOST', '127.0.0.1'),
-    httpHeadersTimeoutMs: r.int('HTTP_HEADERS_TIMEOUT_MS', 2_000, 100, 60_000),
-    httpRequestTimeoutMs: r.int('HTTP_REQUEST_TIMEOUT_MS', 3_000, 100, 120_000),
-    httpMaxConnections: r.int('HTTP_MAX_CONNECTIONS', 2_048, 1, 1_000_000),
-    httpKeepAliveTimeoutMs: r.int('HTTP_KEEPALIVE_TIMEOUT_MS', 65_000, 1_000, 600_000),
+    port: e.PORT,
+    host: e.HOST,
+    adminPort: e.ADMIN_PORT,
+    adminHost: e.ADMIN_HOST,
+    httpHeadersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
+    httpRequestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+    httpMaxConnections: e.HTTP_MAX_CONNECTIONS,
+    httpKeepAliveTimeoutMs: e.HTTP_KEEPALIVE_TIMEOUT_MS,
     redisUrl: redis.url,
     redis,
-    redisAllowVolatile: r.bool('REDIS_ALLOW_VOLATILE', false),
-    hostId: readHostId(r),
-    ...readLogKeys(r, redis.mode),
-    logWaitReplicas: r.int('LOG_REDIS_WAIT_REPLICAS', redis.mode === 'cluster' ? 1 : 0, 0, 16),
-    // Below the client's command timeout (3 s, src/redis/redis.options.ts), which bounds every reply.
-    logWaitTimeoutMs: r.int('LOG_REDIS_WAIT_MS', 1_000, 10, 2_500),
-    logFlushIntervalMs: r.int('LOG_FLUSH_INTERVAL_MS', 10_000, 10, 3_600_000),
-    logFlushBytes: r.int('LOG_FLUSH_BYTES', 8 * MiB, 1024, 1024 * MiB),
-    logMaxMemoryBytes: r.int('LOG_MAX_MEMORY_BYTES', 256 * MiB, 64 * 1024, 16 * 1024 * MiB),
-    // 2 by default, as ZSTD_LEVEL in src/log/frame.ts says why.
-    logZstdLevel: r.int('LOG_ZSTD_LEVEL', 2, 1, 19),
-    logSpillDir: path.resolve(r.str('LOG_SPILL_DIR', path.join(process.cwd(), '.run', 'spill'))),
-    logSpillMaxBytes: r.int('LOG_SPILL_MAX_BYTES', 2048 * MiB, 0, Number.MAX_SAFE_INTEGER),
-    logJournal: r.bool('LOG_JOURNAL', true),
-    logJournalDir: path.resolve(r.str('LOG_JOURNAL_DIR', path.join(r.str('LOG_SPILL_DIR', path.join(process.cwd(), '.run', 'spill')), 'journal'))),
-    logJournalMaxBytes: r.int('LOG_JOURNAL_MAX_BYTES', 256 * MiB, MiB, Number.MAX_SAFE_INTEGER),
-    logJournalFsyncMs: r.int('LOG_JOURNAL_FSYNC_MS', 0, 0, 3_600_000),
-    logBacklogWarnBytes: r.int('LOG_BACKLOG_WARN_BYTES', 512 * MiB, 0, Number.MAX_SAFE_INTEGER),
-    shutdownTimeoutMs: r.int('SHUTDOWN_TIMEOUT_MS', 8_000, 100, 600_000),
-    campaignsFile: path.resolve(r.str('CAMPAIGNS_FILE', DEFAULT_CAMPAIGNS_FILE)),
-    trackingBaseUrl: r.url('TRACKING_BASE_URL', DEV_TRACKING_BASE_URL, ['http:', 'https:']).replace(/\/+$/, ''),
-    trackingSecret: r.str('TRACKING_SECRET', DEV_TRACKING_SECRET),
-    trackingKeyId: r.int('TRACKING_KEY_ID', 1, 0, 255),
-    trackingOldKeys: Object.freeze(r.keys('TRACKING_OLD_KEYS')),
-    trackingLegacyPayloads: r.bool('TRACKING_LEGACY_PAYLOADS', true),
-    bodyLimitBytes: r.int('BODY_LIMIT_BYTES', MiB, 1024, 64 * MiB),
-    workerId: r.str('WORKER_ID', env.NODE_APP_INSTANCE ?? env.pm_id ?? String(process.pid)),
-    accessLog: r.bool('ACCESS_LOG', false),
-    logLevel: r.oneOf('LOG_LEVEL', 'info', LEVELS),
-    budgetRefreshMs: r.int('BUDGET_REFRESH_MS', 250, 20, 60_000),
-    budgetWindowMs: r.int('BUDGET_WINDOW_MS', 10_000, 0, 3_600_000),
-    pacingWindowMs: r.int('PACING_WINDOW_S', 120, 10, 24 * 3600) * 1000,
-    pacingRampMs: r.int('PACING_RAMP_S', 5, 1, 3600) * 1000,
-    pacingEndMarginMs: r.int('PACING_END_MARGIN_S', 300, 0, 6 * 3600) * 1000,
-    pacingTrafficSyncMs: r.int('PACING_TRAFFIC_SYNC_S', 60, 1, 3600) * 1000,
-    shading: r.bool('SHADING', true),
-    shadingExplore: r.int('SHADING_EXPLORE_PERCENT', 5, 0, 50) / 100,
-    shadingSyncMs: r.int('SHADING_SYNC_S', 10, 1, 3600) * 1000,
-    shadingLearnPerS: r.int('SHADING_LEARN_PER_S', 1000, 1, 1_000_000),
-    shadingHalfLifeMs: r.int('SHADING_HALF_LIFE_MIN', 10, 1, 7 * 24 * 60) * 60_000,
-    billDedupeTtlSeconds: r.int('BILL_DEDUPE_TTL_S', 7 * 24 * 3600, 60, 90 * 24 * 3600),
-    campaignsWatchMs: r.int('CAMPAIGNS_WATCH_MS', 1_000, 0, 3_600_000),
-    debugEndpoints: r.bool('DEBUG_ENDPOINTS', false),
-    warmUpRequests: r.int('WARM_UP_REQUESTS', 3000, 0, 1_000_000),
-    piiHashSecret: r.str('PII_HASH_SECRET', DEV_PII_HASH_SECRET),
-    tcfVendorId: r.optionalInt('TCF_VENDOR_ID', 1, 65535),
-    logRawPii: r.bool('LOG_RAW_PII', false),
-    logRequestSample: fraction(r, 'LOG_REQUEST_SAMPLE', 0.01),
-    currencyRatesFile: env.CURRENCY_RATES_FILE?.trim() ? path.resolve(env.CURRENCY_RATES_FILE.trim()) : null,
-    currencyRatesUrl: env.CURRENCY_RATES_URL?.trim() ? r.url('CURRENCY_RATES_URL', '', ['http:', 'https:'], true) : null,
-    currencyRefreshSeconds: r.int('CURRENCY_REFRESH_S', 3600, 10, 7 * 24 * 3600),
-    currencyMaxAgeSeconds: r.int('CURRENCY_MAX_AGE_S', 2 * 24 * 3600, 0, 365 * 24 * 3600),
-    currencyMaxChangePct: r.int('CURRENCY_MAX_CHANGE_PCT', DEFAULT_MAX_CHANGE_PCT, 0, 1_000_000),
-    currencyMaxDriftPct: r.int('CURRENCY_MAX_DRIFT_PCT', DEFAULT_MAX_DRIFT_PCT, 0, 1_000_000),
-    dsaDomain: r.str('DSA_DOMAIN', ''),
-    shedMaxWaitMs: r.int('SHED_MAX_WAIT_MS', 200, 0, 60_000),
-    shedMarginMs: r.int('SHED_MARGIN_MS', 30, 0, 10_000),
+    redisAllowVolatile: e.REDIS_ALLOW_VOLATILE,
+    hostId,
+    ...logKeys,
+    logWaitReplicas: e.LOG_REDIS_WAIT_REPLICAS ?? (redis.mode === 'cluster' ? 1 : 0),
+    logWaitTimeoutMs: e.LOG_REDIS_WAIT_MS,
+    logFlushIntervalMs: e.LOG_FLUSH_INTERVAL_MS,
+    logFlushBytes: e.LOG_FLUSH_BYTES,
+    logMaxMemoryBytes: e.LOG_MAX_MEMORY_BYTES,
+    logZstdLevel: e.LOG_ZSTD_LEVEL,
+    logSpillDir: path.resolve(spillDir),
+    logSpillMaxBytes: e.LOG_SPILL_MAX_BYTES,
+    logJournal: e.LOG_JOURNAL,
+    logJournalDir: path.resolve(e.LOG_JOURNAL_DIR ?? path.join(spillDir, 'journal')),
+    logJournalMaxBytes: e.LOG_JOURNAL_MAX_BYTES,
+    logJournalFsyncMs: e.LOG_JOURNAL_FSYNC_MS,
+    logBacklogWarnBytes: e.LOG_BACKLOG_WARN_BYTES,
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    campaignsFile: path.resolve(e.CAMPAIGNS_FILE),
+    trackingBaseUrl: e.TRACKING_BASE_URL.replace(/\/+$/, ''),
+    trackingSecret: e.TRACKING_SECRET,
+    trackingKeyId: e.TRACKING_KEY_ID,
+    trackingOldKeys: Object.freeze(readKeys(r, 'TRACKING_OLD_KEYS', e.TRACKING_OLD_KEYS)),
+    trackingLegacyPayloads: e.TRACKING_LEGACY_PAYLOADS,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    workerId: e.WORKER_ID ?? env.NODE_APP_INSTANCE ?? env.pm_id ?? String(process.pid),
+    accessLog: e.ACCESS_LOG,
+    logLevel: e.LOG_LEVEL,
+    budgetRefreshMs: e.BUDGET_REFRESH_MS,
+    budgetWindowMs: e.BUDGET_WINDOW_MS,
+    pacingWindowMs: e.PACING_WINDOW_S * 1000,
+    pacingRampMs: e.PACING_RAMP_S * 1000,
+    pacingEndMarginMs: e.PACING_END_MARGIN_S * 1000,
+    pacingTrafficSyncMs: e.PACING_TRAFFIC_SYNC_S * 1000,
+    shading: e.SHADING,
+    shadingExplore: e.SHADING_EXPLORE_PERCENT / 100,
+    shadingSyncMs: e.SHADING_SYNC_S * 1000,
+    shadingLearnPerS: e.SHADING_LEARN_PER_S,
+    shadingHalfLifeMs: e.SHADING_HALF_LIFE_MIN * 60_000,
+    billDedupeTtlSeconds: e.BILL_DEDUPE_TTL_S,
+    campaignsWatchMs: e.CAMPAIGNS_WATCH_MS,
+    debugEndpoints: e.DEBUG_ENDPOINTS,
+    warmUpRequests: e.WARM_UP_REQUESTS,
+    piiHashSecret: e.PII_HASH_SECRET,
+    tcfVendorId: e.TCF_VENDOR_ID ?? null,
+    logRawPii: e.LOG_RAW_PII,
+    logRequestSample: e.LOG_REQUEST_SAMPLE,
+    currencyRatesFile: e.CURRENCY_RATES_FILE !== undefined ? path.resolve(e.CURRENCY_RATES_FILE) : null,
+    currencyRatesUrl: e.CURRENCY_RATES_URL ?? null,
+    currencyRefreshSeconds: e.CURRENCY_REFRESH_S,
+    currencyMaxAgeSeconds: e.CURRENCY_MAX_AGE_S,
+    currencyMaxChangePct: e.CURRENCY_MAX_CHANGE_PCT,
+    currencyMaxDriftPct: e.CURRENCY_MAX_DRIFT_PCT,
+    dsaDomain: e.DSA_DOMAIN,
+    shedMaxWaitMs: e.SHED_MAX_WAIT_MS,
+    shedMarginMs: e.SHED_MARGIN_MS,
     exchanges: readExchanges(r, env),
-    budgetSourcePercent: r.int('BUDGET_SOURCE_PERCENT', 50, 1, 100),
-    answerMaxBytes: r.int('ANSWER_MAX_BYTES', 64 * 1024, 4 * 1024, 16 * MiB),
+    budgetSourcePercent: e.BUDGET_SOURCE_PERCENT,
+    answerMaxBytes: e.ANSWER_MAX_BYTES,
   };
   if (cfg.dsaDomain === '') {
     // TRACKING_BASE_URL's host when it is a name; an IP address is no domain (configWarnings says so).
@@ -534,6 +499,29 @@ export function loadConfig(env: Env = process.env): Config {
   checkAdmission(r, env, cfg, production);
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return Object.freeze(cfg);
+}
+
+/** `id:secret` pairs separated by commas (ids 0-255, unique). */
+function readKeys(r: Reader, name: string, text: string): Array<{ id: number; secret: string }> {
+  if (text === '') return [];
+  const out: Array<{ id: number; secret: string }> = [];
+  for (const part of text.split(',')) {
+    const p = part.trim();
+    const colon = p.indexOf(':');
+    const id = colon > 0 ? Number(p.slice(0, colon)) : NaN;
+    const secret = colon > 0 ? p.slice(colon + 1) : '';
+    if (!Number.isInteger(id) || id < 0 || id > 255 || secret === '' || out.some((k) => k.id === id)) {
+      r.problem(`${name}: expected comma-separated id:secret pairs with distinct ids from 0 to 255`);
+      return [];
+    }
+    // `2: secret` would verify with " secret", not the key the URLs were signed with: every one refused.
+    if (secret.trim() !== secret) {
+      r.problem(`${name}: key ${id}: the secret starts or ends with whitespace; write id:secret with nothing between the colon and the secret`);
+      return [];
+    }
+    out.push({ id, secret });
+  }
+  return out;
 }
 
 /** EXCHANGES_FILE, read and validated once (null when unset: the bid endpoint is open). */

@@ -170,7 +170,19 @@ export class Hmac {
   mac(text: string): Buffer {
     // UTF-8 takes at most 3 bytes per UTF-16 code unit; 72 more for the padding.
     if (3 * text.length + 72 > this.msg.length) this.msg = Buffer.alloc(3 * text.length + 72);
-    const len = this.msg.write(text, 0, 'utf8');
+    return this.digest(this.msg.write(text, 0, 'utf8'));
+  }
+
+  /** The MAC of `bytes[0, length)`: 32 bytes, in a buffer the next call overwrites. */
+  macBytes(bytes: Uint8Array, length: number): Buffer {
+    if (length + 72 > this.msg.length) this.msg = Buffer.alloc(length + 72);
+    const msg = this.msg;
+    for (let i = 0; i < length; i++) msg[i] = bytes[i];
+    return this.digest(length);
+  }
+
+  /** The MAC of the message's first `len` bytes, in `msg`. */
+  private digest(len: number): Buffer {
     const st = this.state;
     st.set(this.innerStart);
     compress(st, this.w, this.msg, 0, pad(this.msg, len, BLOCK));

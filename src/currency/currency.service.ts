@@ -26,8 +26,7 @@
  *   reason when it is over CURRENCY_MAX_AGE_S (0: never). With no file or URL configured the static
  *   table is in use by choice and is not reported as stale (its age is still in the metrics).
  */
-import * as fs from 'node:fs';
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit, Optional } from '@nestjs/common';
 import {
   CurrencyRates,
   CurrencyRatesError,
@@ -35,13 +34,15 @@ import {
   DEFAULT_MAX_DRIFT_PCT,
   DRIFT_PERIOD_MS,
   implausibleRates,
-  MAX_RATES_FILE_BYTES,
   parseRatesFile,
   ratesDrift,
   ratesJump,
   STATIC_RATES,
 } from './rates';
 import { ConfigError } from '../config/config';
+import { RatesSource, RatesSourceError, ratesSourceOf, showRatesUrl } from './rates-source';
+
+export { showRatesUrl } from './rates-source';
 
 export interface CurrencySettings {
   /** CURRENCY_RATES_FILE: a path, or null. */
@@ -66,16 +67,6 @@ export interface CurrencySettings {
   readonly driftPeriodMs?: number;
 }
 
-/** A rates URL as it may be shown: its origin, `/…` when it has more (a path or query may hold an API key). */
-export function showRatesUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.origin}${u.pathname !== '/' || u.search !== '' || u.hash !== '' ? '/…' : ''}`;
-  } catch {
-    return 'CURRENCY_RATES_URL';
-  }
-}
-
 export const CURRENCY_SETTINGS = Symbol('CURRENCY_SETTINGS');
 
 /** Until a configured URL has answered once, it is tried this often (or every refresh, when shorter). */
@@ -93,18 +84,13 @@ export interface CurrencyStats {
   readonly lastSuccessAt: number | null;
 }
 
-class RatesSourceError extends Error {}
-
 @Injectable()
 export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Currency');
   private rates: CurrencyRates = STATIC_RATES;
   private timer: NodeJS.Timeout | null = null;
-  private watching = false;
   private running: Promise<RefreshOutcome> | null = null;
   private loadedOnce = false;
-  private etag: string | null = null;
-  private lastModified: string | null = null;
   /** The text of the rates in use: a file rewritten with the same content is not parsed again. */
   private lastText: string | null = null;
   private readonly counts: Record<RefreshOutcome, number> = { updated: 0, unchanged: 0, failed: 0, rejected: 0 };
@@ -116,17 +102,20 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
   /** The reference rates (units per USD) the total move is bounded against, and since when (ms). */
   private reference: Map<string, number> | null = null;
   private referenceAt = 0;
-  private readonly fetchTimeoutMs: number;
-  private readonly maxBytes: number;
+  /** The file or URL the rates are read from; null: the static table. */
+  private readonly ratesSource: RatesSource | null;
 
-  constructor(@Inject(CURRENCY_SETTINGS) private readonly settings: CurrencySettings) {
+  /** `source`: where the rates are read (CurrencyModule provides it); by default the one the settings name (rates-source.ts). */
+  constructor(
+    @Inject(CURRENCY_SETTINGS) private readonly settings: CurrencySettings,
+    @Optional() @Inject(RatesSource) source?: RatesSource | null,
+  ) {
     if (settings.file !== null && settings.url !== null) throw new Error('set CURRENCY_RATES_FILE or CURRENCY_RATES_URL, not both');
     if (!(settings.refreshSeconds > 0)) throw new Error(`CURRENCY_REFRESH_S must be > 0, got ${settings.refreshSeconds}`);
     if (!(settings.maxAgeSeconds >= 0)) throw new Error(`CURRENCY_MAX_AGE_S must be ≥ 0, got ${settings.maxAgeSeconds}`);
     if (settings.url !== null && !/^https?:\/\//i.test(settings.url)) throw new Error(`CURRENCY_RATES_URL must be an http(s) URL, got ${showRatesUrl(settings.url)}`);
-    this.shown = settings.file ?? (settings.url === null ? null : showRatesUrl(settings.url));
-    this.fetchTimeoutMs = settings.fetchTimeoutMs ?? 10_000;
-    this.maxBytes = settings.maxBytes ?? MAX_RATES_FILE_BYTES;
+    this.ratesSource = source ?? ratesSourceOf(settings);
+    this.shown = this.ratesSource?.shown ?? null;
   }
 
   /** The rates in use: one immutable table, replaced as a whole by a refresh. */
@@ -163,8 +152,8 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
   }
 
   async onModuleInit(): Promise<void> {
-    const { file, url } = this.settings;
-    if (file === null && url === null) {
+    const file = this.settings.file;
+    if (this.ratesSource === null) {
       this.logger.log(`no CURRENCY_RATES_FILE or CURRENCY_RATES_URL: static rates of ${new Date(STATIC_RATES.asOf).toISOString().slice(0, 10)}`);
       return;
     }
@@ -173,19 +162,13 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
     if (outcome === 'failed' && file !== null) throw new ConfigError([`CURRENCY_RATES_FILE=${file}: ${this.lastError}`]);
     if (outcome === 'rejected' && file !== null) throw new ConfigError([`CURRENCY_RATES_FILE=${file}: rejected: ${this.lastRejection}`]);
     this.schedule();
-    if (file !== null && (this.settings.watchMs ?? 1000) > 0) {
-      fs.watchFile(file, { interval: this.settings.watchMs ?? 1000, persistent: false }, (cur, prev) => {
-        if (cur.mtimeMs !== prev.mtimeMs || cur.size !== prev.size || cur.ino !== prev.ino) void this.refresh();
-      });
-      this.watching = true;
-    }
+    this.ratesSource.watch(() => void this.refresh());
   }
 
   onApplicationShutdown(): void {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
-    if (this.watching && this.settings.file !== null) fs.unwatchFile(this.settings.file);
-    this.watching = false;
+    this.ratesSource?.unwatch();
   }
 
   /** Reads the source once more (never concurrently with another read); never throws. */
@@ -209,7 +192,7 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
   private async load(): Promise<RefreshOutcome> {
     const source = this.shown!;
     try {
-      const text = this.settings.file !== null ? await this.readFile(this.settings.file) : await this.fetchUrl(this.settings.url!);
+      const text = await this.ratesSource!.read(this.loadedOnce);
       if (text === null || text === this.lastText) return this.done('unchanged');
       const rates = parseRatesFile(text, source);
       for (const w of rates.warnings) this.logger.warn(`${source}: ${w}`);
@@ -256,83 +239,5 @@ export class CurrencyService implements OnModuleInit, OnApplicationShutdown {
     this.lastError = null;
     this.lastSuccessAt = Date.now();
     return outcome;
-  }
-
-  private async readFile(file: string): Promise<string> {
-    let handle: fs.promises.FileHandle;
-    try {
-      handle = await fs.promises.open(file, 'r');
-    } catch (e) {
-      throw new RatesSourceError(`cannot open: ${(e as Error).message}`);
-    }
-    try {
-      const size = (await handle.stat()).size;
-      if (size > this.maxBytes) throw new RatesSourceError(`${size} bytes, over the ${this.maxBytes}-byte bound`);
-      return await handle.readFile('utf8');
-    } finally {
-      await handle.close();
-    }
-  }
-
-  /** The body of the URL, or null when the server says it has not changed (304). */
-  private async fetchUrl(url: string): Promise<string | null> {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    // Only once rates from this URL are in use: a 304 then means "keep them".
-    if (this.loadedOnce && this.etag !== null) headers['if-none-match'] = this.etag;
-    if (this.loadedOnce && this.lastModified !== null) headers['if-modified-since'] = this.lastModified;
-    // fetch refuses a URL with credentials: they go in an Authorization header (Basic) instead.
-    const target = new URL(url);
-    if (target.username !== '' || target.password !== '') {
-      headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`).toString('base64')}`;
-      target.username = '';
-      target.password = '';
-    }
-    const signal = AbortSignal.timeout(this.fetchTimeoutMs);
-    let res: Response;
-    try {
-      res = await fetch(target, { headers, signal, redirect: 'follow' });
-    } catch (e) {
-      throw new RatesSourceError(signal.aborted ? `no answer within ${this.fetchTimeoutMs} ms` : `fetch failed: ${(e as Error).message}`);
-    }
-    if (res.status === 304 && this.loadedOnce) {
-      await res.body?.cancel();
-      return null;
-    }
-    if (res.status !== 200) {
-      await res.body?.cancel();
-      throw new RatesSourceError(`HTTP ${res.status}`);
-    }
-    const declared = Number(res.headers.get('content-length'));
-    if (declared > this.maxBytes) {
-      await res.body?.cancel();
-      throw new RatesSourceError(`${declared} bytes declared, over the ${this.maxBytes}-byte bound`);
-    }
-    const text = await this.readBounded(res, signal);
-    this.etag = res.headers.get('etag');
-    this.lastModified = res.headers.get('last-modified');
-    return text;
-  }
-
-  private async readBounded(res: Response, signal: AbortSignal): Promise<string> {
-    if (res.body === null) return '';
-    const reader = res.body.getReader();
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        total += value.byteLength;
-        if (total > this.maxBytes) {
-          await reader.cancel();
-          throw new RatesSourceError(`body over the ${this.maxBytes}-byte bound`);
-        }
-        chunks.push(value);
-      }
-    } catch (e) {
-      if (e instanceof RatesSourceError) throw e;
-      throw new RatesSourceError(signal.aborted ? `no complete answer within ${this.fetchTimeoutMs} ms` : `reading the body failed: ${(e as Error).message}`);
-    }
-    return Buffer.concat(chunks).toString('utf8');
   }
 }

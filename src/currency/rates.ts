@@ -349,24 +349,11 @@ export function parseRatesFile(text: string, source: string, now = Date.now()): 
 const TICKS = 10_000;
 
 /**
- * A price of `usd` US dollars expressed in `cur`, rounded down to the 4th decimal, and never worth
- * more than `usd` when converted back with the same rates (`rates.convert(price, cur, 'USD') <=
- * usd`), so a bid converted back by an exchange with these rates never exceeds what we meant to
- * pay. Null when `cur` is not in the table, `usd` is not a finite number ≥ 0, or the price is too
- * large to count in ten-thousandths exactly (over ~4.5 × 10^11 units).
- */
-export function toBidPrice(usd: number, rates: CurrencyRates, cur: string): number | null {
-  if (!(Number.isFinite(usd) && usd >= 0)) return null;
-  const r = rates.unitsPerUsd(cur);
-  if (r === null) return null;
-  const p = priceIn(usd, r);
-  return Number.isNaN(p) ? null : p;
-}
-
-/**
  * `usd` at `unitsPerUsd` units per USD, rounded DOWN to the 4th decimal and never above `usd` once
- * converted back at the same rate (NaN for a price no double counts in ticks). The auction prices
- * every candidate with it (src/targeting/select.ts), so floors are compared with what is sent.
+ * converted back at the same rate (`rates.convert(price, cur, 'USD') <= usd`), so a bid converted
+ * back by an exchange with these rates never exceeds what we meant to pay; NaN for a price no
+ * double counts in ticks (over ~4.5 × 10^11 units). The auction prices every candidate with it
+ * (src/targeting/select.ts), so floors are compared with what is sent.
  */
 export function priceIn(usd: number, unitsPerUsd: number): number {
   let ticks = Math.floor(usd * unitsPerUsd * TICKS);

@@ -1,7 +1,6 @@
 import { Inject, Injectable, Module, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import { Health } from '../health/health.service';
-import { ComputedCounter, ComputedGauge } from '../metrics/fast-metrics';
 import { MetricsService } from '../metrics/metrics.service';
 import { DeliveryRedis } from './delivery-redis';
 import { RedisModule } from '../redis/redis.module';
@@ -59,83 +58,47 @@ class DeliveryMetrics implements OnModuleInit, OnApplicationBootstrap {
 
   onModuleInit(): void {
     const m = this.metrics;
-    m.addComputed(
-      new ComputedCounter('bidder_pacing_blocked_total', 'Would-be winners held back by the budget lease or a frequency cap.', () => [
-        { value: this.spend.stats.blockedBids, labels: { by: 'budget' } },
-        { value: this.caps.stats.blockedBids, labels: { by: 'frequency_cap' } },
-      ]),
-    );
-    m.addComputed(
-      new ComputedCounter('bidder_budget_refreshes_total', 'Budget lease renewals from Redis, by outcome.', () => [
-        { value: this.spend.stats.refreshes, labels: { outcome: 'ok' } },
-        { value: this.spend.stats.refreshErrors, labels: { outcome: 'error' } },
-      ]),
-    );
-    m.addComputed(
-      new ComputedCounter(
-        'bidder_money_keys_lost_total',
-        'Campaigns whose spend total went backwards (what="spend") or whose billing markers vanished (what="markers") in Redis, as this worker saw them: data lost, budgets may be overspent.',
-        () => [
-          { value: this.spend.moneyKeys.lost.spend, labels: { what: 'spend' } },
-          { value: this.spend.moneyKeys.lost.markers, labels: { what: 'markers' } },
-        ],
-      ),
-    );
-    m.addComputed(
-      new ComputedGauge('bidder_budget_view_age_seconds', 'Age of this worker\u2019s view of campaign spend.', 'max', () => {
-        const age = this.spend.staleness();
-        return [{ value: Number.isFinite(age) ? age / 1000 : -1, labels: {} }];
-      }),
-    );
-    m.addComputed(
-      new ComputedGauge('bidder_live_workers', 'Workers of every host sharing the budgets, as this worker counted them at its last refresh.', 'max', () => [
-        { value: this.spend.stats.liveWorkers, labels: {} },
-      ]),
-    );
-    m.addComputed(
-      new ComputedGauge('bidder_pacing_share', 'Share of eligible requests each budgeted campaign enters (1 − throttle rate; 1 for asap), as this worker set it at its last refresh.', 'average', () =>
-        this.spend.pacing().map((p) => ({ value: p.share, labels: { campaign: p.campaign } })),
-      ),
-    );
-    m.addComputed(
-      new ComputedGauge('bidder_pacing_target_usd', 'What the pacing curve says each even campaign should have spent today, USD.', 'max', () =>
-        this.spend.pacing().filter((p) => p.even).map((p) => ({ value: p.target, labels: { campaign: p.campaign } })),
-      ),
-    );
-    m.addComputed(
-      new ComputedGauge('bidder_pacing_spent_usd', 'What each budgeted campaign has spent today (every worker), USD, as read at the last refresh.', 'max', () =>
-        this.spend.pacing().map((p) => ({ value: p.spent, labels: { campaign: p.campaign } })),
-      ),
-    );
-    m.addComputed(
-      new ComputedGauge('bidder_pacing_budget_usd', 'What each budgeted campaign may spend today: its daily budget, or less when less of its total is left, USD.', 'max', () =>
-        this.spend.pacing().map((p) => ({ value: p.budget, labels: { campaign: p.campaign } })),
-      ),
-    );
-    m.addComputed(
-      new ComputedCounter('bidder_pacing_throttled_total', 'Eligible requests an even campaign sat out (its pacing draw).', () => [{ value: this.spend.stats.throttled, labels: {} }]),
-    );
-    m.addComputed(
-      new ComputedCounter(
-        'bidder_shading_total',
-        'First-price bids shaded (of which explored); notices learned from, refused as impossible, past the source\'s rate (limited), or kept out of the pool by its publisher\'s or exchange\'s bound (capped); markets a segment saw move (moves).',
-        () => [
-          { value: this.shading.stats.shaded, labels: { what: 'shaded' } },
-          { value: this.shading.stats.explored, labels: { what: 'explored' } },
-          { value: this.shading.stats.learned, labels: { what: 'learned' } },
-          { value: this.shading.stats.impossible, labels: { what: 'impossible' } },
-          { value: this.shading.stats.limited, labels: { what: 'limited' } },
-          { value: this.shading.stats.capped, labels: { what: 'capped' } },
-          { value: this.shading.stats.moves, labels: { what: 'moves' } },
-        ],
-      ),
-    );
-    m.addComputed(
-      new ComputedCounter('bidder_impressions_total', 'Impression trackers by outcome: counted once per bid, or repeated (a replay, not counted).', () => [
-        { value: this.caps.stats.impressions, labels: { outcome: 'counted' } },
-        { value: this.caps.stats.repeated, labels: { outcome: 'repeated' } },
-      ]),
-    );
+    m.counter('bidder_pacing_blocked_total', 'Would-be winners held back by the budget lease or a frequency cap.', ['by'], () => [
+      { value: this.spend.stats.blockedBids, labels: { by: 'budget' } },
+      { value: this.caps.stats.blockedBids, labels: { by: 'frequency_cap' } },
+    ]);
+    m.counter('bidder_budget_refreshes_total', 'Budget lease renewals from Redis, by outcome.', ['outcome'], () => [
+      { value: this.spend.stats.refreshes, labels: { outcome: 'ok' } },
+      { value: this.spend.stats.refreshErrors, labels: { outcome: 'error' } },
+    ]);
+    m.counter('bidder_money_keys_lost_total', 'Campaigns whose spend total went backwards (what="spend") or whose billing markers vanished (what="markers") in Redis, as this worker saw them: data lost, budgets may be overspent.', ['what'], () => [
+      { value: this.spend.moneyKeys.lost.spend, labels: { what: 'spend' } },
+      { value: this.spend.moneyKeys.lost.markers, labels: { what: 'markers' } },
+    ]);
+    m.gauge('bidder_budget_view_age_seconds', 'Age of this worker\u2019s view of campaign spend.', 'max', [], () => {
+      const age = this.spend.staleness();
+      return [{ value: Number.isFinite(age) ? age / 1000 : -1, labels: {} }];
+    });
+    m.gauge('bidder_live_workers', 'Workers of every host sharing the budgets, as this worker counted them at its last refresh.', 'max', [], () => [
+      { value: this.spend.stats.liveWorkers, labels: {} },
+    ]);
+    m.gauge('bidder_pacing_share', 'Share of eligible requests each budgeted campaign enters (1 − throttle rate; 1 for asap), as this worker set it at its last refresh.', 'average', ['campaign'], () =>
+      this.spend.pacing().map((p) => ({ value: p.share, labels: { campaign: p.campaign } })));
+    m.gauge('bidder_pacing_target_usd', 'What the pacing curve says each even campaign should have spent today, USD.', 'max', ['campaign'], () =>
+      this.spend.pacing().filter((p) => p.even).map((p) => ({ value: p.target, labels: { campaign: p.campaign } })));
+    m.gauge('bidder_pacing_spent_usd', 'What each budgeted campaign has spent today (every worker), USD, as read at the last refresh.', 'max', ['campaign'], () =>
+      this.spend.pacing().map((p) => ({ value: p.spent, labels: { campaign: p.campaign } })));
+    m.gauge('bidder_pacing_budget_usd', 'What each budgeted campaign may spend today: its daily budget, or less when less of its total is left, USD.', 'max', ['campaign'], () =>
+      this.spend.pacing().map((p) => ({ value: p.budget, labels: { campaign: p.campaign } })));
+    m.counter('bidder_pacing_throttled_total', 'Eligible requests an even campaign sat out (its pacing draw).', [], () => [{ value: this.spend.stats.throttled, labels: {} }]);
+    m.counter('bidder_shading_total', 'First-price bids shaded (of which explored); notices learned from, refused as impossible, past the source\'s rate (limited), or kept out of the pool by its publisher\'s or exchange\'s bound (capped); markets a segment saw move (moves).', ['what'], () => [
+      { value: this.shading.stats.shaded, labels: { what: 'shaded' } },
+      { value: this.shading.stats.explored, labels: { what: 'explored' } },
+      { value: this.shading.stats.learned, labels: { what: 'learned' } },
+      { value: this.shading.stats.impossible, labels: { what: 'impossible' } },
+      { value: this.shading.stats.limited, labels: { what: 'limited' } },
+      { value: this.shading.stats.capped, labels: { what: 'capped' } },
+      { value: this.shading.stats.moves, labels: { what: 'moves' } },
+    ]);
+    m.counter('bidder_impressions_total', 'Impression trackers by outcome: counted once per bid, or repeated (a replay, not counted).', ['outcome'], () => [
+      { value: this.caps.stats.impressions, labels: { outcome: 'counted' } },
+      { value: this.caps.stats.repeated, labels: { outcome: 'repeated' } },
+    ]);
   }
 }
 

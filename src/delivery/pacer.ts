@@ -48,12 +48,17 @@ export const MAX_PRESSURE = 0.8;
  */
 export const MAX_LAMBDA = 1;
 
-/** The other live workers' shares of a campaign (their sum) and how many they are. */
+/**
+ * The other live workers' shares of a campaign (their sum) and how many they are; and the prorated
+ * share of the day one of them knows (`prorate` of the day that began at `prorateDay`; NaN: none).
+ */
 export interface Peers {
   readonly shares: number;
   readonly count: number;
+  readonly prorate: number;
+  readonly prorateDay: number;
 }
-export const NO_PEERS: Peers = { shares: 0, count: 0 };
+export const NO_PEERS: Peers = { shares: 0, count: 0, prorate: NaN, prorateDay: NaN };
 
 export const DEFAULT_PACE: PaceSettings = { windowMs: 120_000, rampMs: 5_000, endMarginMs: 300_000, initialShare: 0.001, minShare: 1e-6 };
 
@@ -85,6 +90,13 @@ export class PaceController {
   private spent0 = 0;
   /** Share of the day's budget this day may spend: what was left of the day when the campaign was first seen with nothing spent, else 1. */
   prorate = 1;
+  /**
+   * Whether `prorate` is known: this worker saw the day's first spend (first seen with nothing spent,
+   * or a whole day), or a peer that did told it. A worker (re)started after the campaign spent does
+   * not know it: it takes the peers' (`Peers.prorate`) as soon as they share it, so that every worker
+   * spreads the same budget.
+   */
+  prorateKnown = false;
   /** The traffic curve of the day that began at `curveDay` (cumulative shares per hour), null: uniform. */
   curve: Float64Array | null = null;
   curveDay = NaN;
@@ -98,6 +110,11 @@ export class PaceController {
    * spend today in all (its daily budget, less when its total budget has less left); `peers`: the
    * other live workers' shares of the campaign, as last shared. Returns the share.
    */
+  /** The day this controller paces (its start, epoch ms; NaN before the first update). */
+  get day(): number {
+    return this.dayStart;
+  }
+
   update(now: number, day: LocalDay, spentToday: number, budget: number, peers: Peers = NO_PEERS): number {
     const aimEnd = Math.max(day.start + 1, day.end - this.s.endMarginMs);
     if (day.start !== this.dayStart) {
@@ -113,6 +130,7 @@ export class PaceController {
       // First seen with nothing spent that day: its day is what is left of it (prorated); a worker
       // restarted after the campaign spent spreads what is left, as every other worker does.
       this.prorate = first && spentToday <= 0 ? Math.max(0, Math.min(1, (aimEnd - now) / (aimEnd - day.start))) : 1;
+      this.prorateKnown = !first || spentToday <= 0;
       // Yesterday's pressure and share were about yesterday's market: the day starts without
       // pressure, from the initial share, ramping up as a new campaign does.
       this.pressure = 0;
@@ -121,6 +139,10 @@ export class PaceController {
       this.wSpend *= 0.01;
       this.wShareMs *= 0.01;
       return this.share;
+    }
+    if (!this.prorateKnown && peers.prorateDay === this.dayStart && peers.prorate >= 0 && peers.prorate <= 1) {
+      this.prorate = peers.prorate;
+      this.prorateKnown = true;
     }
     budget *= this.prorate;
     const dt = now - this.lastT;

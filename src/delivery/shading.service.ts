@@ -59,10 +59,12 @@ function cpuNow(): number {
 
 const yieldTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/** Smoothing of the notice delays; the least gap between wins' and losses' delays that holds losses; most losses held. */
+/** Smoothing of the notice delays; the least gap between wins' and losses' delays (ms) that makes a source's unanswered bids wins. */
 const DELAY_ALPHA = 0.05;
-const HOLD_MIN_MS = 1_000;
-const MAX_HELD = 100_000;
+const LATE_WIN_MS = 1_000;
+/** unansweredOf: a bid no notice answered is a loss, or a win. */
+const SILENT_LOSS = 1;
+const LATE_WIN = 2;
 
 /** Segments updated per tick without a notice of their own (about 20 µs each: at most about 6 ms a tick). */
 const MAX_BID_UPDATES = 300;
@@ -165,8 +167,13 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   /** Per source: the smoothed delay of its win (or bill) notices and of its loss notices after the bid (ms; NaN: none yet). */
   private readonly winDelay = new Float64Array(64).fill(NaN);
   private readonly lossDelay = new Float64Array(64).fill(NaN);
-  /** Loss notices held until the wins of their time have come (in order of release, near enough). */
-  private held: Array<{ at: number; args: [event: 'loss', p: NoticedBid, bidUsd: number, minToWinUsd: number | null, sd: number, loss: number | null] }> = [];
+  /**
+   * What the other workers share of segments not made here yet (key → each worker's compact counts
+   * and its decay factor, from the last sync): a segment is made when a bid or notice first needs it,
+   * taking its shared counts from here, so a sync allocates no segment (thousands made at once by
+   * a worker's first sync were tens of ms of garbage collection on its event loop).
+   */
+  private sharedPending = new Map<string, Array<[text: string, factor: number]>>();
   /** Bytes of this worker's shared state per exchange (MAX_SHARED_BYTES). */
   private readonly sharedBytes = new Map<string, number>();
 
@@ -196,6 +203,21 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     const i = source >= 0 && source < 64 ? source : 63;
     const said = this.sendsLosses[i];
     return said < 0 ? now - this.lastLoss[i] >= LOSS_SILENCE_MS : said === 0;
+  }
+
+  /**
+   * What a bid of `source` that no notice answered (yet) says: SILENT_LOSS for a source that sends no
+   * loss notices; LATE_WIN for one that sends them and whose wins come later than its losses by more
+   * than LATE_WIN_MS (bills only, late), or none yet: a bid its loss notice did not answer is a win
+   * whose bill is on its way; nothing for the others.
+   */
+  private unansweredOf(source: number, now: number): number {
+    if (this.silentSource(source, now)) return SILENT_LOSS;
+    const i = source >= 0 && source < 64 ? source : 63;
+    const loss = this.lossDelay[i];
+    if (Number.isNaN(loss)) return 0;
+    const win = this.winDelay[i];
+    return Number.isNaN(win) || win > loss + LATE_WIN_MS ? LATE_WIN : 0;
   }
 
   onApplicationBootstrap(): void {
@@ -241,12 +263,13 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     const usd = bestBid(from.cdf, c.price, floorUsd, s, draw, pressure, explore, from.exactWeight < ROUND_EXACT_SHARE * from.weight);
     const j = gridBelow(usd);
     if (j >= 0) {
-      // A source without loss notices: the bids themselves teach (unanswered, they are losses), so their segments are updated (a flag and, once per tick, a push).
-      const silent = this.silentSource(req.source, now);
+      // A source without loss notices, or with late wins: the bids themselves teach (unanswered, they are losses, or wins), so their segments are updated (a flag and, once per tick, a push).
+      const unanswered = this.unansweredOf(req.source, now);
       for (let t: Segment | null = seg ?? this.pool; t !== null; t = t.parent) {
         t.own.bids[j]++;
-        if (silent && t.level >= 2) {
-          t.silent = true;
+        if (unanswered !== 0 && t.level >= 2) {
+          t.silent = unanswered === SILENT_LOSS;
+          t.lateWins = unanswered === LATE_WIN;
           if (!t.queued) this.queueUpdate(t);
         }
       }
@@ -304,6 +327,14 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     if (this.segments.size >= MAX_SEGMENTS) return parent;
     const made = new Segment(parent.q, parent, parent.level + 1);
     this.segments.set(key, made);
+    const shared = this.sharedPending.get(key);
+    if (shared !== undefined) {
+      // The other workers' counts of the last sync; estimated at the next tick (until then its parent prices its bids).
+      const others = new Counts();
+      for (const [text, f] of shared) others.addCompact(text, f);
+      made.others = others;
+      this.queueUpdate(made);
+    }
     return made;
   }
 
@@ -328,21 +359,10 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     if (event === 'loss') this.lastLoss[si] = now;
     // A bill after its win: nothing new (and its delay is not the win's).
     if (this.learned.has(p.bidId)) return;
-    // How late each kind of notice comes from this exchange: losses are held until the wins of their time have come (`late-bills`).
+    // How late each kind of notice comes from this exchange (wins late and losses at once: its unanswered bids are wins, `late-bills`).
     const delays = event === 'loss' ? this.lossDelay : this.winDelay;
     const delay = Math.min(600_000, Math.max(0, now - p.ts));
     delays[si] = Number.isNaN(delays[si]) ? delay : delays[si] + DELAY_ALPHA * (delay - delays[si]);
-    const hold = this.winDelay[si] - this.lossDelay[si];
-    if (event === 'loss' && hold > HOLD_MIN_MS && this.held.length < MAX_HELD) {
-      this.held.push({ at: now + hold, args: [event, p, bidUsd, minToWinUsd, sd, loss] });
-      return;
-    }
-    this.learnNow(now, event, p, bidUsd, minToWinUsd, sd, loss);
-  }
-
-  private learnNow(now: number, event: 'win' | 'bill' | 'loss', p: NoticedBid, bidUsd: number, minToWinUsd: number | null, sd: number, loss: number | null): void {
-    const source = p.source ?? 0;
-    if (this.learned.has(p.bidId)) return;
     if (minToWinUsd !== null && impossibleNotice(event, bidUsd, minToWinUsd)) {
       this.stats.impossible++;
       return;
@@ -360,9 +380,9 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     if (limited) this.stats.limited++;
     const exact = teaches && minToWinUsd !== null ? binOf(minToWinUsd) : -1;
     const won = event !== 'loss';
-    // Without loss notices from this source, wins alone would read as a market that moved down.
-    const silent = this.silentSource(source, now);
-    const detect = exact >= 0 || !silent;
+    const unanswered = this.unansweredOf(source, now);
+    // Without loss notices from this source, wins alone would read as a market that moved down; with late wins, losses first as one that moved up.
+    const detect = exact >= 0 || unanswered === 0;
     let shared = true;
     for (let s: Segment | null = fine; s !== null; s = s.parent) {
       if (teaches && s.level <= 1 && shared) {
@@ -373,7 +393,8 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       const o = s.own;
       o.answered[j]++;
       // Bids never answered are losses where the source sends no loss notices, in its publishers' segments only (bids alone must not teach the shared levels).
-      s.silent = s.level >= 2 && silent;
+      s.silent = s.level >= 2 && unanswered === SILENT_LOSS;
+      s.lateWins = s.level >= 2 && unanswered === LATE_WIN;
       if (!teaches || !shared) continue;
       if (detect && s.observe(exact, j, won)) this.stats.moves++;
       if (exact >= 0) o.exact[exact]++;
@@ -400,10 +421,6 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   /** Folds what was learned into the estimates, coarse levels first (each is its children's prior). */
   tick(): void {
     const now = this.clock.now();
-    // Loss notices held for the wins of their time (learn()).
-    let due = 0;
-    while (due < this.held.length && this.held[due].at <= now) this.learnNow(now, ...this.held[due++].args);
-    if (due > 0) this.held = this.held.slice(due);
     for (const level of this.dirty) {
       for (const s of level) {
         updateSegment(s, s.parent === null ? this.basePrior : s.parent.q, this.settings, now);
@@ -471,6 +488,16 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       // Each segment's other workers' counts are summed in place, into a second buffer kept from sync to sync (no garbage per sync).
       const mark = ++this.syncMark;
       const touched: Segment[] = [];
+      const pending = new Map<string, Array<[string, number]>>();
+      const addShared = (seg: Segment, text: string, f: number): void => {
+        if (seg.syncMark !== mark) {
+          seg.syncMark = mark;
+          if (seg.othersNext === null) seg.othersNext = new Counts();
+          else seg.othersNext.scale(0);
+          touched.push(seg);
+        }
+        seg.othersNext!.addCompact(text, f);
+      };
       for (const m of members) {
         let cursor = '0';
         do {
@@ -482,20 +509,26 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
             const colon = text.indexOf(':');
             const at = colon < 0 ? NaN : Number(text.slice(0, colon));
             if (!Number.isFinite(at)) continue;
-            const seg = flat[i] === POOL ? this.pool : this.segment(flat[i]);
-            if (seg === null) continue;
-            if (seg.syncMark !== mark) {
-              seg.syncMark = mark;
-              if (seg.othersNext === null) seg.othersNext = new Counts();
-              else seg.othersNext.scale(0);
-              touched.push(seg);
+            const f = Math.pow(0.5, Math.max(0, now - at) / this.settings.halfLifeMs);
+            const seg = flat[i] === POOL ? this.pool : this.segments.get(flat[i]);
+            if (seg !== undefined) addShared(seg, text.slice(colon + 1), f);
+            else if (parentKey(flat[i]) !== null && (pending.has(flat[i]) || pending.size < MAX_SEGMENTS)) {
+              // Not made here yet: kept as text until a bid or notice needs it (segment()).
+              let list = pending.get(flat[i]);
+              if (list === undefined) pending.set(flat[i], (list = []));
+              list.push([text.slice(colon + 1), f]);
             }
-            seg.othersNext!.addCompact(text.slice(colon + 1), Math.pow(0.5, Math.max(0, now - at) / this.settings.halfLifeMs));
           }
           this.slice(t0);
           await yieldTurn();
         } while (cursor !== '0');
       }
+      // Segments made while this sync read (a bid or notice needed them): their shared counts are this sync's.
+      for (const [k, list] of pending) {
+        const seg = this.segments.get(k);
+        if (seg !== undefined) for (const [text, f] of list) addShared(seg, text, f);
+      }
+      this.sharedPending = pending;
       // Updated at the next ticks, at most MAX_BID_UPDATES a tick (thousands of segments at once would stall one).
       for (const seg of touched) {
         const previous = seg.others;
@@ -539,7 +572,16 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
 
   /** The estimate a segment bids from (tests, the simulator's report). */
   cdfOf(key: string): Float64Array {
-    const s = this.segments.get(key);
-    return s !== undefined && s.weight > 0 ? s.cdf : this.pool.cdf;
+    const s = this.segments.get(key) ?? (parentKey(key) !== null ? this.segment(key) : null);
+    if (s === null) return this.pool.cdf;
+    // Made now, or waiting for the next tick: estimated at once, coarse levels first.
+    const chain: Segment[] = [];
+    for (let t: Segment | null = s; t !== null; t = t.parent) if (t.queued) chain.push(t);
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const t = chain[i];
+      updateSegment(t, t.parent === null ? this.basePrior : t.parent.q, this.settings, this.clock.now());
+      t.queued = false;
+    }
+    return s.weight > 0 ? s.cdf : this.pool.cdf;
   }
 }

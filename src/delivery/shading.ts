@@ -11,7 +11,9 @@
  *   exact[k]    prices to win seen exactly (`${AUCTION_MIN_TO_WIN}`, or a loss's clearing price),
  *   won[j]      wins at bid j without a price to win (M ≤ grid[j]),
  *   lost[j]     losses at bid j without one (M > grid[j]), plus, when `unanswered` is on, the bids
- *               never answered (bids − answered: an exchange that sends no loss notices).
+ *               never answered (bids − answered: an exchange that sends no loss notices);
+ *               for an exchange that sends loss notices at once and wins late, the bids not answered
+ *               (yet) count as wins instead (`lateWins`).
  * The distribution of M (q over GRID_SIZE + 1 bins) is the maximum a posteriori estimate from these
  * censored counts (EM, two O(GRID) iterations per update, à la Turnbull), with a prior: the estimate
  * of the segment's parent (a coarser segment), the coarsest starting from a wide log-normal.
@@ -70,7 +72,7 @@ export interface ShadingSettings {
   readonly explore: number;
   readonly exploreSteps: number;
   readonly exploreWeight: number;
-  /** Bids without any notice count as losses (exchanges that send no loss notices). */
+  /** Bids without any notice count as losses (exchanges that send no loss notices), or as wins (`Segment.lateWins`). */
   readonly unanswered: boolean;
 }
 
@@ -204,6 +206,8 @@ export class Segment {
   moves = 0;
   /** Its source sends no loss notices: bids never answered count as losses (with the settings' `unanswered`). */
   silent = false;
+  /** Its source sends loss notices at once and its wins late (bills only): bids not answered (yet) count as wins (with the settings' `unanswered`). */
+  lateWins = false;
   /** Waiting for an update because of its bids (ShadingService). */
   queued = false;
   /** The other workers' counts being read by a sync (swapped with `others` at its end), and that sync's mark. */
@@ -263,6 +267,7 @@ export class Segment {
 const tmpCounts = new Counts();
 const expected = new Float64Array(BINS);
 const scratchLost = new Float64Array(GRID_SIZE);
+const scratchWon = new Float64Array(GRID_SIZE);
 
 /**
  * One update of a segment: decay its counts for the time since the last update, then EM
@@ -282,9 +287,12 @@ export function updateSegment(seg: Segment, prior: Float64Array, s: ShadingSetti
   for (let k = 0; k < BINS; k++) weight += c.exact[k];
   seg.exactWeight = weight;
   const lostAt = scratchLost;
+  const wonAt = scratchWon;
   for (let j = 0; j < GRID_SIZE; j++) {
-    lostAt[j] = c.lost[j] + (s.unanswered && seg.silent ? Math.max(0, c.bids[j] - c.answered[j]) : 0);
-    weight += c.won[j] + lostAt[j];
+    const unanswered = s.unanswered && (seg.silent || seg.lateWins) ? Math.max(0, c.bids[j] - c.answered[j]) : 0;
+    lostAt[j] = c.lost[j] + (seg.silent ? unanswered : 0);
+    wonAt[j] = c.won[j] + (seg.silent ? 0 : unanswered);
+    weight += wonAt[j] + lostAt[j];
   }
   seg.weight = weight;
   const q = seg.q;
@@ -298,7 +306,7 @@ export function updateSegment(seg: Segment, prior: Float64Array, s: ShadingSetti
     }
     let suffix = 0;
     for (let k = GRID_SIZE; k >= 0; k--) {
-      if (k < GRID_SIZE && c.won[k] > 0) suffix += c.won[k] / Math.max(Q[k], 1e-12);
+      if (k < GRID_SIZE && wonAt[k] > 0) suffix += wonAt[k] / Math.max(Q[k], 1e-12);
       expected[k] = suffix;
     }
     let prefix = 0;

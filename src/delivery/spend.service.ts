@@ -261,6 +261,8 @@ interface RefreshPlan {
 const PACE_SYNC_MS = 1_000;
 const PACE_TTL_MS = 5_000;
 const PACE_STALE_MS = 10_000;
+/** The field, after a campaign's id, of its prorated day in a worker's pacing shares (`<day start>:<prorate>`; a reader that knows it not skips the value, no number). */
+const PRORATE_FIELD = '\u0000prorate';
 
 @Injectable()
 export class SpendService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -488,25 +490,44 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   /**
    * Pacing shares, shared: writes this worker's share of each even campaign (`bidder:pace:<worker>`,
    * a hash expiring after PACE_TTL_MS) and reads every other worker's of the live set, so that every
-   * worker's controller knows the sum of the shares the spend answers (pacer.ts). A few small
+   * worker's controller knows the sum of the shares the spend answers (pacer.ts); and the campaign's
+   * prorated day when this worker knows it, which a worker (re)started after the day's first spend takes. A few small
    * commands a second, off the bid path; a failure leaves the last view, which goes stale.
    */
   private async syncPace(now: number): Promise<void> {
     try {
       const mine: Record<string, string> = {};
-      for (const [id, b] of this.budgets) if (b.pacer !== null) mine[id] = b.share.toPrecision(6);
+      for (const [id, b] of this.budgets) {
+        if (b.pacer === null) continue;
+        mine[id] = b.share.toPrecision(6);
+        // The prorated share of the day, when this worker knows it (pacer.ts): a worker started later takes it.
+        if (b.pacer.prorateKnown && Number.isFinite(b.pacer.day)) mine[id + PRORATE_FIELD] = `${b.pacer.day}:${b.pacer.prorate.toPrecision(9)}`;
+      }
       const theirs = await this.db.sharePaces(this.member, mine, PACE_TTL_MS);
-      const peers = new Map<string, { shares: number; count: number }>();
+      const peers = new Map<string, { shares: number; count: number; prorate: number; prorateDay: number }>();
+      const of = (id: string) => {
+        let p = peers.get(id);
+        if (p === undefined) peers.set(id, (p = { shares: 0, count: 0, prorate: NaN, prorateDay: NaN }));
+        return p;
+      };
       for (const h of theirs) {
-        for (const [id, v] of Object.entries(h)) {
+        for (const [field, v] of Object.entries(h)) {
+          if (field.endsWith(PRORATE_FIELD)) {
+            const colon = v.indexOf(':');
+            const day = Number(v.slice(0, colon));
+            const prorate = Number(v.slice(colon + 1));
+            if (colon > 0 && Number.isFinite(day) && prorate >= 0 && prorate <= 1) {
+              const p = of(field.slice(0, -PRORATE_FIELD.length));
+              p.prorate = prorate;
+              p.prorateDay = day;
+            }
+            continue;
+          }
           const share = Number(v);
           if (!(share >= 0 && share <= 1)) continue;
-          const p = peers.get(id);
-          if (p === undefined) peers.set(id, { shares: share, count: 1 });
-          else {
-            p.shares += share;
-            p.count++;
-          }
+          const p = of(field);
+          p.shares += share;
+          p.count++;
         }
       }
       this.peers = peers;

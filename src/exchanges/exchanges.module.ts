@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, Module, type OnModuleInit } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import { errorAnswer, type HttpAnswer } from '../http/answer';
-import { ComputedCounter, type MetricSample } from '../metrics/fast-metrics';
+import type { MetricSample } from '../metrics/scraped';
 import { MetricsService } from '../metrics/metrics.service';
 import { ExchangeGate, UNKNOWN } from './exchanges';
 
@@ -38,14 +38,12 @@ export class Exchanges implements OnModuleInit {
     } else if (!this.gate.open) {
       this.logger.log(`bid endpoint open to ${this.gate.names.length - 1} exchange(s): ${this.gate.names.slice(1).join(', ')}; other callers get 403`);
     }
-    this.metrics.addComputed(
-      new ComputedCounter('bidder_exchange_requests_total', `Bid requests by calling exchange ("open" when EXCHANGES_FILE is unset; "unknown": refused with 403).`, () => {
-        const out: MetricSample[] = [];
-        for (let i = this.gate.open ? 0 : 1; i < this.gate.names.length; i++) out.push({ value: this.accepted[i], labels: { exchange: this.gate.names[i] } });
-        if (!this.gate.open) out.push({ value: this.refused, labels: { exchange: 'unknown' } });
-        return out;
-      }),
-    );
+    this.metrics.counter('bidder_exchange_requests_total', `Bid requests by calling exchange ("open" when EXCHANGES_FILE is unset; "unknown": refused with 403).`, ['exchange'], () => {
+      const out: MetricSample[] = [];
+      for (let i = this.gate.open ? 0 : 1; i < this.gate.names.length; i++) out.push({ value: this.accepted[i], labels: { exchange: this.gate.names[i] } });
+      if (!this.gate.open) out.push({ value: this.refused, labels: { exchange: 'unknown' } });
+      return out;
+    });
   }
 
   /**

@@ -1,5 +1,4 @@
 import { Global, Injectable, Module, type OnModuleInit } from '@nestjs/common';
-import { ComputedGauge } from '../metrics/fast-metrics';
 import { MetricsService } from '../metrics/metrics.service';
 import { RedisModule } from '../redis/redis.module';
 import { HealthRoutes } from './health.routes';
@@ -15,16 +14,12 @@ class HealthMetrics implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.metrics.addComputed(
-      new ComputedGauge('bidder_ready', '1 when this worker answers /health/ready with 200.', 'sum', () => [
-        { value: this.health.state().status === 'not ready' ? 0 : 1, labels: {} },
-      ]),
-    );
-    this.metrics.addComputed(
-      new ComputedGauge('bidder_degraded', '1 while /health/ready lists warnings (serving, but look at them).', 'max', () => [
-        { value: this.health.state().status === 'degraded' ? 1 : 0, labels: {} },
-      ]),
-    );
+    this.metrics.gauge('bidder_ready', '1 when this worker answers /health/ready with 200.', 'sum', [], () => [
+      { value: this.health.state().status === 'not ready' ? 0 : 1, labels: {} },
+    ]);
+    this.metrics.gauge('bidder_degraded', '1 while /health/ready lists warnings (serving, but look at them).', 'max', [], () => [
+      { value: this.health.state().status === 'degraded' ? 1 : 0, labels: {} },
+    ]);
   }
 }
 

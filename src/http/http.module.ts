@@ -1,7 +1,9 @@
-import { DynamicModule, Global, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { DynamicModule, Global, Inject, Injectable, Module, type OnApplicationShutdown, type OnModuleInit, Optional } from '@nestjs/common';
+import { DiscoveryModule, DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type pino from 'pino';
 import type { Config } from '../config/config';
-import { HttpServer, HttpStats, type ServerSettings } from './server';
+import { Route } from './route.decorator';
+import { HttpServer, type HttpRoute, HttpStats, type RouteRequest, type ServerSettings } from './server';
 import { TurnClock } from './turn-clock';
 
 export function serverSettings(c: Config): ServerSettings {
@@ -47,9 +49,39 @@ class HttpServersHooks implements OnApplicationShutdown {
 }
 
 /**
- * Provides the HTTP servers createApp built before Nest, so that routes add themselves to them and
- * the lifecycle drains them. An application context without HTTP (the micro-benchmark) gets none:
- * routes then add nothing.
+ * Adds every method marked with @Route, of every provider of the application, to its server(s),
+ * once every provider is built and before the servers listen.
+ */
+@Injectable()
+class RouteRegistry implements OnModuleInit {
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    @Optional() @Inject(HttpServers) private readonly servers: HttpServers | null,
+  ) {}
+
+  onModuleInit(): void {
+    const servers = this.servers;
+    if (servers === null) return;
+    for (const wrapper of this.discovery.getProviders()) {
+      const instance: unknown = wrapper.instance;
+      if (typeof instance !== 'object' || instance === null) continue;
+      for (const name of this.scanner.getAllMethodNames(Object.getPrototypeOf(instance) as object)) {
+        const options = this.discovery.getMetadataByDecorator(Route, wrapper, name);
+        if (options === undefined) continue;
+        const handler = (instance as Record<string, (r: RouteRequest) => ReturnType<HttpRoute['handle']>>)[name];
+        const route: HttpRoute = name === 'handle' ? (instance as HttpRoute) : { handle: (r) => handler.call(instance, r) };
+        const on = options.on === 'both' ? [servers.public, servers.admin] : [servers[options.on]];
+        for (const server of on) server.route({ method: options.method, path: options.path, prefix: options.prefix, route });
+      }
+    }
+  }
+}
+
+/**
+ * Provides the HTTP servers createApp built before Nest, adds the routes (RouteRegistry) and closes
+ * the public server last; the lifecycle drains them. An application context without HTTP (the
+ * micro-benchmark) gets none: no route is added.
  */
 @Global()
 @Module({})
@@ -57,7 +89,8 @@ export class HttpModule {
   static forRoot(servers: HttpServers | null): DynamicModule {
     return {
       module: HttpModule,
-      providers: servers === null ? [{ provide: HttpServers, useValue: null }] : [{ provide: HttpServers, useValue: servers }, HttpServersHooks],
+      imports: [DiscoveryModule],
+      providers: servers === null ? [{ provide: HttpServers, useValue: null }] : [{ provide: HttpServers, useValue: servers }, HttpServersHooks, RouteRegistry],
       exports: [HttpServers],
     };
   }

@@ -81,6 +81,13 @@ export function segmentFrameId(uuid: string, index: number): string {
 /** Frames up to this size (a loop turn's records, usually a few KiB) are written from one buffer. */
 const STAGING_BYTES = 256 * 1024;
 
+/** How many decimal digits a positive integer has. */
+function decimalDigits(n: number): number {
+  let d = 1;
+  for (let v = n; v >= 10; v = Math.floor(v / 10)) d++;
+  return d;
+}
+
 export class Journal {
   private fd = -1;
   private file = '';
@@ -101,6 +108,7 @@ export class Journal {
   private readonly free: Array<{ file: string; size: number }> = [];
   /** The current segment's frame header (`#b <token> `, the length follows) and footer. */
   private head = '';
+  private headBytes: Buffer = Buffer.alloc(0);
   private foot: Buffer = Buffer.alloc(0);
   private readonly iov: Buffer[] = [Buffer.alloc(0), Buffer.alloc(0), Buffer.alloc(0)];
   /** A turn's frame is copied here and written with one pwrite(2) (a memcpy is cheaper than a pwritev's three pieces); a larger one is written from where it lies. */
@@ -147,20 +155,26 @@ export class Journal {
   write(data: Buffer, offset: number, length: number): void {
     if (this.fd === -1 || length === 0) return;
     try {
-      const header = `${this.head}${length}\n`;
       const foot = this.foot;
-      const total = header.length + length + foot.length;
+      const headBytes = this.headBytes;
+      const lengthDigits = decimalDigits(length);
+      const headerLength = headBytes.length + lengthDigits + 1;
+      const total = headerLength + length + foot.length;
       let done: number;
       let whole: Buffer;
       if (total <= STAGING_BYTES) {
+        // The header written in place (no string made): the head, the length's digits, a line feed.
         whole = this.staging;
-        let p = whole.write(header, 0, 'latin1');
+        let p = headBytes.copy(whole, 0);
+        for (let v = length, i = p + lengthDigits - 1; i >= p; i--, v = Math.floor(v / 10)) whole[i] = 0x30 + (v % 10);
+        p += lengthDigits;
+        whole[p++] = 0x0a;
         p += data.copy(whole, p, offset, offset + length);
         foot.copy(whole, p);
         done = fs.writeSync(this.fd, whole, 0, total, this.bytes);
       } else {
         const iov = this.iov;
-        iov[0] = Buffer.from(header, 'latin1');
+        iov[0] = Buffer.from(`${this.head}${length}\n`, 'latin1');
         iov[1] = data.subarray(offset, offset + length);
         iov[2] = foot;
         done = fs.writevSync(this.fd, iov, this.bytes);
@@ -256,6 +270,7 @@ export class Journal {
     this.size = 0;
     const token = frameToken(this.uuid);
     this.head = `#b ${token} `;
+    this.headBytes = Buffer.from(this.head, 'latin1');
     this.foot = Buffer.from(`#e ${token}\n`, 'latin1');
     try {
       const reuse = this.free.shift();

@@ -112,9 +112,7 @@ export class LogBuffer {
     if (typeof after === 'string') {
       if (after.length > 0) p += c.write(after, p);
     } else {
-      const b = after.buf;
-      for (let i = 0, n = after.length; i < n; i++) c[p + i] = b[i];
-      p += after.length;
+      p += after.buf.copy(c, p, 0, after.length);
     }
     c[p++] = 0x7d; // }
     c[p++] = 0x0a; // \n

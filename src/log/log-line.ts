@@ -1,4 +1,7 @@
 import type { LogRecord } from '../bidlog/records';
+import { copyBytes, JSON_BYTES_PER_UNIT, writeJsonString, writeNumber } from '../bidlog/json-bytes';
+
+export type { FieldBytes } from '../bidlog/json-bytes';
 import { wellFormedJson, wellFormedJsonBytes } from '../bidlog/well-formed';
 
 /** The record types, quoted once. */
@@ -119,21 +122,6 @@ export function lineParts(ts: number, workerJson: string, hostJson: string, reco
   }
 }
 
-/** The whole line of `lineParts` as text (tests, tools): what the log buffer writes, decoded. */
-export function lineText(p: LineParts): string {
-  const tail = p.tail === null ? '' : typeof p.tail === 'string' ? (p.tail.length === 0 ? 'null' : p.tail) : Buffer.from(p.tail).toString('utf8');
-  return `${p.head}${tail}${p.after}}\n`;
-}
-
-/**
- * Members already serialized (`,"key":value…`) held as UTF-8 bytes: `buf[0, length)`, well-formed
- * (src/bidlog/compact.ts writes them so). Copied into the log as they are.
- */
-export interface FieldBytes {
-  readonly buf: Uint8Array;
-  readonly length: number;
-}
-
 /** `,"<key>":` per field name as UTF-8 bytes, made once per name (as `prefix` above). */
 const prefixBytes = new Map<string, Uint8Array>();
 function prefixOf(key: string): Uint8Array {
@@ -157,76 +145,6 @@ const FALSE = Buffer.from('false');
 /** The most bytes a number takes as JSON (`-1.7976931348623157e+308`). */
 const NUMBER_MAX = 25;
 
-function copy(src: Uint8Array, dst: Uint8Array, at: number): number {
-  for (let i = 0; i < src.length; i++) dst[at + i] = src[i];
-  return at + src.length;
-}
-
-/** Digits of a non-negative integer below 1e15 at `at`; returns the end. */
-function digits(n: number, dst: Uint8Array, at: number): number {
-  if (n === 0) {
-    dst[at] = 0x30;
-    return at + 1;
-  }
-  let count = 0;
-  for (let v = n; v >= 1; v = Math.floor(v / 10)) count++;
-  let i = at + count;
-  for (let v = n; v >= 1; v = Math.floor(v / 10)) dst[--i] = 0x30 + (v % 10);
-  return at + count;
-}
-
-/**
- * A number as JSON.stringify writes it. Integers and thousandths (the records' `ms`) are written
- * digit by digit: a decimal of at most 15 significant digits is the shortest text of the double
- * nearest to it, which is what String() writes; anything else goes through String().
- */
-function writeNumber(v: number, dst: Uint8Array, at: number): number {
-  if (!Number.isFinite(v)) return copy(NULL, dst, at);
-  let p = at;
-  // -0 is not below 0: written `0`, as JSON.stringify writes it.
-  const a = v < 0 ? -v : v;
-  if (v < 0) dst[p++] = 0x2d;
-  if (a < 1e15 && Number.isInteger(a)) return digits(a, dst, p);
-  if (a < 1e12) {
-    const k = Math.round(a * 1000);
-    if (k / 1000 === a) {
-      const whole = Math.floor(k / 1000);
-      let frac = k - whole * 1000;
-      p = digits(whole, dst, p);
-      dst[p++] = 0x2e;
-      for (let div = 100; frac !== 0; div /= 10) {
-        const d = Math.floor(frac / div);
-        dst[p++] = 0x30 + d;
-        frac -= d * div;
-      }
-      return p;
-    }
-  }
-  const s = String(v);
-  for (let i = 0; i < s.length; i++) dst[at + i] = s.charCodeAt(i);
-  return at + s.length;
-}
-
-/**
- * A string as JSON.stringify writes it, made well-formed (well-formed.ts). Printable ASCII is
- * written byte by byte; text that needs no escaping as UTF-8; anything else (quotes, backslashes,
- * control characters, lone surrogates) through JSON.stringify and wellFormedJson.
- */
-function writeString(s: string, dst: Buffer, at: number): number {
-  dst[at] = 0x22;
-  let p = at + 1;
-  let ascii = true;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) return at + dst.write(wellFormedJson(JSON.stringify(s)), at, 'utf8');
-    if (c >= 0x80) ascii = false;
-    else if (ascii) dst[p++] = c;
-  }
-  if (!ascii) p = at + 1 + dst.write(s, at + 1, 'utf8');
-  dst[p++] = 0x22;
-  return p;
-}
-
 /**
  * The head of `lineHead` written as UTF-8 bytes straight into the log's buffer, with no string made
  * (the same bytes as `wellFormedJson(lineHead(…))`, test/log/log-line.unit.spec.ts compares them).
@@ -239,7 +157,7 @@ export const headBytes = {
     for (const k in record) {
       const v: unknown = (record as unknown as Readonly<Record<string, unknown>>)[k];
       const t = typeof v;
-      if (t === 'string') n += 6 * (v as string).length + 2;
+      if (t === 'string') n += JSON_BYTES_PER_UNIT * (v as string).length + 2;
       else if (t === 'number' || t === 'boolean' || v === null) n += NUMBER_MAX;
       else if (t !== 'undefined' && t !== 'function' && t !== 'symbol') return -1;
       n += 6 * k.length + 4;
@@ -250,28 +168,28 @@ export const headBytes = {
   /** Writes the head at `at` (room for `measure`'s bytes is there); returns where it ends. */
   write(dst: Buffer, at: number, ts: number, worker: Uint8Array, host: Uint8Array, record: LogRecord, rawKey: string | null): number {
     const type = record.type;
-    let p = copy(TS, dst, at);
+    let p = copyBytes(TS, dst, at);
     p = writeNumber(ts, dst, p);
-    p = copy(TYPE, dst, p);
+    p = copyBytes(TYPE, dst, p);
     const quoted = QUOTED_TYPE_BYTES.get(type);
-    p = quoted !== undefined ? copy(quoted, dst, p) : writeString(type, dst, p);
-    p = copy(WORKER, dst, p);
-    p = copy(worker, dst, p);
-    p = copy(HOST, dst, p);
-    p = copy(host, dst, p);
-    p = copy(NAME, dst, p);
-    p = typeof record.name === 'string' ? writeString(record.name, dst, p) : copy(NULL, dst, p);
+    p = quoted !== undefined ? copyBytes(quoted, dst, p) : writeJsonString(type, dst, p);
+    p = copyBytes(WORKER, dst, p);
+    p = copyBytes(worker, dst, p);
+    p = copyBytes(HOST, dst, p);
+    p = copyBytes(host, dst, p);
+    p = copyBytes(NAME, dst, p);
+    p = typeof record.name === 'string' ? writeJsonString(record.name, dst, p) : copyBytes(NULL, dst, p);
     for (const k in record) {
       if (k === 'type' || k === 'name' || k === 'ts' || k === 'worker' || k === 'host') continue;
       const v: unknown = (record as unknown as Readonly<Record<string, unknown>>)[k];
       const t = typeof v;
       if (t === 'undefined' || t === 'function' || t === 'symbol') continue;
-      p = copy(prefixOf(k), dst, p);
-      if (t === 'string') p = writeString(v as string, dst, p);
+      p = copyBytes(prefixOf(k), dst, p);
+      if (t === 'string') p = writeJsonString(v as string, dst, p);
       else if (t === 'number') p = writeNumber(v as number, dst, p);
-      else p = copy(v === true ? TRUE : v === false ? FALSE : NULL, dst, p);
+      else p = copyBytes(v === true ? TRUE : v === false ? FALSE : NULL, dst, p);
     }
-    if (rawKey !== null) p = copy(prefixOf(rawKey), dst, p);
+    if (rawKey !== null) p = copyBytes(prefixOf(rawKey), dst, p);
     return p;
   },
 };

@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { CONFIG, type Config } from '../config/config';
 import { Health } from '../health/health.service';
-import { ComputedGauge } from '../metrics/fast-metrics';
 import { LogStatsMetrics } from '../metrics/log-stats';
 import { MetricsService } from '../metrics/metrics.service';
 import { RedisModule } from '../redis/redis.module';
@@ -45,19 +44,13 @@ class LogBacklog implements OnModuleInit, OnApplicationShutdown {
           ? { level: 'degraded', text: `bid log backlog in Redis: ${this.last.bytes} bytes in ${this.last.frames} frames, over LOG_BACKLOG_WARN_BYTES=${warn} (is the shipper running?)` }
           : null,
     });
-    this.metrics.addComputed(
-      new ComputedGauge('bidder_log_backlog_bytes', 'Bytes of bid log frames waiting in Redis for the shipper (Redis\u2019s estimate); -1 before the first reading.', 'max', () => [
-        { value: this.last?.bytes ?? -1, labels: {} },
-      ]),
-    );
-    this.metrics.addComputed(
-      new ComputedGauge('bidder_log_backlog_frames', 'Bid log frames waiting in Redis for the shipper.', 'max', () => [{ value: this.last?.frames ?? -1, labels: {} }]),
-    );
-    this.metrics.addComputed(
-      new ComputedGauge('bidder_log_backlog_age_seconds', 'Age of the oldest record waiting in Redis for the shipper (0 when none).', 'max', () => [
-        { value: this.last?.oldestTs != null ? (Date.now() - this.last.oldestTs) / 1000 : 0, labels: {} },
-      ]),
-    );
+    this.metrics.gauge('bidder_log_backlog_bytes', 'Bytes of bid log frames waiting in Redis for the shipper (Redis\u2019s estimate); -1 before the first reading.', 'max', [], () => [
+      { value: this.last?.bytes ?? -1, labels: {} },
+    ]);
+    this.metrics.gauge('bidder_log_backlog_frames', 'Bid log frames waiting in Redis for the shipper.', 'max', [], () => [{ value: this.last?.frames ?? -1, labels: {} }]);
+    this.metrics.gauge('bidder_log_backlog_age_seconds', 'Age of the oldest record waiting in Redis for the shipper (0 when none).', 'max', [], () => [
+      { value: this.last?.oldestTs != null ? (Date.now() - this.last.oldestTs) / 1000 : 0, labels: {} },
+    ]);
     this.timer = setInterval(() => void this.read(), backlogEveryMs(this.config));
     this.timer.unref();
     this.redis.onReady(() => void this.read());
@@ -91,11 +84,9 @@ class LogObservability implements OnModuleInit {
   onModuleInit(): void {
     const stats = new LogStatsMetrics(this.metrics.registry, this.log);
     this.metrics.onScrape(() => stats.refresh());
-    this.metrics.addComputed(
-      new ComputedGauge('bidder_log_healthy', '1 while the log pipeline is within its memory bound and drops nothing.', 'min', () => [
-        { value: this.log.isHealthy() ? 1 : 0, labels: {} },
-      ]),
-    );
+    this.metrics.gauge('bidder_log_healthy', '1 while the log pipeline is within its memory bound and drops nothing.', 'min', [], () => [
+      { value: this.log.isHealthy() ? 1 : 0, labels: {} },
+    ]);
     this.health.register({
       name: 'bid log',
       problem: () => (this.log.isHealthy() ? null : { level: 'not_ready', text: 'log pipeline over its memory bound or dropping records' }),

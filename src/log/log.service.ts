@@ -39,8 +39,7 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
   /** The two as UTF-8 bytes, well-formed. */
   private readonly workerBytes: Buffer;
   private readonly hostBytes: Buffer;
-  private readonly finalFlush: Promise<void>;
-  private finalFlushDone: () => void = () => undefined;
+  private finalFlush: Promise<void> | null = null;
   /** Why LOG_JOURNAL is on but the journal is not in use (a readiness warning), or null. */
   readonly journalProblem: string | null = null;
 
@@ -77,7 +76,6 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
       stepHook,
       journal,
     );
-    this.finalFlush = new Promise<void>((resolve) => (this.finalFlushDone = resolve));
     redis.onLogReady(() => this.pipeline.redisReady());
   }
 
@@ -144,21 +142,28 @@ export class LogService implements OnModuleInit, BeforeApplicationShutdown, OnAp
   }
 
   beforeApplicationShutdown(): void {
-    // The Redis connection must outlive the final flush, whatever order Nest closes modules in.
-    this.redis.keepOpenUntil(this.finalFlush);
+    // The Redis connection must outlive the final flush, whatever order Nest closes modules in:
+    // Redis's own shutdown hook starts the flush if it runs first, and waits for it.
+    this.redis.closeAfter(() => this.flushOnce());
   }
 
   /** Runs after the HTTP server has closed, so the last requests' records are included. */
   async onApplicationShutdown(): Promise<void> {
-    try {
-      await this.pipeline.close(this.config.shutdownTimeoutMs);
-      const s = this.pipeline.stats();
-      this.logger.log(
-        `final flush done: ${s.recordsFlushed} records in ${s.batchesFlushed} batches to Redis, ` +
-          `${s.recordsSpilled} spilled, ${s.recordsDropped} dropped since start`,
-      );
-    } finally {
-      this.finalFlushDone();
-    }
+    await this.flushOnce();
+  }
+
+  /** The final flush, once, from whichever shutdown hook comes first (both run after the HTTP server has closed). */
+  private flushOnce(): Promise<void> {
+    this.finalFlush ??= this.finalFlushNow();
+    return this.finalFlush;
+  }
+
+  private async finalFlushNow(): Promise<void> {
+    await this.pipeline.close(this.config.shutdownTimeoutMs);
+    const s = this.pipeline.stats();
+    this.logger.log(
+      `final flush done: ${s.recordsFlushed} records in ${s.batchesFlushed} batches to Redis, ` +
+        `${s.recordsSpilled} spilled, ${s.recordsDropped} dropped since start`,
+    );
   }
 }

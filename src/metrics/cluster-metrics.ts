@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { AggregatorRegistry, type Metric } from 'prom-client';
+import { AggregatorRegistry, type PrometheusContentType } from 'prom-client';
 import { CONFIG, type Config } from '../config/config';
 import { createRedisClient, stopSlotsRefresh, type RedisClient } from '../redis/redis.options';
-import { ComputedGauge, type MetricFamily } from './fast-metrics';
+import { scrapedGauge, type MetricFamily } from './scraped';
 import { MetricsService, WINDOW_MS } from './metrics.service';
 
 /** A snapshot older than this belongs to a worker that is gone (crashed, or killed before it could say so). */
@@ -43,18 +43,16 @@ export function withoutWorkerLabel(families: MetricFamily[]): MetricFamily[] {
  */
 export async function aggregate(snapshots: MetricFamily[][], byWorker = false, complete = true): Promise<string> {
   const families = (byWorker ? snapshots : snapshots.map(withoutWorkerLabel)).map(keepStartTime);
-  const registry = AggregatorRegistry.aggregate(families);
-  const workers = new ComputedGauge('bidder_cluster_workers', 'Workers whose snapshot is in this aggregated view.', 'sum', () => [
-    { value: snapshots.length, labels: {} },
-  ]);
-  registry.registerMetric(workers as unknown as Metric);
-  const whole = new ComputedGauge(
+  const registry = AggregatorRegistry.aggregate<PrometheusContentType>(families);
+  scrapedGauge(registry, 'bidder_cluster_workers', 'Workers whose snapshot is in this aggregated view.', 'sum', [], () => [{ value: snapshots.length, labels: {} }]);
+  scrapedGauge(
+    registry,
     'bidder_cluster_view_complete',
     '1 when this view holds every live worker of the host (read from Redis); 0 when Redis could not be read and it holds only the worker that answered.',
     'min',
+    [],
     () => [{ value: complete ? 1 : 0, labels: {} }],
   );
-  registry.registerMetric(whole as unknown as Metric);
   return registry.metrics();
 }
 

@@ -1,5 +1,5 @@
-import type { Aggregator, Metric, Registry } from 'prom-client';
-import { ComputedCounter, ComputedGauge } from './fast-metrics';
+import type { Aggregator, Registry } from 'prom-client';
+import { scrapedCounter, scrapedGauge } from './scraped';
 
 /** What the log service may offer: `stats()` returning plain numbers (records queued, batches flushed...). */
 interface StatsSource {
@@ -82,7 +82,7 @@ export class LogStatsMetrics {
     if (this.registry.getSingleMetric(m.name)) return;
     const read = () => [{ value: (this.values.get(field) ?? 0) * m.scale, labels: {} }];
     const help = `Log pipeline: LogService.stats().${field}.`;
-    const metric = m.type === 'counter' ? new ComputedCounter(m.name, help, read) : new ComputedGauge(m.name, help, m.aggregator, read);
-    this.registry.registerMetric(metric as unknown as Metric);
+    if (m.type === 'counter') scrapedCounter(this.registry, m.name, help, [], read);
+    else scrapedGauge(this.registry, m.name, help, m.aggregator, [], read);
   }
 }

@@ -2,9 +2,9 @@ import { Inject, Injectable, type OnModuleInit, Optional } from '@nestjs/common'
 import { Registry } from 'prom-client';
 import type { HttpAnswer } from '../http/answer';
 import { HttpServers } from '../http/http.module';
+import { Route } from '../http/route.decorator';
 import { CUT_REASONS, type RouteRequest } from '../http/server';
 import { ClusterMetrics } from './cluster-metrics';
-import { ComputedCounter, ComputedGauge } from './fast-metrics';
 import { MetricsService } from './metrics.service';
 
 const prometheus = (text: string): HttpAnswer => ({ status: 200, headers: { 'content-type': Registry.PROMETHEUS_CONTENT_TYPE }, payload: text });
@@ -20,32 +20,23 @@ export class MetricsRoutes implements OnModuleInit {
 
   onModuleInit(): void {
     if (this.servers === null) return;
-    const admin = this.servers.admin;
-    admin.route({ method: 'GET', path: '/metrics', route: { handle: () => this.worker() } });
-    admin.route({ method: 'GET', path: '/metrics/cluster', route: { handle: (r) => this.machine(r) } });
     const s = this.servers.stats;
-    this.metrics.addComputed(
-      new ComputedCounter(
-        'bidder_http_connections_cut_total',
-        'Connections cut or refused before any route ran: missed header or request deadline, over HTTP_MAX_CONNECTIONS (the newcomer refused, or the longest-idle connection closed for it), headers too large, malformed HTTP.',
-        () => CUT_REASONS.map((reason) => ({ value: s.cut[reason], labels: { reason } })),
-      ),
+    this.metrics.counter(
+      'bidder_http_connections_cut_total',
+      'Connections cut or refused before any route ran: missed header or request deadline, over HTTP_MAX_CONNECTIONS (the newcomer refused, or the longest-idle connection closed for it), headers too large, malformed HTTP.',
+      ['reason'],
+      () => CUT_REASONS.map((reason) => ({ value: s.cut[reason], labels: { reason } })),
     );
     const servers = this.servers;
-    this.metrics.addComputed(
-      new ComputedGauge('bidder_http_connections_open', 'Open HTTP connections, by port (HTTP_MAX_CONNECTIONS caps each).', 'sum', () => [
-        { value: servers.public.connections.size, labels: { port: 'public' } },
-        { value: servers.admin.connections.size, labels: { port: 'admin' } },
-      ]),
-    );
-    this.metrics.addComputed(
-      new ComputedCounter('bidder_http_send_errors_total', 'Answers Node refused to send (answered 500 or closed instead).', () => [
-        { value: s.sendErrors, labels: {} },
-      ]),
-    );
+    this.metrics.gauge('bidder_http_connections_open', 'Open HTTP connections, by port (HTTP_MAX_CONNECTIONS caps each).', 'sum', ['port'], () => [
+      { value: servers.public.connections.size, labels: { port: 'public' } },
+      { value: servers.admin.connections.size, labels: { port: 'admin' } },
+    ]);
+    this.metrics.counter('bidder_http_send_errors_total', 'Answers Node refused to send (answered 500 or closed instead).', [], () => [{ value: s.sendErrors, labels: {} }]);
   }
 
   /** This worker's figures, every series labelled `worker`. */
+  @Route({ method: 'GET', path: '/metrics', on: 'admin' })
   async worker(): Promise<HttpAnswer> {
     return prometheus(await this.metrics.render());
   }
@@ -55,6 +46,7 @@ export class MetricsRoutes implements OnModuleInit {
    * `?by=worker` each worker's series with its `worker` label (what Prometheus should scrape:
    * a worker's restart then resets only its own series).
    */
+  @Route({ method: 'GET', path: '/metrics/cluster', on: 'admin' })
   async machine(r: RouteRequest): Promise<HttpAnswer> {
     try {
       return prometheus(await this.cluster.machine(r.query.by === 'worker'));

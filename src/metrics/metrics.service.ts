@@ -1,8 +1,9 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { collectDefaultMetrics, Registry, type Metric } from 'prom-client';
+import { collectDefaultMetrics, Registry, type Aggregator, type Metric } from 'prom-client';
 import { CONFIG, type Config } from '../config/config';
 import { EventLoopDelay } from './event-loop';
-import { ComputedCounter, ComputedGauge, CounterFamily, HistogramFamily, type MetricFamily, type MetricSample } from './fast-metrics';
+import { CounterFamily, HistogramFamily } from './bid-path-metrics';
+import { scrapedCounter, scrapedGauge, type MetricFamily, type MetricSample } from './scraped';
 
 export type BidOutcome = 'bid' | 'nobid' | 'bad_request' | 'too_large' | 'error' | 'shed';
 
@@ -26,11 +27,12 @@ export const WINDOW_MS = 5_000;
 export const LOOP_RESOLUTION_MS = 20;
 
 /**
- * This worker's Prometheus registry. The two bid-path calls are O(1) with no allocation or string
- * building: a switch picks a slot fixed at start-up (a Map lookup for the no-bid reason) and a
- * typed-array cell is incremented. Everything else is read at scrape time: each module registers its
- * own families (`addComputed`) and, when they need a refresh first, a scrape hook (`onScrape`). This
- * module depends on none of them.
+ * This worker's Prometheus registry (prom-client). The bid path's calls are O(1) with no allocation
+ * or string building: a switch picks a slot fixed at start-up (a Map lookup for the no-bid reason)
+ * and a typed-array cell is incremented (src/metrics/bid-path-metrics.ts says why). Everything else
+ * is prom-client's, read at scrape time: each module registers its own families (`gauge`,
+ * `counter`) and, when they need a refresh first, a scrape hook (`onScrape`). This module depends
+ * on none of them.
  */
 @Injectable()
 export class MetricsService implements OnApplicationShutdown {
@@ -94,13 +96,12 @@ export class MetricsService implements OnApplicationShutdown {
     this.register(this.duration);
     this.register(this.price);
     this.register(this.wait);
-    this.register(
-      new ComputedGauge(
-        'bidder_event_loop_delay_seconds',
-        `Event-loop delay over the last ${WINDOW_MS / 1000} s window (monitorEventLoopDelay), by quantile; 1 is the maximum.`,
-        'max',
-        () => this.loopSamples(),
-      ),
+    this.gauge(
+      'bidder_event_loop_delay_seconds',
+      `Event-loop delay over the last ${WINDOW_MS / 1000} s window (monitorEventLoopDelay), by quantile; 1 is the maximum.`,
+      'max',
+      ['quantile'],
+      () => this.loopSamples(),
     );
     this.loop.start();
   }
@@ -166,13 +167,6 @@ export class MetricsService implements OnApplicationShutdown {
     return (await this.registry.getMetricsAsJSON()) as unknown as MetricFamily[];
   }
 
-  /** Requests counted so far with the given outcome (all reasons), for tests and diagnostics. */
-  requestCount(outcome: BidOutcome): number {
-    let n = 0;
-    for (const s of this.requests.get().values) if (s.labels.outcome === outcome) n += s.value;
-    return n;
-  }
-
   onApplicationShutdown(): void {
     this.loop.stop();
   }
@@ -194,12 +188,17 @@ export class MetricsService implements OnApplicationShutdown {
     ];
   }
 
-  /** Adds a family computed at scrape time (other modules' counters, e.g. tracking's). */
-  addComputed(m: ComputedGauge | ComputedCounter): void {
-    this.register(m);
+  /** Adds a gauge read at scrape time (another module's figures). */
+  gauge(name: string, help: string, aggregator: Aggregator, labelNames: readonly string[], read: () => MetricSample[]): void {
+    scrapedGauge(this.registry, name, help, aggregator, labelNames, read);
   }
 
-  private register(m: { name: string; get(): MetricFamily; reset(): void }): void {
+  /** Adds a counter read at scrape time (another module's cumulative figures, e.g. tracking's). */
+  counter(name: string, help: string, labelNames: readonly string[], read: () => MetricSample[]): void {
+    scrapedCounter(this.registry, name, help, labelNames, read);
+  }
+
+  private register(m: CounterFamily | HistogramFamily): void {
     // The registry only calls name/get()/reset(); prom-client's type names its own classes.
     this.registry.registerMetric(m as unknown as Metric);
   }

@@ -23,17 +23,47 @@ function currency(o: Obj, key: string, path: string): string {
   return c === '' ? 'USD' : c;
 }
 
+/**
+ * The paths the readers name in their errors (`imp[2].banner`, `imp[0].banner.format[1]`), made once
+ * per index and kept for the first 16 imps and list entries: a request makes none of these strings.
+ */
+const IMP_PARTS = ['', '.banner', '.video', '.native', '.pmp'] as const;
+const IMP = 0;
+const BANNER = 1;
+const VIDEO = 2;
+const NATIVE = 3;
+const PMP = 4;
+const KEPT = 16;
+const impPaths: string[] = [];
+const entryPaths: string[] = [];
+
+function impPath(i: number, part: number): string {
+  if (i >= KEPT) return `imp[${i}]${IMP_PARTS[part]}`;
+  const k = i * IMP_PARTS.length + part;
+  return (impPaths[k] ??= `imp[${i}]${IMP_PARTS[part]}`);
+}
+
+/** `imp[i].banner.format[j]` (part BANNER) or `imp[i].pmp.deals[j]` (part PMP). */
+function entryPath(i: number, part: number, j: number): string {
+  const list = part === BANNER ? 'format' : 'deals';
+  if (i >= KEPT || j >= KEPT) return `${impPath(i, part)}.${list}[${j}]`;
+  const k = (i * KEPT + j) * 2 + (part === BANNER ? 0 : 1);
+  return (entryPaths[k] ??= `${impPath(i, part)}.${list}[${j}]`);
+}
+
 /** Matches no candidate: the imp named a size, but not one we can read (a w without an h, say). */
 const NO_SIZE: Size = Object.freeze({ w: 0, h: 0 });
 
-function parseBanner(b: Obj, path: string): BannerImp {
+function parseBanner(b: Obj, imp: number): BannerImp {
+  const path = impPath(imp, BANNER);
   const sizes: Size[] = [];
   const format = arr(b, 'format', path, L.formats);
   for (let i = 0; i < format.length; i++) {
     const f = format[i];
-    if (!isObj(f)) fail(`${path}.format[${i}]`, 'must be an object');
-    const w = px(f, 'w', `${path}.format[${i}]`);
-    const h = px(f, 'h', `${path}.format[${i}]`);
+    const fp = entryPath(imp, BANNER, i);
+    if (!isObj(f)) fail(fp, 'must be an object');
+    const w = px(f, 'w', fp);
+    const h = px(f, 'h', fp);
     if (w > 0 && h > 0) sizes.push({ w, h });
   }
   if (sizes.length === 0) {
@@ -46,7 +76,8 @@ function parseBanner(b: Obj, path: string): BannerImp {
   return { sizes, battr: intList(b, 'battr', path, L.battr) };
 }
 
-function parseVideo(v: Obj, path: string): VideoImp {
+function parseVideo(v: Obj, imp: number): VideoImp {
+  const path = impPath(imp, VIDEO);
   let protocols = intList(v, 'protocols', path);
   const legacy = num(v, 'protocol', path, 0);
   if (legacy > 0 && !protocols.includes(legacy)) protocols = [...protocols, legacy];
@@ -83,12 +114,13 @@ function parseDsa(regs: Obj): DsaRequest | null {
   };
 }
 
-function parsePmp(p: Obj, path: string): Pmp {
+function parsePmp(p: Obj, imp: number): Pmp {
+  const path = impPath(imp, PMP);
   const deals: Deal[] = [];
   const raw = arr(p, 'deals', path, L.deals);
   for (let i = 0; i < raw.length; i++) {
     const d = raw[i];
-    const dp = `${path}.deals[${i}]`;
+    const dp = entryPath(imp, PMP, i);
     if (!isObj(d)) fail(dp, 'must be an object');
     const id = str(d, 'id', dp, '');
     if (id === '') continue;
@@ -98,7 +130,7 @@ function parsePmp(p: Obj, path: string): Pmp {
 }
 
 function parseImp(raw: unknown, i: number, natives: NativeRequestCache | null): Imp {
-  const path = `imp[${i}]`;
+  const path = impPath(i, IMP);
   if (!isObj(raw)) fail(path, 'must be an object');
   const id = str(raw, 'id', path, '');
   if (id === '') fail(`${path}.id`, 'is required');
@@ -111,10 +143,10 @@ function parseImp(raw: unknown, i: number, natives: NativeRequestCache | null): 
     secure: flag(raw, 'secure', path),
     bidfloor: nonNeg(raw, 'bidfloor', path, 0),
     bidfloorcur: currency(raw, 'bidfloorcur', path),
-    banner: banner ? parseBanner(banner, `${path}.banner`) : null,
-    video: video ? parseVideo(video, `${path}.video`) : null,
-    native: native ? parseNative(native, `${path}.native`, natives) : null,
-    pmp: pmp ? parsePmp(pmp, `${path}.pmp`) : null,
+    banner: banner ? parseBanner(banner, i) : null,
+    video: video ? parseVideo(video, i) : null,
+    native: native ? parseNative(native, impPath(i, NATIVE), natives) : null,
+    pmp: pmp ? parsePmp(pmp, i) : null,
   };
 }
 
@@ -152,7 +184,7 @@ export function parseBidRequest(body: unknown, natives: NativeRequestCache | nul
   return {
     id,
     imps,
-    cur: cur.length === 0 ? cur : cur.map((c) => c.toUpperCase()),
+    cur: upperCase(cur),
     bcat: strSet(body, 'bcat', 'request', 'lower'),
     badv: strSet(body, 'badv', 'request', 'domain'),
     bapp: strSet(body, 'bapp', 'request', 'asIs'),
@@ -183,14 +215,73 @@ export function parseBidRequest(body: unknown, natives: NativeRequestCache | nul
   };
 }
 
+/** The list upper-cased: itself when it already is (toUpperCase makes no string then). */
+function upperCase(list: readonly string[]): readonly string[] {
+  for (let i = 0; i < list.length; i++) if (list[i] !== list[i].toUpperCase()) return list.map((c) => c.toUpperCase());
+  return list;
+}
+
 const EMPTY_SET: ReadonlySet<string> = new Set<string>();
 
 /** A block list as a set (filters look entries up): as given, lower-cased, or a domain (lower-cased, without "www."). */
 function strSet(o: Obj, key: string, path: string, form: 'asIs' | 'lower' | 'domain'): ReadonlySet<string> {
   const list = strList(o, key, path, form !== 'asIs');
   if (list.length === 0) return EMPTY_SET;
-  if (form !== 'domain') return new Set(list);
-  const out = new Set<string>();
-  for (let i = 0; i < list.length; i++) out.add(list[i].startsWith('www.') ? list[i].slice(4) : list[i]);
-  return out;
+  if (form !== 'domain') return new ListSet(list);
+  let out: string[] | null = null;
+  for (let i = 0; i < list.length; i++) {
+    if (!list[i].startsWith('www.')) continue;
+    out ??= list.slice();
+    out[i] = list[i].slice(4);
+  }
+  return new ListSet(out ?? list);
+}
+
+/** Lists this long or shorter are looked up entry by entry; a longer one gets a hash set on its first lookup. */
+const SCANNED = 4;
+
+/**
+ * A request's block list as a ReadonlySet over the array read: a Set costs ~260 bytes of heap for
+ * two entries, and most lists are a few entries that the filters scan once (or, long, look up:
+ * then the Set is made on the first lookup). Entries are as listed (a repeated one is seen twice
+ * by forEach; `size` counts it twice, which only `size !== 0` reads).
+ */
+export class ListSet implements ReadonlySet<string> {
+  private set: Set<string> | null = null;
+
+  constructor(private readonly list: readonly string[]) {}
+
+  get size(): number {
+    return this.list.length;
+  }
+
+  has(value: string): boolean {
+    const l = this.list;
+    if (l.length <= SCANNED) {
+      for (let i = 0; i < l.length; i++) if (l[i] === value) return true;
+      return false;
+    }
+    return (this.set ??= new Set(l)).has(value);
+  }
+
+  forEach(fn: (value: string, key: string, set: ReadonlySet<string>) => void, thisArg?: unknown): void {
+    const l = this.list;
+    for (let i = 0; i < l.length; i++) fn.call(thisArg, l[i], l[i], this);
+  }
+
+  keys(): SetIterator<string> {
+    return new Set(this.list).keys();
+  }
+
+  values(): SetIterator<string> {
+    return new Set(this.list).values();
+  }
+
+  entries(): SetIterator<[string, string]> {
+    return new Set(this.list).entries();
+  }
+
+  [Symbol.iterator](): SetIterator<string> {
+    return new Set(this.list)[Symbol.iterator]();
+  }
 }

@@ -3,7 +3,6 @@
  * the settings the caller passes (`PrivacyModule.forRoot({...})`, or a PRIVACY_SETTINGS provider).
  */
 import { DynamicModule, Global, Injectable, Module, type OnModuleInit } from '@nestjs/common';
-import { ComputedCounter } from '../metrics/fast-metrics';
 import { MetricsService } from '../metrics/metrics.service';
 import { PiiHasher } from './pii-hasher';
 import { PRIVACY_REASONS, PrivacyPolicy, type PrivacyReason } from './policy';
@@ -21,13 +20,7 @@ export class PrivacyStats implements OnModuleInit {
   }
 
   onModuleInit(): void {
-    this.metrics.addComputed(
-      new ComputedCounter(
-        'bidder_privacy_decisions_total',
-        'Bid requests by privacy decision: none (user data may be used) or why not (coppa, gdpr_no_consent, us_opt_out, lmt, ...).',
-        () => PRIVACY_REASONS.map((reason, i) => ({ value: this.counts[i], labels: { reason } })),
-      ),
-    );
+    this.metrics.counter('bidder_privacy_decisions_total', 'Bid requests by privacy decision: none (user data may be used) or why not (coppa, gdpr_no_consent, us_opt_out, lmt, ...).', ['reason'], () => PRIVACY_REASONS.map((reason, i) => ({ value: this.counts[i], labels: { reason } })));
   }
 }
 

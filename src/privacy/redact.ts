@@ -299,5 +299,10 @@ export interface Pseudonymized {
  */
 export function pseudonymize(body: unknown, userId: string, userData: boolean, hasher: PiiHasher, opts: RedactOptions): Pseudonymized {
   const record = requestLogJson(body, hasher, opts);
-  return { record, userKey: userData && userId !== '' ? hasher.hash(userId) : '' };
+  return { record, userKey: userKey(userId, userData, hasher) };
+}
+
+/** The user key alone (`pseudonymize`'s, for a request whose record is not made). */
+export function userKey(userId: string, userData: boolean, hasher: PiiHasher): string {
+  return userData && userId !== '' ? hasher.hash(userId) : '';
 }

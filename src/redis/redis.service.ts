@@ -70,13 +70,13 @@ class Watched {
  * WAIT holds the connection it runs on until the replicas answer, so nothing else waits behind it;
  * otherwise `logConnection` is the same connection.
  *
- * On shutdown the clients stay open until every `keepOpenUntil` promise has settled (the log
- * flusher's final flush), bounded by the shutdown deadline, then close.
+ * On shutdown the clients stay open until every `closeAfter` work (the log's final flush) has
+ * settled, bounded by the shutdown deadline, then close.
  */
 @Injectable()
 export class RedisService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Redis');
-  private readonly holds = new Set<Promise<unknown>>();
+  private readonly closers: Array<() => Promise<unknown>> = [];
   private readonly main: Watched;
   private readonly log: Watched;
   private readonly subscribers = new Set<ChannelSubscriber>();
@@ -139,14 +139,15 @@ export class RedisService implements OnModuleInit, OnApplicationShutdown {
     this.log.onReady(fn);
   }
 
-  /** Keeps the clients open during shutdown until `p` settles (bounded by the shutdown deadline). */
-  keepOpenUntil(p: Promise<unknown>): void {
-    const held = p.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.holds.add(held);
-    void held.then(() => this.holds.delete(held));
+  /**
+   * Runs `work` (the log's final flush) at shutdown before the clients close, and keeps them open
+   * until it settles (bounded by the shutdown deadline). `work` is called by this service's own
+   * onApplicationShutdown whichever module's hook Nest runs first (Nest awaits one module's hooks
+   * before the next's, so waiting here for a flush another module's later hook starts would only
+   * time out); the owner calls the same once-only function from its own hook.
+   */
+  closeAfter(work: () => Promise<unknown>): void {
+    this.closers.push(work);
   }
 
   onModuleInit(): void {
@@ -156,8 +157,9 @@ export class RedisService implements OnModuleInit, OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     for (const s of this.subscribers) s.stop();
-    if (this.holds.size > 0) {
-      await withTimeout(Promise.all([...this.holds]), this.config.shutdownTimeoutMs + 500);
+    if (this.closers.length > 0) {
+      const work = this.closers.map((w) => w().catch(() => undefined));
+      await withTimeout(Promise.all(work), this.config.shutdownTimeoutMs + 500);
     }
     await Promise.all(this.watched().map((w) => close(w)));
   }

@@ -73,7 +73,7 @@ export function loadShipperConfig(env: Env = process.env, cwd: string = process.
     adminPort: r.int('SHIP_ADMIN_PORT', 9465, 0, 65535),
     nice: r.int('SHIP_NICE', 19, 0, 19),
     duckdbThreads: r.int('SHIP_DUCKDB_THREADS', 1, 1, 64),
-    duckdbMemoryMb: r.int('SHIP_DUCKDB_MEMORY_MB', 1024, 64, 1024 * 1024),
+    duckdbMemoryMb: r.int('SHIP_DUCKDB_MEMORY_MB', 256, 64, 1024 * 1024),
     stopTimeoutMs: r.int('SHIP_STOP_TIMEOUT_MS', 20_000, 100, 600_000),
     testCrashAt: crash === '' ? null : r.oneOf<CrashPoint>('SHIP_TEST_CRASH_AT', 'after-claim', CRASH_POINTS),
   };

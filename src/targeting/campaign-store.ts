@@ -1,6 +1,6 @@
-import * as fs from 'node:fs';
-import { Inject, Injectable } from '@nestjs/common';
-import { CONFIG, ConfigError, type Config } from '../config/config';
+import { Injectable } from '@nestjs/common';
+import { ConfigError } from '../config/config';
+import { CampaignSource, readCampaignFile } from './campaign-file';
 import { CandidateIndex } from './candidate-index';
 import { CampaignFileError, loadCampaigns } from './loader';
 
@@ -17,12 +17,11 @@ export type { CandidateGate, Match, NativeFill, NoBidReason, Rates } from './typ
  * naming campaign, creative and field) or an Error naming the file when it cannot be read/parsed.
  */
 export function loadCampaignFile(file: string): CandidateIndex {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new Error(`campaigns file ${file}: cannot read: ${e instanceof Error ? e.message : String(e)}`);
-  }
+  return indexCampaigns(readCampaignFile(file), file);
+}
+
+/** Validates and indexes the text of campaign file `file` (named in the messages); throws CampaignFileError. */
+export function indexCampaigns(text: string, file: string): CandidateIndex {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -32,14 +31,20 @@ export function loadCampaignFile(file: string): CandidateIndex {
   return new CandidateIndex(loadCampaigns(json, `campaigns file ${file}`));
 }
 
+/** Reads, validates and indexes the campaigns of `source`; throws as loadCampaignFile does. */
+export function loadCampaignSource(source: CampaignSource): CandidateIndex {
+  return indexCampaigns(source.read(), source.name);
+}
+
 /**
  * The campaigns a worker starts with: a file that cannot be read or is invalid is a configuration
  * error (src/main.ts stops with EXIT_CONFIG_ERROR, which PM2 does not restart), each problem on a
  * line that names CAMPAIGNS_FILE.
  */
-function loadStartupCampaigns(file: string): CandidateIndex {
+function loadStartupCampaigns(source: CampaignSource): CandidateIndex {
+  const file = source.name;
   try {
-    return loadCampaignFile(file);
+    return loadCampaignSource(source);
   } catch (e) {
     const problems = e instanceof CampaignFileError ? e.problems : [(e instanceof Error ? e.message : String(e)).replace(`campaigns file ${file}: `, '')];
     throw new ConfigError(problems.map((p) => `CAMPAIGNS_FILE=${file}: ${p}`));
@@ -55,8 +60,8 @@ function loadStartupCampaigns(file: string): CandidateIndex {
 export class CampaignStore {
   private idx: CandidateIndex;
 
-  constructor(@Inject(CONFIG) config: Config) {
-    this.idx = loadStartupCampaigns(config.campaignsFile);
+  constructor(source: CampaignSource) {
+    this.idx = loadStartupCampaigns(source);
   }
 
   current(): CandidateIndex {

@@ -5,46 +5,39 @@
  * rejected with the loader's message and the old set keeps serving. Every worker watches the same
  * file, so all of them switch within one poll period.
  */
-import * as fs from 'node:fs';
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { CONFIG, type Config } from '../config/config';
-import { CampaignStore, loadCampaignFile } from './campaign-store';
+import { Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { CampaignSource } from './campaign-file';
+import { CampaignStore, loadCampaignSource } from './campaign-store';
 
 @Injectable()
 export class CampaignWatcher implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Campaigns');
-  private watching = false;
   readonly stats = { reloads: 0, rejected: 0 };
 
   constructor(
-    @Inject(CONFIG) private readonly config: Config,
+    private readonly source: CampaignSource,
     private readonly store: CampaignStore,
   ) {}
 
   onModuleInit(): void {
-    if (this.config.campaignsWatchMs <= 0) return;
-    fs.watchFile(this.config.campaignsFile, { interval: this.config.campaignsWatchMs, persistent: false }, (cur, prev) => {
-      if (cur.mtimeMs !== prev.mtimeMs || cur.size !== prev.size || cur.ino !== prev.ino) this.reload();
-    });
-    this.watching = true;
+    this.source.watch(() => this.reload());
   }
 
   onApplicationShutdown(): void {
-    if (this.watching) fs.unwatchFile(this.config.campaignsFile);
-    this.watching = false;
+    this.source.unwatch();
   }
 
   /** Loads the file again; returns true when the new set was swapped in. */
   reload(): boolean {
     try {
-      const index = loadCampaignFile(this.config.campaignsFile);
+      const index = loadCampaignSource(this.source);
       this.store.swap(index);
       this.stats.reloads++;
-      this.logger.log(`reloaded ${this.config.campaignsFile}: ${index.count} candidates`);
+      this.logger.log(`reloaded ${this.source.name}: ${index.count} candidates`);
       return true;
     } catch (e) {
       this.stats.rejected++;
-      this.logger.error(`rejected ${this.config.campaignsFile}, keeping the ${this.store.count} candidates in use: ${(e as Error).message}`);
+      this.logger.error(`rejected ${this.source.name}, keeping the ${this.store.count} candidates in use: ${(e as Error).message}`);
       return false;
     }
   }

@@ -1,6 +1,6 @@
 import { Injectable, Module, type OnModuleInit } from '@nestjs/common';
-import { ComputedCounter, ComputedGauge } from '../metrics/fast-metrics';
 import { MetricsService } from '../metrics/metrics.service';
+import { CampaignFile, CampaignSource } from './campaign-file';
 import { CampaignStore } from './campaign-store';
 import { CampaignWatcher } from './campaign-watcher';
 
@@ -14,17 +14,14 @@ class TargetingMetrics implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.metrics.addComputed(
-      new ComputedGauge('bidder_candidates', 'Candidate ads (creatives) loaded for bidding.', 'max', () => [{ value: this.store.count, labels: {} }]),
-    );
-    this.metrics.addComputed(
-      new ComputedCounter('bidder_campaign_reloads_total', 'Campaign file reloads, by outcome (a rejected file keeps the old set).', () => [
-        { value: this.watcher.stats.reloads, labels: { outcome: 'ok' } },
-        { value: this.watcher.stats.rejected, labels: { outcome: 'rejected' } },
-      ]),
-    );
+    this.metrics.gauge('bidder_candidates', 'Candidate ads (creatives) loaded for bidding.', 'max', [], () => [{ value: this.store.count, labels: {} }]);
+    this.metrics.counter('bidder_campaign_reloads_total', 'Campaign file reloads, by outcome (a rejected file keeps the old set).', ['outcome'], () => [
+      { value: this.watcher.stats.reloads, labels: { outcome: 'ok' } },
+      { value: this.watcher.stats.rejected, labels: { outcome: 'rejected' } },
+    ]);
   }
 }
 
-@Module({ providers: [CampaignStore, CampaignWatcher, TargetingMetrics], exports: [CampaignStore, CampaignWatcher] })
+/** Campaigns: the campaign file (CampaignSource), the candidate index in use (CampaignStore), its reload (CampaignWatcher). */
+@Module({ providers: [{ provide: CampaignSource, useClass: CampaignFile }, CampaignStore, CampaignWatcher, TargetingMetrics], exports: [CampaignStore, CampaignWatcher] })
 export class TargetingModule {}

@@ -1,9 +1,9 @@
 import type * as querystring from 'node:querystring';
-import { Inject, Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { CapsService } from '../delivery/caps.service';
 import { SpendService } from '../delivery/spend.service';
 import { errorAnswer, type HttpAnswer, noContent } from '../http/answer';
-import { HttpServers } from '../http/http.module';
+import { Route } from '../http/route.decorator';
 import type { HttpRoute, RouteRequest } from '../http/server';
 import type { NoticeRecord } from '../bidlog/records';
 import { CampaignStore } from '../targeting/campaign-store';
@@ -36,11 +36,10 @@ function pixel(): HttpAnswer {
  * audience, forged or tampered: 403; about a bid older than the age limit: 410.
  */
 @Injectable()
-export class NoticeRoute implements HttpRoute, OnModuleInit {
+export class NoticeRoute implements HttpRoute {
   private readonly logger = new Logger('Notices');
 
   constructor(
-    @Optional() @Inject(HttpServers) private readonly servers: HttpServers | null,
     private readonly reader: NoticeReader,
     private readonly markers: NoticeMarkers,
     private readonly notices: NoticeLog,
@@ -50,10 +49,7 @@ export class NoticeRoute implements HttpRoute, OnModuleInit {
     private readonly shading: ShadingFeedback,
   ) {}
 
-  onModuleInit(): void {
-    this.servers?.public.route({ method: 'GET', path: NOTICE_PREFIX, prefix: true, route: this });
-  }
-
+  @Route({ method: 'GET', path: NOTICE_PREFIX, prefix: true, on: 'public' })
   handle(r: RouteRequest): HttpAnswer | Promise<HttpAnswer> {
     // Repeated keys give arrays, as in any query parser; readNotice takes the first.
     return this.answer(r.path.slice(NOTICE_PREFIX.length), r.query);

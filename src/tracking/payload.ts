@@ -93,7 +93,7 @@ export class PayloadError extends Error {
 
 /** Signature length: 16 bytes of HMAC-SHA256 (128 bits), base64url. */
 const SIG_BYTES = 16;
-const SIG_CHARS = 22;
+export const SIG_CHARS = 22;
 const FLAG_UUID = 1;
 const FLAG_TEST = 2;
 /** The exchange's index (0-63) sits above the two flag bits. */
@@ -169,7 +169,28 @@ export class PayloadCodec {
 
   /** The query of the server-to-server URLs and of the browser URLs: `p=<payload>&s=<signature>` each. */
   encode(p: TrackingPayload): { s2s: string; browser: string } {
-    const need = maxSize(p);
+    this.pack(p, null, 0);
+    const packed = this.text.toString('latin1', 0, this.packedChars);
+    const s2s = this.text.toString('latin1', this.packedChars, this.packedChars + SIG_CHARS);
+    const browser = this.text.toString('latin1', this.packedChars + SIG_CHARS, this.packedChars + 2 * SIG_CHARS);
+    return { s2s: `p=${packed}&s=${s2s}`, browser: `p=${packed}&s=${browser}` };
+  }
+
+  /**
+   * The last `pack`'s text, ASCII: the payload (base64url, `packedChars` long), then the
+   * server-to-server signature, then the browser one (SIG_CHARS each). `p=<payload>&s=<signature>`
+   * is a URL's query.
+   */
+  text = Buffer.allocUnsafe(4096);
+  packedChars = 0;
+
+  /**
+   * Packs and signs `p` into `text` (what `encode` joins), making no string: the bid path writes its
+   * URLs from these bytes. `uuid`: the bid id as a UUID's 16 bytes at `uuidAt` (then `p.bidId` is not
+   * read), or null to read `p.bidId`.
+   */
+  pack(p: TrackingPayload, uuid: Uint8Array | null, uuidAt: number): void {
+    const need = maxSize(p) + 16;
     if (need > this.scratch.length) this.scratch = Buffer.allocUnsafe(need);
     const buf = this.scratch;
     buf[0] = PAYLOAD_VERSION;
@@ -178,7 +199,11 @@ export class PayloadCodec {
     buf.writeDoubleBE(p.price, 9);
     let off = FIXED_BYTES;
     const flags = (p.test === true ? FLAG_TEST : 0) | (((p.source ?? 0) & 63) << SOURCE_SHIFT);
-    if (writeUuid(p.bidId, buf, off)) {
+    if (uuid !== null) {
+      for (let i = 0; i < 16; i++) buf[off + i] = uuid[uuidAt + i];
+      buf[1] = FLAG_UUID | flags;
+      off += 16;
+    } else if (writeUuid(p.bidId, buf, off)) {
       buf[1] = FLAG_UUID | flags;
       off += 16;
     } else {
@@ -193,12 +218,14 @@ export class PayloadCodec {
     off = writeString(buf, off, p.dealId);
     off = writeString(buf, off, p.publisher);
     off = writeString(buf, off, p.userKey);
-    const packed = buf.toString('base64url', 0, off);
-    const mac = this.signing.mac(packed);
-    return {
-      s2s: `p=${packed}&s=${mac.toString('base64url', 0, SIG_BYTES)}`,
-      browser: `p=${packed}&s=${mac.toString('base64url', SIG_BYTES, 2 * SIG_BYTES)}`,
-    };
+    const chars = Math.ceil((off * 4) / 3) + 2 * SIG_CHARS;
+    if (chars > this.text.length) this.text = Buffer.allocUnsafe(chars);
+    const text = this.text;
+    const packedChars = base64url(buf, 0, off, text, 0);
+    const mac = this.signing.macBytes(text, packedChars);
+    base64url(mac, 0, SIG_BYTES, text, packedChars);
+    base64url(mac, SIG_BYTES, 2 * SIG_BYTES, text, packedChars + SIG_CHARS);
+    this.packedChars = packedChars;
   }
 
   /**
@@ -241,6 +268,33 @@ function sameSig(signer: Hmac, packed: string, sig: string, at: number): boolean
   const expected = Buffer.from(signer.mac(packed).toString('base64url', at, at + SIG_BYTES), 'latin1');
   const given = Buffer.from(sig, 'latin1');
   return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+const BASE64URL = Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_');
+
+/** `src[start, end)` in base64url without padding (as Buffer#toString('base64url')) at `dst[at]`; returns the characters written. */
+function base64url(src: Uint8Array, start: number, end: number, dst: Uint8Array, at: number): number {
+  const a = BASE64URL;
+  let p = at;
+  let i = start;
+  for (; i + 2 < end; i += 3) {
+    const n = (src[i] << 16) | (src[i + 1] << 8) | src[i + 2];
+    dst[p++] = a[n >> 18];
+    dst[p++] = a[(n >> 12) & 63];
+    dst[p++] = a[(n >> 6) & 63];
+    dst[p++] = a[n & 63];
+  }
+  if (end - i === 1) {
+    const n = src[i] << 16;
+    dst[p++] = a[n >> 18];
+    dst[p++] = a[(n >> 12) & 63];
+  } else if (end - i === 2) {
+    const n = (src[i] << 16) | (src[i + 1] << 8);
+    dst[p++] = a[n >> 18];
+    dst[p++] = a[(n >> 12) & 63];
+    dst[p++] = a[(n >> 6) & 63];
+  }
+  return p - at;
 }
 
 function writeString(buf: Buffer, off: number, s: string): number {

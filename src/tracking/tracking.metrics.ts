@@ -1,6 +1,5 @@
 import { Injectable, type OnModuleInit } from '@nestjs/common';
-import { ComputedCounter, ComputedGauge } from '../metrics/fast-metrics';
-import type { MetricSample } from '../metrics/fast-metrics';
+import type { MetricSample } from '../metrics/scraped';
 import { MetricsService } from '../metrics/metrics.service';
 import { NoticeStats } from './notice-stats';
 import { RedisClock } from './redis-clock';
@@ -15,41 +14,22 @@ export class TrackingMetrics implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.metrics.addComputed(
-      new ComputedGauge(
-        'bidder_clock_offset_seconds',
-        'Redis\u2019s clock minus this host\u2019s, s, as last measured (0 before): positive, the host is behind. The worker follows Redis\u2019s clock; past 1 s it says degraded.',
-        'max',
-        () => [{ value: this.clock.offsetMs() / 1000, labels: {} }],
-      ),
-    );
-    this.metrics.addComputed(
-      new ComputedCounter(
-        'bidder_notices_total',
-        'Notice and tracker calls by type (win, bill, loss, imp, click) and outcome (ok, duplicate, rejected, expired, error, ...).',
-        () => {
-          const out: MetricSample[] = [];
-          for (const [k, v] of this.notices.counts) {
-            const [type, outcome] = k.split('\u0000');
-            out.push({ value: v, labels: { type: type, outcome: outcome } });
-          }
-          return out;
-        },
-      ),
-    );
-    this.metrics.addComputed(
-      new ComputedCounter(
-        'bidder_notices_refused_total',
-        'Notice and tracker calls refused (4xx), by type and reason: payload_missing, payload_bad_signature, payload_unknown_key, payload_undecodable, payload_bad_version, expired, future, price_invalid, price_currency, price_above_bid. A refused bill is spend the budget never counts.',
-        () => {
-          const out: MetricSample[] = [];
-          for (const [k, v] of this.notices.refusals) {
-            const [type, reason] = k.split('\u0000');
-            out.push({ value: v, labels: { type: type, reason: reason } });
-          }
-          return out;
-        },
-      ),
-    );
+    this.metrics.gauge('bidder_clock_offset_seconds', 'Redis\u2019s clock minus this host\u2019s, s, as last measured (0 before): positive, the host is behind. The worker follows Redis\u2019s clock; past 1 s it says degraded.', 'max', [], () => [{ value: this.clock.offsetMs() / 1000, labels: {} }]);
+    this.metrics.counter('bidder_notices_total', 'Notice and tracker calls by type (win, bill, loss, imp, click) and outcome (ok, duplicate, rejected, expired, error, ...).', ['type', 'outcome'], () => {
+      const out: MetricSample[] = [];
+      for (const [k, v] of this.notices.counts) {
+        const [type, outcome] = k.split('\u0000');
+        out.push({ value: v, labels: { type: type, outcome: outcome } });
+      }
+      return out;
+    });
+    this.metrics.counter('bidder_notices_refused_total', 'Notice and tracker calls refused (4xx), by type and reason: payload_missing, payload_bad_signature, payload_unknown_key, payload_undecodable, payload_bad_version, expired, future, price_invalid, price_currency, price_above_bid. A refused bill is spend the budget never counts.', ['type', 'reason'], () => {
+      const out: MetricSample[] = [];
+      for (const [k, v] of this.notices.refusals) {
+        const [type, reason] = k.split('\u0000');
+        out.push({ value: v, labels: { type: type, reason: reason } });
+      }
+      return out;
+    });
   }
 }

@@ -13,6 +13,7 @@ import type { DsaRequest } from '../../src/openrtb/types';
 import { CandidateJson } from '../../src/targeting/candidate-json';
 import type { Candidate, Match } from '../../src/targeting/types';
 import { request, startTestApp, type TestApp } from '../support/app';
+import { firstBid } from '../support/bid';
 
 function match(c: Partial<Candidate>): Match {
   const candidate = { id: 'c', campaignId: 'k', adomain: ['a.example'], cat: [], attr: [], banner: null, video: null, native: null, ...c } as Candidate;
@@ -122,10 +123,7 @@ describe('DSA and campaign policy over HTTP', () => {
 
   async function bid(regs: object | undefined): Promise<Bid | null> {
     const body = { id: 'd-1', imp: [{ id: '1', banner: { w: 300, h: 250 } }], site: { domain: 'a.example' }, ...(regs ? { regs } : {}) };
-    const r = await request(`${t.url}/openrtb2/bid`, { body: JSON.stringify(body) });
-    if (r.status === 204) return null;
-    assert.equal(r.status, 200, r.body.toString());
-    return (JSON.parse(r.body.toString()) as { seatbid: Array<{ bid: Bid[] }> }).seatbid[0].bid[0];
+    return firstBid<Bid>(t.url, body);
   }
 
   it('no DSA in the request: the best campaign, no ext.dsa', async () => {

@@ -12,7 +12,8 @@ import { EVENT_IMPRESSION, METHOD_IMG, nativeVersion, trackingUrls, type Trackin
 import { isJsonSafe, nativeAdm, nativeAdmLiteral } from '../../src/bidding/response-json';
 import { NativeAssetKind, type NativeImp } from '../../src/openrtb/types';
 import type { NativeFill } from '../../src/targeting/types';
-import { request, startTestApp, type TestApp } from '../support/app';
+import { startTestApp, type TestApp } from '../support/app';
+import { postBid } from '../support/bid';
 
 describe('isJsonSafe', () => {
   const cases: Array<[string, boolean]> = [
@@ -149,13 +150,10 @@ describe('bid responses with strings that need JSON escaping', () => {
   });
 
   async function bid(imp: object): Promise<{ adm: string; crid: string; cid: string; nurl: string }> {
-    const r = await request(`${t.url}/openrtb2/bid`, { body: JSON.stringify({ id: 'j-1', imp: [{ id: '1', ...imp }], site: { domain: 'a.example' } }) });
-    assert.equal(r.status, 200, r.body.toString());
-    const text = r.body.toString();
-    const res = JSON.parse(text) as { seatbid: Array<{ bid: Array<{ adm: string; crid: string; cid: string; nurl: string }> }> };
+    const r = await postBid<{ adm: string; crid: string; cid: string; nurl: string }>(t.url, { id: 'j-1', imp: [{ id: '1', ...imp }], site: { domain: 'a.example' } }, 200);
     // Exactly what JSON.stringify would have written.
-    assert.equal(text, JSON.stringify(res));
-    return res.seatbid[0].bid[0];
+    assert.equal(r.text, JSON.stringify(JSON.parse(r.text)));
+    return r.bids[0];
   }
 
   it('banner', async () => {

@@ -11,7 +11,8 @@ import { after, before, describe, it } from 'node:test';
 import Redis from 'ioredis';
 import { spendKeys } from '../../src/delivery/keys';
 import { readRedisLog, until } from '../log/support';
-import { request, startTestApp, type TestApp } from '../support/app';
+import { startTestApp, type TestApp } from '../support/app';
+import { fire as fireAt, postBid } from '../support/bid';
 
 const CAMPAIGNS = {
   version: 1,
@@ -62,14 +63,12 @@ describe('test = 1 requests', () => {
   async function bid(size: { w: number; h: number }, test: boolean, user = 'user-1'): Promise<{ id: string; status: number; bid: Bid | null }> {
     const id = `tf-${seq++}`;
     const body = { id, test: test ? 1 : 0, imp: [{ id: '1', banner: size }], site: { domain: 'news.example' }, user: { id: user } };
-    const r = await request(`${t.url}/openrtb2/bid`, { body: JSON.stringify(body) });
-    assert.ok(r.status === 200 || r.status === 204, `${r.status} ${r.body.toString()}`);
-    return { id, status: r.status, bid: r.status === 200 ? (JSON.parse(r.body.toString()) as { seatbid: Array<{ bid: Bid[] }> }).seatbid[0].bid[0] : null };
+    const r = await postBid<Bid>(t.url, body);
+    return { id, status: r.status, bid: r.bids[0] ?? null };
   }
 
-  async function fire(url: string, price: number): Promise<number> {
-    const u = new URL(url.replace(/&amp;/g, '&').replace('${AUCTION_PRICE}', String(price)).replace('${AUCTION_CURRENCY}', 'USD'));
-    return (await request(`${t.url}${u.pathname}${u.search}`, { method: 'GET' })).status;
+  function fire(url: string, price: number): Promise<number> {
+    return fireAt(t.url, url, { AUCTION_PRICE: String(price), AUCTION_CURRENCY: 'USD' });
   }
 
   it('bid as often as they like without reserving budget; their bills spend nothing', async () => {

@@ -1,7 +1,7 @@
 /** Configuration checks an operator meets: passwords never shown, old keys as written, the development secrets in any place, the tracking and DSA addresses. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { configWarnings, DEV_PII_HASH_SECRET, DEV_TRACKING_SECRET, hideUserinfo, loadConfig } from '../../src/config/config';
+import { BIDDER_ENV, configWarnings, DEV_PII_HASH_SECRET, DEV_TRACKING_SECRET, hideUserinfo, loadConfig } from '../../src/config/config';
 import { redactUrl } from '../../src/redis/redis.options';
 import { configProblems as problems } from '../support/config';
 
@@ -67,5 +67,38 @@ describe('the tracking and DSA addresses', () => {
   it('refuses a DSA_DOMAIN that is not a domain name', () => {
     assert.match(problems({ DSA_DOMAIN: 'https://example.com/' }).join('\n'), /DSA_DOMAIN=/);
     assert.match(problems({ DSA_DOMAIN: '203.0.113.7' }).join('\n'), /DSA_DOMAIN=/);
+  });
+});
+
+describe('the environment schema: types, defaults, bounds and problems from one place', () => {
+  const vars = Object.entries(BIDDER_ENV.properties);
+
+  it('with nothing set, every variable takes its schema default', () => {
+    const c = loadConfig({});
+    assert.equal(c.port, BIDDER_ENV.properties.PORT.default);
+    assert.equal(c.logRequestSample, BIDDER_ENV.properties.LOG_REQUEST_SAMPLE.default);
+    assert.equal(c.pacingWindowMs, BIDDER_ENV.properties.PACING_WINDOW_S.default * 1000);
+    assert.equal(c.tcfVendorId, null);
+  });
+
+  for (const [name, schema] of vars.filter(([, s]) => s.type === 'integer')) {
+    it(`${name}: past its bounds or not a whole number, one problem naming it and its bounds`, () => {
+      const max = schema.maximum as number;
+      assert.deepEqual(problems({ [name]: String(max + 1) }), [`${name}=${max + 1}: expected a number from ${schema.minimum as number} to ${max}`]);
+      assert.deepEqual(problems({ [name]: '1.5' }), [`${name}="1.5": expected a whole number`]);
+    });
+  }
+
+  for (const [name] of vars.filter(([, s]) => s.type === 'boolean')) {
+    it(`${name}: yes/no/on/off/1/0 in any case, anything else one problem`, () => {
+      assert.deepEqual(problems({ [name]: 'Yes' }), []);
+      assert.deepEqual(problems({ [name]: 'maybe' }), [`${name}="maybe": expected true or false`]);
+    });
+  }
+
+  it('LOG_LEVEL: one of its words; LOG_REQUEST_SAMPLE: a number from 0 to 1', () => {
+    assert.deepEqual(problems({ LOG_LEVEL: 'loud' }), ['LOG_LEVEL="loud": expected one of fatal, error, warn, info, debug, trace, silent']);
+    assert.deepEqual(problems({ LOG_REQUEST_SAMPLE: '1.5' }), ['LOG_REQUEST_SAMPLE="1.5": expected a number from 0 to 1']);
+    assert.equal(loadConfig({ LOG_REQUEST_SAMPLE: '.25' }).logRequestSample, 0.25);
   });
 });

@@ -28,6 +28,14 @@ describe('Hmac', () => {
       }
     }
   });
+  it('macBytes equals createHmac over the bytes given, at every padding boundary and past its buffer', () => {
+    const key = randomBytes(40);
+    const s = new Hmac(key);
+    for (const n of [...Array.from({ length: 200 }, (_, i) => i), 511, 512, 3000]) {
+      const bytes = randomBytes(n + 5);
+      assert.deepEqual(s.macBytes(bytes, n), createHmac('sha256', key).update(bytes.subarray(0, n)).digest(), `length ${n}`);
+    }
+  });
   it('gives the same answer after a longer message (no state left behind)', () => {
     const s = new Hmac(randomBytes(20));
     const first = Buffer.from(s.mac('short'));

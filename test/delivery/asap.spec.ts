@@ -15,7 +15,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createApp, listen } from '../../src/app';
 import { loadConfig } from '../../src/config/config';
 import { spendKeys } from '../../src/delivery/keys';
-import { request } from '../support/app';
+import { fire, firstBid } from '../support/bid';
 import { startTestRedis, type TestRedis } from '../support/redis';
 
 const BUDGET = 0.01; // USD: ten bids of 1.00 CPM
@@ -75,16 +75,11 @@ async function start(id: string, hosts: string[]): Promise<{ apps: NestFastifyAp
 
 async function bid(url: string): Promise<{ price: number; burl: string } | null> {
   const body = { id: `a-${seq++}`, imp: [{ id: '1', banner: { w: 300, h: 250 } }], site: { domain: 'x.example' } };
-  const r = await request(`${url}/openrtb2/bid`, { body: JSON.stringify(body) });
-  if (r.status === 204) return null;
-  assert.equal(r.status, 200, r.body.toString());
-  return (JSON.parse(r.body.toString()) as { seatbid: Array<{ bid: Array<{ price: number; burl: string }> }> }).seatbid[0].bid[0];
+  return firstBid<{ price: number; burl: string }>(url, body);
 }
 
 async function bill(url: string, burl: string, price: number): Promise<void> {
-  const u = new URL(burl.replace('${AUCTION_PRICE}', String(price)).replace('${AUCTION_CURRENCY}', 'USD').replace('${AUCTION_MIN_TO_WIN}', ''));
-  const r = await request(`${url}${u.pathname}${u.search}`, { method: 'GET' });
-  assert.equal(r.status, 204);
+  assert.equal(await fire(url, burl, { AUCTION_PRICE: String(price), AUCTION_CURRENCY: 'USD', AUCTION_MIN_TO_WIN: '' }), 204);
 }
 
 const layouts = [

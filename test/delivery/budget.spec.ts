@@ -14,7 +14,7 @@ import { loadConfig, type Config } from '../../src/config/config';
 import { capKeys, spendKeys } from '../../src/delivery/keys';
 import { utcDay } from '../../src/delivery/utc-day';
 import { PayloadCodec, trackingKeys } from '../../src/tracking/payload';
-import { request } from '../support/app';
+import { fire as fireAt, firstBid } from '../support/bid';
 import { startTestRedis, type TestRedis } from '../support/redis';
 import { bannerCampaign } from '../support/campaigns';
 
@@ -66,16 +66,12 @@ interface Bid { price: number; crid: string; cid: string; burl: string; adm: str
 let seq = 0;
 async function bid(worker: number, imp: object, user = ''): Promise<Bid | null> {
   const body = { id: `b-${seq++}`, imp: [{ id: '1', ...imp }], site: { domain: 'x.example' }, user: user ? { id: user } : undefined };
-  const r = await request(`${urls[worker]}/openrtb2/bid`, { body: JSON.stringify(body) });
-  if (r.status === 204) return null;
-  assert.equal(r.status, 200, r.body.toString());
-  return (JSON.parse(r.body.toString()) as { seatbid: Array<{ bid: Bid[] }> }).seatbid[0].bid[0];
+  return firstBid<Bid>(urls[worker], body);
 }
 
 /** Fires a tracking URL of a bid at the given worker, with the clearing price substituted. */
-async function fire(worker: number, url: string, price: number): Promise<number> {
-  const u = new URL(url.replace('${AUCTION_PRICE}', String(price)).replace('${AUCTION_CURRENCY}', 'USD'));
-  return (await request(`${urls[worker]}${u.pathname}${u.search}`, { method: 'GET' })).status;
+function fire(worker: number, url: string, price: number): Promise<number> {
+  return fireAt(urls[worker], url, { AUCTION_PRICE: String(price), AUCTION_CURRENCY: 'USD' });
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { localDay } from '../../src/delivery/local-day';
-import { DEFAULT_PACE, PaceController } from '../../src/delivery/pacer';
+import { DEFAULT_PACE, PaceController, type Peers } from '../../src/delivery/pacer';
 
 const DAY0 = Date.UTC(2026, 0, 5);
 const H = 3_600_000;
@@ -47,6 +47,11 @@ function assertOnCurve(r: Run, budget: number, fromHour: number): void {
   }
   assert.ok(r.total >= 0.95 * budget && r.total <= budget + 1e-9, `day: ${r.total} of ${budget}`);
   assert.ok(r.maxOver <= 1e-9);
+}
+
+/** What a worker reads of a peer's shared pacing (spend.service.ts syncPace): its share, and its prorated day when it knows it. */
+function peersOf(p: PaceController, share: number): Peers {
+  return { shares: share, count: 1, prorate: p.prorateKnown ? p.prorate : NaN, prorateDay: p.day };
 }
 
 describe('pacing controller', () => {
@@ -112,6 +117,32 @@ describe('pacing controller', () => {
     assert.ok(pc.pressure <= 0, `no spend pressure carried over (${pc.pressure})`);
   });
 
+  it('a worker restarted on a campaign first seen mid-day takes the prorated day from its peer: shares within 1.5x 2 minutes after', () => {
+    const budget = 240;
+    const day = localDay(DAY0, 'UTC');
+    const kW = (10 * budget) / (24 * H);
+    // First seen at 12:00 with nothing spent: a's day is prorated to what was left of it.
+    const a = new PaceController(DEFAULT_PACE);
+    let b = new PaceController(DEFAULT_PACE);
+    let spent = 0;
+    let sa = 0;
+    let sb = 0;
+    let ratio = NaN;
+    for (let t = day.start + 12 * H; t < day.start + 15 * H; t += 1000) {
+      // Worker b restarts at 14:00, after the day's first spend: it cannot tell the day's proration from the spend.
+      if (t === day.start + 14 * H) b = new PaceController(DEFAULT_PACE);
+      const na = a.update(t, day, spent, budget, peersOf(b, sb));
+      const nb = b.update(t, day, spent, budget, peersOf(a, sa));
+      sa = na;
+      sb = nb;
+      spent += (sa + sb) * kW * 1000;
+      if (t === day.start + 14 * H + 120_000) ratio = Math.max(sa, sb) / Math.min(sa, sb);
+    }
+    assert.ok(a.prorate < 0.51 && a.prorate > 0.49, `a's prorate ${a.prorate}`);
+    assert.equal(b.prorate, a.prorate, 'b took a\'s prorated day');
+    assert.ok(ratio <= 1.5, `shares ${ratio.toFixed(2)}x apart 2 minutes after the restart`);
+  });
+
   it('two workers: shares within 1.5x of each other 2 minutes after one restarts (each knows the other\'s share)', () => {
     const budget = 240;
     const day = localDay(DAY0, 'UTC');
@@ -128,8 +159,8 @@ describe('pacing controller', () => {
       if (t === day.start + 10 * H) b = new PaceController(DEFAULT_PACE);
       if (t === day.start + 12 * H) a = new PaceController(DEFAULT_PACE);
       // Each learns the other's share of the previous refresh (shared through Redis).
-      const na = a.update(t, day, spent, budget, { shares: sb, count: 1 });
-      const nb = b.update(t, day, spent, budget, { shares: sa, count: 1 });
+      const na = a.update(t, day, spent, budget, peersOf(b, sb));
+      const nb = b.update(t, day, spent, budget, peersOf(a, sa));
       sa = na;
       sb = nb;
       spent += (sa + sb) * kW * 1000;

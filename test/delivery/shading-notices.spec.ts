@@ -11,7 +11,8 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Redis from 'ioredis';
 import { spendKeys } from '../../src/delivery/keys';
-import { request, startTestApp, type TestApp } from '../support/app';
+import { startTestApp, type TestApp } from '../support/app';
+import { fire as fireAt, postBid } from '../support/bid';
 
 let t: TestApp;
 let dir: string;
@@ -47,18 +48,15 @@ interface Bid { price: number; nurl: string; burl: string; lurl: string }
 let seq = 0;
 async function bid(at: number | undefined, floor = 0.1): Promise<Bid> {
   const body = { id: `s-${seq++}`, at, imp: [{ id: '1', bidfloor: floor, banner: { w: 300, h: 250 } }], site: { domain: 'x.example', publisher: { id: 'pub-x' } }, device: { devicetype: 4 } };
-  let r = await request(`${t.url}/openrtb2/bid`, { body: JSON.stringify(body) });
+  let r = await postBid<Bid>(t.url, body);
   // On a loaded machine a request may wait past the shedding budget: sent again, as an exchange would.
-  for (let retry = 0; retry < 5 && r.headers['x-bidder-shed'] === '1'; retry++) r = await request(`${t.url}/openrtb2/bid`, { body: JSON.stringify(body) });
-  assert.equal(r.status, 200, r.body.toString());
-  return (JSON.parse(r.body.toString()) as { seatbid: Array<{ bid: Bid[] }> }).seatbid[0].bid[0];
+  for (let retry = 0; retry < 5 && r.shed; retry++) r = await postBid<Bid>(t.url, body);
+  assert.equal(r.status, 200, r.text);
+  return r.bids[0];
 }
 
-async function fire(url: string, macros: Record<string, string>): Promise<number> {
-  let u = url;
-  for (const [k, v] of Object.entries(macros)) u = u.replace('${' + k + '}', v);
-  const parsed = new URL(u);
-  return (await request(`${t.url}${parsed.pathname}${parsed.search}`, { method: 'GET' })).status;
+function fire(url: string, macros: Record<string, string>): Promise<number> {
+  return fireAt(t.url, url, macros);
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];

@@ -4,7 +4,8 @@ import * as zlib from 'node:zlib';
 import { decompressFrame, splitLines } from '../../src/bidlog/reader';
 import { compressFrame } from '../../src/log/frame';
 import { LogBuffer } from '../../src/log/log-buffer';
-import { headBytes, lineHead, lineParts, lineText, rawText } from '../../src/log/log-line';
+import { headBytes, lineHead, lineParts, rawText } from '../../src/log/log-line';
+import { lineText } from '../support/log-line';
 import type { LogRecord } from '../../src/bidlog/records';
 import { wellFormedJson, wellFormedJsonBytes } from '../../src/bidlog/well-formed';
 

@@ -12,9 +12,10 @@ import { adminUrl, createApp, listen } from '../../src/app';
 import { loadConfig } from '../../src/config/config';
 import { LogService } from '../../src/log/log.service';
 import { aggregate } from '../../src/metrics/cluster-metrics';
-import { CounterFamily, HistogramFamily, type MetricFamily } from '../../src/metrics/fast-metrics';
 import { logStatMetricName } from '../../src/metrics/log-stats';
+import { CounterFamily, HistogramFamily } from '../../src/metrics/bid-path-metrics';
 import { MetricsService } from '../../src/metrics/metrics.service';
+import type { MetricFamily } from '../../src/metrics/scraped';
 import { startTestRedis, type TestRedis } from '../support/redis';
 import { postBid, request } from '../ops/support/http';
 import { parseProm, sum } from '../support/prom';
@@ -50,6 +51,67 @@ describe('hot-path metric families', () => {
     for (const s of slots) for (let k = 0; k <= s; k++) c.inc(s);
     const f = parseProm(await render(c));
     for (const s of slots) assert.equal(sum(f, 't_total', { reason: `r${s}` }), s + 1);
+  });
+});
+
+describe('the bid path\'s families', () => {
+  const config = (): ReturnType<typeof loadConfig> => loadConfig({ WORKER_ID: 'w-unit', LOG_SPILL_DIR: os.tmpdir() });
+
+  it('exports every outcome\'s series at 0 from the start, and a value equal to a bound in that bound\'s bucket (le)', async () => {
+    const m = new MetricsService(config());
+    try {
+      const f0 = parseProm(await m.render());
+      for (const [outcome, status] of [['bid', '200'], ['bad_request', '400'], ['too_large', '413'], ['error', '204'], ['shed', '204']]) {
+        assert.equal(sum(f0, 'bidder_bid_requests_total', { outcome, status, worker: 'w-unit' }), 0, outcome);
+        assert.ok(f0.get('bidder_bid_requests_total')!.samples.some((s) => s.labels.outcome === outcome), outcome);
+        assert.equal(sum(f0, 'bidder_bid_request_duration_seconds_count', { outcome }), 0);
+      }
+      for (const v of [0.0001, 0.0005, 0.002]) m.bidRequest('bid', null, v);
+      m.bidRequest('nobid', 'floor', 0.0004);
+      m.bidPrice(2);
+      const f = parseProm(await m.render());
+      const le = (bound: string) => sum(f, 'bidder_bid_request_duration_seconds_bucket', { outcome: 'bid', le: bound });
+      assert.deepEqual([le('0.0001'), le('0.00025'), le('0.0005'), le('0.0025'), le('+Inf')], [1, 1, 2, 3, 3]);
+      assert.equal(sum(f, 'bidder_bid_requests_total', { outcome: 'nobid', reason: 'floor', status: '204' }), 1);
+      assert.equal(sum(f, 'bidder_bid_price_cpm_bucket', { le: '2' }), 1);
+    } finally {
+      m.onApplicationShutdown();
+    }
+  });
+
+  it('counts no-bid reasons past the 64th as "other"', async () => {
+    const m = new MetricsService(config());
+    try {
+      for (let i = 0; i < 80; i++) m.bidRequest('nobid', `r${i}`, 0.001);
+      const f = parseProm(await m.render());
+      const reasons = new Set(f.get('bidder_bid_requests_total')!.samples.filter((s) => s.labels.outcome === 'nobid').map((s) => s.labels.reason));
+      assert.equal(reasons.size, 64);
+      assert.equal(sum(f, 'bidder_bid_requests_total', { outcome: 'nobid' }), 80);
+      assert.equal(sum(f, 'bidder_bid_requests_total', { outcome: 'nobid', reason: 'other' }), 80 - 63);
+    } finally {
+      m.onApplicationShutdown();
+    }
+  });
+
+  it('families read at scrape time show what their source says then, counters and gauges alike', async () => {
+    const m = new MetricsService(config());
+    try {
+      let n = 3;
+      const seen = new Map([['a', 1]]);
+      m.counter('t_things_total', 'test', ['kind'], () => [{ value: n, labels: { kind: 'x' } }]);
+      m.gauge('t_open', 'test', 'max', ['name'], () => [...seen].map(([name, value]) => ({ value, labels: { name } })));
+      let f = parseProm(await m.render());
+      assert.equal(sum(f, 't_things_total', { kind: 'x' }), 3);
+      assert.equal(sum(f, 't_open', { name: 'a' }), 1);
+      n = 5;
+      seen.delete('a');
+      seen.set('b', 2);
+      f = parseProm(await m.render());
+      assert.equal(sum(f, 't_things_total', { kind: 'x' }), 5);
+      assert.deepEqual(f.get('t_open')!.samples.map((s) => [s.labels.name, s.value]), [['b', 2]]);
+    } finally {
+      m.onApplicationShutdown();
+    }
   });
 });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidRequestError, NativeRequestCache, parseBidRequest } from '../../src/openrtb/parse';
+import { InvalidRequestError, ListSet, NativeRequestCache, parseBidRequest } from '../../src/openrtb/parse';
 import { NativeAssetKind } from '../../src/openrtb/types';
 
 const base = () => ({ id: 'r1', imp: [{ id: '1', banner: { w: 300, h: 250 } }] });
@@ -92,6 +92,17 @@ describe('parseBidRequest: rejects what cannot be bid on', () => {
     { name: 'bcat of objects', body: { id: 'r', imp: [{ id: '1' }], bcat: [{}] }, reason: /bcat\[0\] must be a string/ },
     { name: 'site not an object', body: { id: 'r', imp: [{ id: '1' }], site: 'x' }, reason: /site must be an object/ },
     { name: 'secure neither 0 nor 1', body: { id: 'r', imp: [{ id: '1', secure: 'maybe' }] }, reason: /secure must be 0 or 1/ },
+    { name: 'a format entry not an object', body: { id: 'r', imp: [{ id: '1', banner: { format: [{ w: 1, h: 1 }, 7] } }] }, reason: /^imp\[0\]\.banner\.format\[1\] must be an object$/ },
+    { name: 'a format width not a number', body: { id: 'r', imp: [{ id: '1' }, { id: '2', banner: { format: [{ w: 'x', h: 1 }] } }] }, reason: /^imp\[1\]\.banner\.format\[0\]\.w must be a number$/ },
+    { name: 'a deal not an object', body: { id: 'r', imp: [{ id: '1', pmp: { deals: [{ id: 'd' }, 'x'] } }] }, reason: /^imp\[0\]\.pmp\.deals\[1\] must be an object$/ },
+    { name: 'video mimes not strings', body: { id: 'r', imp: [{ id: '1', video: { mimes: [{}] } }] }, reason: /^imp\[0\]\.video\.mimes\[0\] must be a string$/ },
+    // Paths past the first 16 imps and entries (made when needed, not kept).
+    {
+      name: 'the 21st imp, its 18th format',
+      body: { id: 'r', imp: [...Array.from({ length: 20 }, (_, i) => ({ id: String(i) })), { id: 'x', banner: { format: [...Array.from({ length: 17 }, () => ({ w: 1, h: 1 })), { w: 1, h: -1 }] } }] },
+      reason: /^imp\[20\]\.banner\.format\[17\]\.h must not be negative$/,
+    },
+    { name: 'the 18th deal of the 3rd imp', body: { id: 'r', imp: [{ id: '1' }, { id: '2' }, { id: '3', pmp: { deals: [...Array.from({ length: 17 }, (_, i) => ({ id: `d${i}` })), { id: 'd', bidfloor: 'x' }] } }] }, reason: /^imp\[2\]\.pmp\.deals\[17\]\.bidfloor must be a number$/ },
   ];
   for (const c of cases) {
     it(c.name, () => {
@@ -169,5 +180,30 @@ describe('parseBidRequest: native requests read once per text (NativeRequestCach
     const v = (ver: string) => parseBidRequest({ id: 'r', imp: [{ id: '1', native: { request: plain, ver } }] }, natives).imps[0].native!.ver;
     assert.equal(v('1.1'), '1.1');
     assert.equal(v('1.2'), '1.2');
+  });
+});
+
+describe('block lists as read (ListSet)', () => {
+  it('answer has, size, forEach and iteration as a Set of the entries, short or long', () => {
+    for (const n of [1, 2, 4, 5, 40]) {
+      const list = Array.from({ length: n }, (_, i) => `iab${i}`);
+      const req = parseBidRequest({ id: 'r', imp: [{ id: '1' }], bcat: list.map((c) => c.toUpperCase()), badv: list.map((c) => `www.${c}.example`), bapp: list });
+      assert.ok(req.bcat instanceof ListSet);
+      const want = new Set(list);
+      assert.equal(req.bcat.size, n);
+      for (const c of list) assert.ok(req.bcat.has(c) && req.bapp.has(c) && req.badv.has(`${c}.example`));
+      assert.ok(!req.bcat.has('iab') && !req.bcat.has(`iab${n}`) && !req.badv.has(`www.iab0.example`));
+      assert.deepEqual(new Set(req.bcat), want);
+      assert.deepEqual([...req.bcat.keys()], list);
+      const seen: string[] = [];
+      req.bcat.forEach((v) => seen.push(v));
+      assert.deepEqual(seen, list);
+    }
+    assert.equal(parseBidRequest({ id: 'r', imp: [{ id: '1' }] }).bcat.size, 0);
+  });
+
+  it('currencies are upper-cased, the list kept as read when it already is', () => {
+    assert.deepEqual(parseBidRequest({ id: 'r', imp: [{ id: '1' }], cur: ['usd', 'EUR'] }).cur, ['USD', 'EUR']);
+    assert.deepEqual(parseBidRequest({ id: 'r', imp: [{ id: '1' }], cur: ['USD'] }).cur, ['USD']);
   });
 });

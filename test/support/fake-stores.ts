@@ -1,11 +1,14 @@
 /**
  * In-memory stores for unit tests of the services above them: the same contracts as the Redis
- * repositories (src/delivery/spend.repository.ts, caps.repository.ts, src/tracking/notice-markers.ts),
+ * repositories (src/delivery/spend.repository.ts, caps.repository.ts, src/tracking/notice-markers.ts,
+ * src/targeting/campaign-file.ts, src/currency/rates-source.ts),
  * kept in maps, with a switch that makes every call fail as a Redis that is away does.
  */
+import { RatesSource, RatesSourceError } from '../../src/currency/rates-source';
 import { CapsRepository, type CapNews, type CappedPair } from '../../src/delivery/caps.repository';
 import { SpendRepository, type TailView } from '../../src/delivery/spend.repository';
 import type { SubscriberHandlers } from '../../src/redis/subscriber';
+import { CampaignSource } from '../../src/targeting/campaign-file';
 import { NoticeMarkers } from '../../src/tracking/notice-markers';
 
 /** Fails every call while `down` is true (a store that is away). */
@@ -183,5 +186,66 @@ export class MemoryNoticeMarkers extends NoticeMarkers {
     if (this.marked.has(k)) return false;
     this.marked.add(k);
     return true;
+  }
+}
+
+/** A campaign file in memory: `text` is what a read returns (`unreadable`: reads fail), `change()` tells the watcher. */
+export class MemoryCampaignSource extends CampaignSource {
+  readonly name = 'memory.json';
+  unreadable = false;
+  private changed: (() => void) | null = null;
+
+  constructor(public text: string) {
+    super();
+  }
+
+  read(): string {
+    if (this.unreadable) throw new Error(`campaigns file ${this.name}: cannot read: gone`);
+    return this.text;
+  }
+
+  watch(changed: () => void): void {
+    this.changed = changed;
+  }
+
+  unwatch(): void {
+    this.changed = null;
+  }
+
+  /** Replaces the text and tells the watcher, as a poll that saw the file change would. */
+  change(text: string): void {
+    this.text = text;
+    this.changed?.();
+  }
+}
+
+/** Currency rates in memory: `text` is what a read returns (`failing`: reads reject as a source that is away), `change()` tells the watcher. */
+export class MemoryRatesSource extends RatesSource {
+  readonly shown = 'memory-rates.json';
+  failing: string | null = null;
+  reads = 0;
+  private changed: (() => void) | null = null;
+
+  constructor(public text: string) {
+    super();
+  }
+
+  read(): Promise<string> {
+    this.reads++;
+    return this.failing === null ? Promise.resolve(this.text) : Promise.reject(new RatesSourceError(this.failing));
+  }
+
+  watch(changed: () => void): void {
+    this.changed = changed;
+  }
+
+  unwatch(): void {
+    this.changed = null;
+  }
+
+  /** Replaces the text and tells the watcher, as a poll that saw the file change would. */
+  change(text: string): void {
+    this.text = text;
+    this.changed?.();
   }
 }

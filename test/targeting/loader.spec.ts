@@ -5,6 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import { CampaignFileError, loadCampaigns } from '../../src/targeting/loader';
+import { CampaignFile } from '../../src/targeting/campaign-file';
 import { CampaignStore, loadCampaignFile } from '../../src/targeting/campaign-store';
 import { ConfigError, DEFAULT_CAMPAIGNS_FILE, loadConfig } from '../../src/config/config';
 
@@ -338,7 +339,7 @@ describe('loader: files and the store', () => {
   });
 
   it('CampaignStore loads config.campaignsFile, counts, and swaps the index as one reference', () => {
-    const store = new CampaignStore(loadConfig({ CAMPAIGNS_FILE: demoFile }));
+    const store = new CampaignStore(new CampaignFile(loadConfig({ CAMPAIGNS_FILE: demoFile })));
     const first = store.current();
     assert.equal(store.count, first.count);
     assert.ok(store.count > 0);
@@ -350,7 +351,7 @@ describe('loader: files and the store', () => {
 
   it('the default CAMPAIGNS_FILE is the bundled demo set, from a test build too', () => {
     assert.equal(fs.realpathSync(DEFAULT_CAMPAIGNS_FILE), fs.realpathSync(demoFile));
-    const store = new CampaignStore(loadConfig({}));
+    const store = new CampaignStore(new CampaignFile(loadConfig({})));
     assert.equal(store.count, loadCampaignFile(demoFile).count);
   });
 
@@ -361,12 +362,12 @@ describe('loader: files and the store', () => {
     f.campaigns[0].creatives[2].video.duration = 'long';
     fs.writeFileSync(file, JSON.stringify(f));
     assert.throws(
-      () => new CampaignStore(loadConfig({ CAMPAIGNS_FILE: file })),
+      () => new CampaignStore(new CampaignFile(loadConfig({ CAMPAIGNS_FILE: file }))),
       (e: Error) => e instanceof ConfigError && e.message.includes(`CAMPAIGNS_FILE=${file}: `) && /campaigns\[0\] \(id "c1"\) creatives\[2\] \(id "v1"\): video\.duration/.test(e.message),
     );
     fs.writeFileSync(file, '{"version": 1, ');
-    assert.throws(() => new CampaignStore(loadConfig({ CAMPAIGNS_FILE: file })), /not valid JSON/);
-    assert.throws(() => new CampaignStore(loadConfig({ CAMPAIGNS_FILE: path.join(dir, 'missing.json') })), /cannot read/);
+    assert.throws(() => new CampaignStore(new CampaignFile(loadConfig({ CAMPAIGNS_FILE: file }))), /not valid JSON/);
+    assert.throws(() => new CampaignStore(new CampaignFile(loadConfig({ CAMPAIGNS_FILE: path.join(dir, 'missing.json') }))), /cannot read/);
     fs.rmSync(dir, { recursive: true, force: true });
   });
 });

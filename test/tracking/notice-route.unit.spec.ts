@@ -58,7 +58,7 @@ function harness(opts: { billFails?: boolean; capsFail?: boolean } = {}) {
   const store = { current: () => ({ get: (crid: string) => (crid === 'cr1' ? { landingUrl: 'https://c1.example/landing' } : undefined) }) } as unknown as CampaignStore;
   const learnt: string[] = [];
   const feedback = { learn: (n: Notice) => learnt.push(n.event) } as unknown as ShadingFeedback;
-  const route = new NoticeRoute(null, reader, markers, new NoticeLog(loadConfig({}), log, stats), store, spend, caps, feedback);
+  const route = new NoticeRoute(reader, markers, new NoticeLog(loadConfig({}), log, stats), store, spend, caps, feedback);
   const send = async (event: NoticeEvent, p: TrackingPayload, price: number | null = 1.5): Promise<HttpAnswer> => {
     next = { event, payload: p, price, loss: event === 'loss' ? 102 : null, minToWin: null };
     return route.answer(event, { sd: '2' });

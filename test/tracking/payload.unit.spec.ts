@@ -49,6 +49,22 @@ describe('tracking payload codec', () => {
     assert.equal(s2s.s, sign(SECRET, 's2s', s2s.p));
     assert.equal(browser.s, sign(SECRET, 'browser', browser.p));
   });
+  it('pack writes the payload and both signatures as the text encode joins; a UUID given as bytes packs as its text', () => {
+    for (let i = 0; i < 300; i++) {
+      const p = { ...sample, requestId: 'r'.repeat(i), publisher: 'é'.repeat(i % 50), bidId: i % 2 === 0 ? sample.bidId : `not-a-uuid-${i}` };
+      const q = codec.encode(p);
+      codec.pack(p, null, 0);
+      const n = codec.packedChars;
+      const text = codec.text.toString('latin1', 0, n + 44);
+      assert.equal(`p=${text.slice(0, n)}&s=${text.slice(n, n + 22)}`, q.s2s);
+      assert.equal(`p=${text.slice(0, n)}&s=${text.slice(n + 22)}`, q.browser);
+    }
+    const bytes = Buffer.alloc(40);
+    Buffer.from(sample.bidId.replace(/-/g, ''), 'hex').copy(bytes, 7);
+    codec.pack({ ...sample, bidId: '' }, bytes, 7);
+    assert.equal(codec.text.toString('latin1', 0, codec.packedChars), parts(codec.encode(sample).s2s).p);
+  });
+
   it('a signature for one audience is refused for the other', () => {
     const q = codec.encode(sample);
     const b = parts(q.browser);

@@ -60,7 +60,7 @@ export async function loggedLines(
   env: Record<string, string> = {},
 ): Promise<{ lines: string[]; statuses: Record<number, number> }> {
   const spill = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-corpus-'));
-  const config = loadConfig({ LOG_LEVEL: 'error', PORT: '0', HOST: '127.0.0.1', REDIS_URL: redisUrl, LOG_REDIS_KEY: 'bench:corpus', LOG_SPILL_DIR: spill, WORKER_ID: '0', ...env });
+  const config = loadConfig({ LOG_LEVEL: 'error', PORT: '0', HOST: '127.0.0.1', REDIS_URL: redisUrl, LOG_REDIS_KEY: 'bench:corpus', LOG_SPILL_DIR: spill, WORKER_ID: '0', ADMIN_PORT: '0', ...env });
   const app = await createApp(config);
   const url = (await listen(app, config)).replace('[::1]', '127.0.0.1');
   const statuses: Record<number, number> = {};

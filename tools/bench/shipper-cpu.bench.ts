@@ -3,7 +3,7 @@
  * measured in a minute: realistic frames on a real local Redis, then per round the shipper's own
  * code — claim (src/shipper/shipper-redis.ts), toBatch, ParquetStore.store (stage, DuckDB load,
  * Parquet COPY, fsync) and remove — with its default settings (SHIP_BATCH_FRAMES 256,
- * SHIP_BATCH_BYTES 8 MiB, SHIP_DUCKDB_THREADS 1, SHIP_DUCKDB_MEMORY_MB 1024).
+ * SHIP_BATCH_BYTES 8 MiB, SHIP_DUCKDB_THREADS 1, SHIP_DUCKDB_MEMORY_MB 256).
  *
  *   npm run build:test && node_modules/.bin/node --expose-gc .test-build/tools/bench/shipper-cpu.bench.js [--rounds 6] [--records 26000] [--frames 10]
  *
@@ -17,7 +17,7 @@
  *
  * A round is what a shipper at SHIP_INTERVAL_MS 10000 finds at the reference load (1300 bid
  * requests/s = 2600 records/s): 26,000 records in 10 frames of 2,600 (the bidder flushes once a
- * second per worker). CPU is utime + stime of this process from /proc/self/stat (every thread,
+ * second per worker). CPU is utime + stime of this process (getrusage: every thread,
  * DuckDB's included) around the batch only; the first round warms up and is not counted. The
  * corpus (tools/bench/ship-corpus.ts) is made once and kept in .run/ship-corpus.ndjson.
  */
@@ -55,11 +55,21 @@ const SECONDS = count('shipper-cpu.bench', USAGE, args.seconds, 60);
 const SHIPPER_ROOT = typeof args.root === 'string' ? path.resolve(args.root) : ROOT;
 
 const TICK = Number(execSync('getconf CLK_TCK').toString().trim()) || 100;
-/** CPU seconds of a process (this one by default), all threads. */
+/** CPU seconds of a process (this one by default: getrusage, microseconds), all threads. */
 function cpu(pid: number | 'self' = 'self'): number {
+  if (pid === 'self') {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1e6;
+  }
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) / TICK;
+}
+
+/** Peak resident memory of a process (VmHWM), MiB. */
+function peakRssMiB(pid: number | 'self' = 'self'): number {
+  const m = /^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
 }
 
 const fmt = (n: number, d = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
@@ -129,6 +139,7 @@ async function processRun(redisUrl: string, base: string[]): Promise<void> {
     while ((await admin.llen(key)) > 0 || (await admin.keys(`${key}:proc:*`)).length > 0) await sleep(20);
     const wall = (performance.now() - t0) / 1000;
     const used = cpu(pid) - c0;
+    const rss = peakRssMiB(pid);
     const exited = new Promise((r) => proc.once('exit', r));
     proc.kill('SIGTERM');
     await exited;
@@ -136,7 +147,7 @@ async function processRun(redisUrl: string, base: string[]): Promise<void> {
     process.stdout.write(
       `shipper process (${path.relative(process.cwd(), SHIPPER_ROOT) || '.'}, SHIP_INTERVAL_MS ${process.env.SHIP_INTERVAL_MS ?? 'default'}): ${fmt(lines.length)} records as 2 frames a second for ${SECONDS} s: ` +
         `CPU ${fmt(used, 2)} s over ${fmt(wall, 1)} s = ${fmt((used * 1e6) / lines.length, 1)} µs per record (${fmt((2e6 * used) / lines.length, 1)} µs per bid request); ` +
-        `${pq.files} files, ${fmt(pq.bytes / pq.rows, 1)} B per record; rows ${fmt(pq.rows)}, distinct (type, id) ${fmt(pq.distinct)} of ${fmt(lines.length)}\n`,
+        `peak RSS ${fmt(rss)} MiB; ${pq.files} files, ${fmt(pq.bytes / pq.rows, 1)} B per record; rows ${fmt(pq.rows)}, distinct (type, id) ${fmt(pq.distinct)} of ${fmt(lines.length)}\n`,
     );
   } finally {
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
@@ -160,7 +171,7 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'shipcpu-'));
   const key = 'bench:shipcpu';
   const shipperId = 'bench';
-  const store = new ParquetStore({ dir, shipperId, threads: 1, memoryMb: 1024 });
+  const store = new ParquetStore({ dir, shipperId, threads: 1, memoryMb: 256 });
   const redis = new ShipperRedis({ mode: 'single', url: srv.url, nodes: [] }, shipperId, 'bench-token');
   const gc = (globalThis as { gc?: () => void }).gc;
   try {

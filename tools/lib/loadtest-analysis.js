@@ -45,6 +45,10 @@ function phaseCpu(c, st, cpus) {
     serverCores: c.serverCpu === null ? null : c.serverCpu / c.seconds,
     daemonCores: c.daemonCpu === null ? null : c.daemonCpu / c.seconds,
     shipperUsPerReq: per(c.helpersCpu === undefined ? null : c.helpersCpu, st.requests),
+    // The shipper against the rest of the server (the workers and the daemon), and per record it stored in the phase.
+    shipperShare: c.helpersCpu === null || c.helpersCpu === undefined || c.serverCpu === null || c.serverCpu <= c.helpersCpu ? null : c.helpersCpu / (c.serverCpu - c.helpersCpu),
+    shipperUsPerRecord: c.shippedRecords ? per(c.helpersCpu === undefined ? null : c.helpersCpu, c.shippedRecords) : null,
+    shipperRecords: c.shippedRecords ?? null,
     shipperCores: c.helpersCpu === null || c.helpersCpu === undefined ? null : c.helpersCpu / c.seconds,
     workerCores: c.workersCpu.map((x) => (x === null ? null : x / c.seconds)),
     redisCores: c.redisCpu === null ? null : c.redisCpu / c.seconds,
@@ -95,6 +99,7 @@ function target(run, lib, cpus) {
     memory: run.memoryByWorker,
     restarts: run.restarts,
     idleServerCores: run.idleCores,
+    idleMemory: run.idleMemory || null,
     logs: run.logs || null,
   };
   if (!data) return t;

@@ -13,6 +13,13 @@ const PUBLISHED = [
   ['reference Go/Gin, with the async log', [2.17, 2.0, 2.14, 3.41, 11.4]],
 ];
 
+/** The shipper's cell: CPU per bid request, then its share of the workers' and daemon's CPU and its CPU per record shipped. */
+function shipperCell(c) {
+  if (!c || c.shipperUsPerReq === null || c.shipperUsPerReq === undefined) return '–';
+  const more = [c.shipperShare !== null && c.shipperShare !== undefined ? pct(c.shipperShare, 1) : null, c.shipperUsPerRecord ? `${f(c.shipperUsPerRecord, 1)} µs per record` : null].filter(Boolean);
+  return `${f(c.shipperUsPerReq, 1)} µs${more.length ? ` (${more.join('; ')})` : ''}`;
+}
+
 function label(name, rep) {
   const t = rep.targets[name];
   const w = t && t.server ? t.server.workers : '?';
@@ -112,7 +119,7 @@ function mainTables(rep, lines, h) {
   }
   lines.push('', `${h} CPU at ${s.rate}/s: servers and generator`, '');
   lines.push(
-    '| server | server CPU per request (workers + PM2 daemon + shipper) | of which the shipper | cores busy (at rest before) | peak RSS per worker | Redis CPU per request (beside) | k6 CPU per request (per HTTP request) | machine busy |',
+    '| server | server CPU per request (workers + PM2 daemon + shipper) | of which the shipper (share of workers + daemon; per record shipped) | cores busy (at rest before) | peak RSS per worker | Redis CPU per request (beside) | k6 CPU per request (per HTTP request) | machine busy |',
     '|---|---|---|---|---|---|---|---|',
   );
   for (const name of names) {
@@ -120,7 +127,7 @@ function mainTables(rep, lines, h) {
     const c = t.main && t.main.cpu;
     const rss = (t.memory || []).map((w) => f(w.peakRssMB, 0)).join(' / ');
     lines.push(
-      `| ${label(name, rep)} | ${c && c.serverUsPerReq !== null ? `${f(c.serverUsPerReq, 1)} µs` : '–'} | ${c && c.shipperUsPerReq !== null && c.shipperUsPerReq !== undefined ? `${f(c.shipperUsPerReq, 1)} µs` : '–'} | ` +
+      `| ${label(name, rep)} | ${c && c.serverUsPerReq !== null ? `${f(c.serverUsPerReq, 1)} µs` : '–'} | ${shipperCell(c)} | ` +
         `${c && c.serverCores !== null ? f(c.serverCores, 2) : '–'} (${f(t.idleServerCores, 2)}) | ` +
         `${rss ? `${rss} MB` : '–'} | ${c && c.redisUsPerReq !== null ? `${f(c.redisUsPerReq, 1)} µs` : '–'} | ` +
         `${c && c.k6UsPerReq !== null ? `${f(c.k6UsPerReq, 1)} µs (${f(c.k6UsPerHttpReq, 1)} µs)` : '–'} | ${c ? `${pct(c.machineBusyShare, 0)} (${f(c.machineCores)} of ${rep.environment.machine.cpus} cores)` : '–'} |`,
@@ -131,7 +138,7 @@ function mainTables(rep, lines, h) {
     'CPU per request: utime + stime from /proc between the measured phase\'s start and end (start-up, warm-up and the end-of-test summary are outside), ' +
       'divided by its bid requests; k6\'s also by every HTTP request it sent (bid requests and notices). The server\'s figure counts every process its PM2 daemon runs ' +
       'for it: the workers, the daemon and, for the bidder, the bid log shipper (which works in bursts, one batch every few seconds, so a short phase may catch one more or one fewer); ' +
-      'Redis is reported beside it, not in it (the baseline has none).',
+      'Redis is reported beside it, not in it (the baseline has none). The shipper\'s share is of the workers\' and daemon\'s CPU; per record shipped divides its CPU by the records it stored in the phase (`shipper_records_shipped_total` on its metrics port).',
   );
   if (rep.comparison.cpuPerRequestRatio !== null && rep.comparison.cpuPerRequestRatio !== undefined) {
     lines.push('', `Bidder / baseline server CPU per request: **${f(rep.comparison.cpuPerRequestRatio)}×** (same run, same load, same worker count).`);
@@ -149,15 +156,17 @@ function memoryTable(rep, lines, h) {
     '',
     `${h} Memory at ${rep.settings.rate}/s: the host's resident memory and each worker's garbage collections`,
     '',
-    '| server | host memory, PSS summed: peak / average (PM2 daemon + workers + shipper) | RSS summed: peak / average | peak RSS (PSS) by process | mark-compacts per minute per worker | marking ms per minute (per mark-compact) | scavenges per minute | V8 heap at the end: committed / used, external |',
+    '| server | host memory, PSS summed: peak / average (PM2 daemon + workers + shipper) (at rest before) | RSS summed: peak / average (at rest before) | peak RSS (PSS) by process | mark-compacts per minute per worker | marking ms per minute (per mark-compact) | scavenges per minute | V8 heap at the end: committed / used, external |',
     '|---|---|---|---|---|---|---|---|',
   );
+  const rest = (mb) => (mb === null || mb === undefined ? '' : ` (${f(mb, 0)} MB)`);
   const each = (gc, fn) => (gc && gc.length ? gc.map(fn).join(' / ') : '–');
   for (const name of names) {
     const m = rep.targets[name].main.memory;
+    const idle = rep.targets[name].idleMemory || {};
     const gc = m.gc;
     lines.push(
-      `| ${label(name, rep)} | ${m.host.pss ? `**${f(m.host.pss.peakMB, 0)}** / ${f(m.host.pss.avgMB, 0)} MB` : '–'} | ${f(m.host.peakMB, 0)} / ${f(m.host.avgMB, 0)} MB | ` +
+      `| ${label(name, rep)} | ${m.host.pss ? `**${f(m.host.pss.peakMB, 0)}** / ${f(m.host.pss.avgMB, 0)} MB${rest(idle.pssMB)}` : '–'} | ${f(m.host.peakMB, 0)} / ${f(m.host.avgMB, 0)} MB${rest(idle.rssMB)} | ` +
         `${m.host.peakByProcess.map((p) => `${p.name} ${f(p.peakMB, 0)}${p.peakPssMB === null || p.peakPssMB === undefined ? '' : ` (${f(p.peakPssMB, 0)})`}`).join(', ')} MB | ` +
         `${each(gc, (w) => f(w.markCompactsPerMinute, 1))} | ${each(gc, (w) => `${f(w.markingMsPerMinute, 0)} (${w.markingMsPerMarkCompact === null ? '–' : f(w.markingMsPerMarkCompact, 1)})`)} | ` +
         `${each(gc, (w) => f(w.scavengesPerMinute, 0))} | ${each(gc, (w) => (w.heap ? `${f(w.heap.totalMB, 0)} / ${f(w.heap.usedMB, 0)}, ${f(w.heap.externalMB, 0)} MB` : '–'))} |`,
@@ -167,7 +176,7 @@ function memoryTable(rep, lines, h) {
     '',
     'Host memory: every process the server\'s PM2 daemon runs and the daemon itself, read each second during the measured phase and summed per reading: ' +
       'PSS (`/proc/<pid>/smaps_rollup`: a page shared by n processes counts 1/n, so the Node binary\'s code that every process maps is counted once: what the host holds for them) ' +
-      'and VmRSS (each process\'s shared pages counted again in each: an upper bound). ' +
+      'and VmRSS (each process\'s shared pages counted again in each: an upper bound); at rest: the same sums just before the load, after the cluster started or the previous run. ' +
       'Garbage collections: each worker\'s own /metrics at the phase\'s start and end (prom-client\'s `nodejs_gc_duration_seconds`, from Node\'s PerformanceObserver); ' +
       'marking time is the main thread\'s, in mark-compact pauses and incremental marking steps (the concurrent marking on V8\'s helper thread is not in it). Figures per worker are in worker order.',
   );

@@ -99,6 +99,7 @@ const report = require(path.join(ROOT, 'tools', 'lib', 'loadtest-report.js')) as
       daemonCpu: number | null;
       workersCpu: (number | null)[];
       helpersCpu?: number | null;
+      shippedRecords?: number | null;
       machineBusy: number;
       steal: number;
     },
@@ -110,6 +111,8 @@ const report = require(path.join(ROOT, 'tools', 'lib', 'loadtest-report.js')) as
     serverUsPerReq: number;
     shipperUsPerReq: number | null;
     shipperCores: number | null;
+    shipperShare: number | null;
+    shipperUsPerRecord: number | null;
     machineBusyShare: number;
     saturated: boolean;
     latencyValid: boolean;
@@ -524,6 +527,14 @@ describe('load-test report: whether the latencies describe the server', () => {
     assert.equal(Math.round(x.shipperUsPerReq ?? NaN), 50);
     assert.equal(x.shipperCores, 0.05);
     assert.equal(report.cpuFigures(c(10, 3, 2.4), { requests: 10000, httpRequests: 12000 }, 2).shipperUsPerReq, null);
+  });
+
+  it('reports the shipper as a share of the workers and daemon, and per record it shipped in the phase', () => {
+    const x = report.cpuFigures({ ...c(10, 3, 2.4), helpersCpu: 0.5, shippedRecords: 20000 }, { requests: 10000, httpRequests: 12000 }, 2);
+    assert.equal(x.shipperShare, 0.2, 'the shipper against the rest of the server (2.5 s)');
+    assert.equal(Math.round(x.shipperUsPerRecord ?? NaN), 25);
+    const none = report.cpuFigures({ ...c(10, 3, 2.4), helpersCpu: 0.5, shippedRecords: 0 }, { requests: 10000, httpRequests: 12000 }, 2);
+    assert.equal(none.shipperUsPerRecord, null, 'no record shipped in the phase: no figure');
   });
 
   it('warns when the machine was saturated', () => {

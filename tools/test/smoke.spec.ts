@@ -85,11 +85,19 @@ describe('npm run loadtest (smoke)', () => {
       assert.equal(rep.warnings.some((w: string) => w.startsWith(`${name}, r50`)), !t.main.cpu.latencyValid, `${name} warning`);
       assert.equal(t.main.shedShare, 0, `${name} shed share`);
       assert.ok(t.memory.length === 2 && t.memory.every((w: { peakRssMB: number }) => w.peakRssMB > 10), `${name} RSS`);
+      // The host's memory over the measured phase: RSS and PSS summed over the daemon and its processes.
+      const host = t.main.memory && t.main.memory.host;
+      assert.ok(host && host.samples >= 1 && host.peakMB > 50 && host.pss.peakMB > 20 && host.pss.peakMB <= host.peakMB, `${name} host memory ${JSON.stringify(host)}`);
+      assert.ok(t.idleMemory && t.idleMemory.pssMB > 20, `${name} host memory at rest`);
       assert.ok(t.buckets.length >= 4, `${name} time buckets`);
     }
     // The bidder bids on some requests and leaves exactly one request and one response record each.
     const b = rep.targets.bidder;
     assert.ok(b.bidRate > 0, 'the bidder never bid');
+    // Each worker's GC counters, read from its own /metrics at the phase's start and end.
+    assert.equal(b.main.memory.gc.length, 2, JSON.stringify(b.main.memory.gc));
+    for (const w of b.main.memory.gc) assert.ok(w.markCompactsPerMinute >= 0 && w.scavengesPerMinute >= 0 && w.heap.totalMB > 10, JSON.stringify(w));
+    assert.equal(rep.targets.baseline.main.memory.gc, null, 'the baseline has no /metrics');
     // The log is counted after the CPU round, so the round's bid requests are in it too.
     assert.equal(rep.rounds.length, 1);
     const round = rep.rounds[0];

@@ -125,6 +125,7 @@ export function fixtureReport(runId: string): Obj {
         cpu: cpu(plan, 380),
         memoryByWorker: [{ worker: 0, peakRssMB: 121 }, { worker: 1, peakRssMB: 118 }],
         memoryPhases: memoryPhases(plan),
+        idleMemory: { rssMB: 470.4, pssMB: 330.2 },
         restarts: 0,
         idleCores: 0.4,
         logs: {

@@ -12,19 +12,19 @@ import * as path from 'node:path';
 import * as querystring from 'node:querystring';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import Redis from 'ioredis';
-import { createApp } from '../app';
-import { BiddingService } from '../bidding/bidding.service';
-import { loadConfig } from '../config/config';
-import { Clock } from '../delivery/clock';
-import { spendKeys } from '../delivery/keys';
-import { localDay } from '../delivery/local-day';
-import { Random } from '../delivery/random';
-import { oracleBid } from '../delivery/shading';
-import { ShadingService } from '../delivery/shading.service';
-import { SpendService } from '../delivery/spend.service';
-import type { BidRequest, Imp } from '../openrtb/types';
-import type { Match } from '../targeting/types';
-import { NoticeRoute } from '../tracking/notice.route';
+import { createApp } from '../../src/app';
+import { BiddingService } from '../../src/bidding/bidding.service';
+import { loadConfig } from '../../src/config/config';
+import { Clock } from '../../src/delivery/clock';
+import { spendKeys } from '../../src/delivery/keys';
+import { localDay } from '../../src/delivery/local-day';
+import { Random } from '../../src/delivery/random';
+import { oracleBid } from '../../src/delivery/shading';
+import { ShadingService } from '../../src/delivery/shading.service';
+import { SpendService } from '../../src/delivery/spend.service';
+import type { BidRequest, Imp } from '../../src/openrtb/types';
+import type { Match } from '../../src/targeting/types';
+import { NoticeRoute } from '../../src/tracking/notice.route';
 import { competitionCdf, diurnal, drawCompetition, seeded, type MarketShape, type SegmentShape } from './market';
 
 export type Strategy = 'shaded' | 'value' | 'oracle';
@@ -70,6 +70,8 @@ export interface SimOptions {
   readonly workers?: number;
   /** The pacing curve of every even campaign (default: each campaign's own, uniform). */
   readonly curve?: 'uniform' | 'traffic';
+  /** Restarts worker `worker` `atMs` virtual ms after the start: its app closes (leaving the live set) and a new one (another worker id, nothing learned) takes its requests. */
+  readonly restart?: { readonly worker: number; readonly atMs: number };
 }
 
 /** One day of a campaign (in its zone) that ended within the run. */
@@ -122,6 +124,8 @@ export interface SimResult {
   /** Short runs: the median bid price of each second of the run (NaN: no bid that second), and the surplus of each second's wins (USD). */
   readonly medianBidBySecond: number[];
   readonly surplusBySecond: number[];
+  /** Short runs: each worker's pacing share of the first even campaign at the end of each second (NaN: none). */
+  readonly shareBySecond: number[][];
   readonly wallMs: number;
 }
 
@@ -301,18 +305,20 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
   const apps: NestFastifyApplication[] = [];
   try {
     const workers: Array<{ bidding: BiddingService; notices: NoticeRoute; spend: SpendService; shading: ShadingService }> = [];
-    for (let w = 0; w < (o.workers ?? 1); w++) {
-      const app = await createApp(loadConfig({ ...env, WORKER_ID: `sim-${w}`, LOG_SPILL_DIR: path.join(o.dir, `spill-${w}`) }));
-      apps.push(app);
+    const start = async (w: number, id: string): Promise<(typeof workers)[number]> => {
+      const app = await createApp(loadConfig({ ...env, WORKER_ID: id, LOG_SPILL_DIR: path.join(o.dir, `spill-${id}`) }));
+      apps[w] = app;
       // The virtual clock and draws from the start: the first refresh (at init) is at the run's start, as a bidder started then would make it.
       app.get(Clock).now = () => now;
-      app.get(Random).next = seeded(o.seed * 7919 + 1 + w);
+      app.get(Random).next = seeded(o.seed * 7919 + 1 + w + (id === `sim-${w}` ? 0 : 104_729));
       await app.init();
       const worker = { bidding: app.get(BiddingService), notices: app.get(NoticeRoute), spend: app.get(SpendService), shading: app.get(ShadingService) };
       worker.spend.stopTimer();
       worker.shading.stopTimers();
-      workers.push(worker);
-    }
+      return worker;
+    };
+    for (let w = 0; w < (o.workers ?? 1); w++) workers.push(await start(w, `sim-${w}`));
+    let restartAt = o.restart !== undefined ? startMs + o.restart.atMs : Infinity;
     const byKey = new Map<string, SegmentShape>();
     for (const s of o.market.segments) byKey.set(`${s.publisher}|${s.w}x${s.h}|${s.deviceType}`, s);
     const cache = new Map<string, number>();
@@ -379,15 +385,31 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
       } else if (answer.status !== 204) noticeErrors++;
     };
 
+    const shareBySecond: number[][] = workers.map(() => (short !== undefined ? new Array<number>(short.seconds).fill(NaN) : []));
+    const pacedId = campaigns.find((c) => c.pacing === 'even')?.id;
     while (nextRequest < endMs || queue.size > 0) {
       const t = Math.min(nextRequest < endMs ? nextRequest : Infinity, queue.peek(), nextRefresh);
       now = t;
       if (t === nextRefresh) {
         await Promise.all(inFlight);
         inFlight = [];
+        if (now >= restartAt && o.restart !== undefined) {
+          // The worker stops as PM2 stops it (its app closes: it leaves the live set) and another starts in its place.
+          const w = o.restart.worker;
+          await apps[w].close();
+          workers[w] = await start(w, `sim-${w}-restarted`);
+          restartAt = Infinity;
+        }
         for (const w of workers) {
           await w.spend.refresh(now);
           w.shading.tick();
+        }
+        const second = Math.floor((now - startMs) / 1000);
+        if (pacedId !== undefined && short !== undefined && second < short.seconds) {
+          workers.forEach((w, i) => {
+            const p = w.spend.pacing().find((x) => x.campaign === pacedId);
+            if (p !== undefined) shareBySecond[i][second] = p.share;
+          });
         }
         if (workers.length > 1 && (nextRefresh - startMs) % SYNC_MS < refreshMs) for (const w of workers) await w.shading.sync();
         nextRefresh += refreshMs;
@@ -508,9 +530,9 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
       });
     }
     const medianBidBySecond = Array.from(bidsBySecond, (xs) => (xs === undefined || xs.length === 0 ? NaN : [...xs].sort((a, b) => a - b)[xs.length >> 1]));
-    return { market: o.market.name, strategy: o.strategy, seed: o.seed, requests, bids, wins, paid: paidAll, surplus, noticeErrors, bidsByWorker, requestsByHour, surplusByHour, campaigns: results, medianBidBySecond, surplusBySecond, wallMs: Date.now() - wall0 };
+    return { market: o.market.name, strategy: o.strategy, seed: o.seed, requests, bids, wins, paid: paidAll, surplus, noticeErrors, bidsByWorker, requestsByHour, surplusByHour, campaigns: results, medianBidBySecond, surplusBySecond, shareBySecond, wallMs: Date.now() - wall0 };
   } finally {
-    for (const app of apps) await app.close();
+    for (const app of apps) await app?.close();
     admin.disconnect();
   }
 }

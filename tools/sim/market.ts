@@ -78,11 +78,6 @@ export function competitionCdf(s: SegmentShape, b: number, floor = s.floor): num
   return f * Math.exp(s.lambda * (f - 1));
 }
 
-/** P(win | bid b): the floor, then the competition (ties win). */
-export function winProbability(s: SegmentShape, b: number, floor = s.floor): number {
-  return b < floor ? 0 : competitionCdf(s, b, floor);
-}
-
 function normal(r: () => number): number {
   // Box–Muller; 1 − r() keeps the log's argument in (0, 1].
   return Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
