@@ -125,7 +125,7 @@ export class BidAuction {
       // The bid's text starts with its id (response-json.ts: `{"id":"<uuid>"`); the shading input is the value.
       compact +=
         `${compact === '' ? '' : ','}{"id":${bid.slice(6, bid.indexOf('"', 7) + 1)},"impid":${JSON.stringify(imp.id)},"price":${price},` +
-        `"cid":${JSON.stringify(m.candidate.campaignId)},"crid":${JSON.stringify(m.candidate.id)},"dealid":${m.dealId === null ? 'null' : JSON.stringify(m.dealId)},"mtype":${m.mtype},"value":${m.price}}`;
+        `${m.json.recordIds},"dealid":${m.dealId === null ? 'null' : JSON.stringify(m.dealId)},"mtype":${m.mtype},"value":${m.price}}`;
       if (this.dry) continue;
       if (!req.test) this.spend.commit(m.candidate, req.source);
       this.metrics.bidPrice(price);

@@ -27,6 +27,8 @@ export class CandidateJson implements CandidateJsonParts {
   readonly vastSafe: boolean;
   /** `,"ext":{"dsa":{"behalf":…,"paid":…,` (the writer adds the rest), or '' when the campaign has no DSA information. */
   readonly dsaHead: string;
+  /** `"cid":…,"crid":…` of the response record's compact bid. */
+  readonly recordIds: string;
   /** The banner and VAST markup with their campaign parts escaped once (markup-template.ts). */
   readonly banner: BannerTemplate | null;
   readonly vast: VastTemplate | null;
@@ -43,6 +45,7 @@ export class CandidateJson implements CandidateJsonParts {
       JSON.stringify(c.cat) +
       ',"attr":' +
       JSON.stringify(c.attr);
+    this.recordIds = `"cid":${JSON.stringify(c.campaignId)},"crid":${JSON.stringify(c.id)}`;
     this.bannerSafe = c.banner !== null && isJsonSafe(c.banner.imageUrl);
     this.vastSafe =
       c.video !== null && [c.id, c.campaignId, c.native?.title ?? '', c.adomain[0] ?? '', c.video.mediaUrl, ...c.video.mimes].every(isJsonSafe);

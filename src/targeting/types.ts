@@ -126,6 +126,8 @@ export interface CandidateJsonParts {
   readonly vastSafe: boolean;
   /** `,"ext":{"dsa":{"behalf":…,"paid":…,` (the writer adds the rest), or '' when the campaign has no DSA information. */
   readonly dsaHead: string;
+  /** `"cid":…,"crid":…` of the response record's compact bid (src/bidlog/records.ts, CompactBid). */
+  readonly recordIds: string;
   /** The banner markup's template (markup-template.ts), or null when the candidate has no banner. */
   readonly banner: BannerTemplate | null;
   /** The VAST markup's template, or null when the candidate has no video. */
