@@ -6,7 +6,7 @@
  * docs/log-pipeline.md lists the columns. Records are read by DuckDB itself from the staged zstd
  * frames (no JSON parsing in JavaScript); fields that are missing or of another type become NULL.
  */
-import type { LogType, RecordLines } from './records';
+import type { RecordLines } from './records';
 
 /** Key of the wrapper object a line that is not JSON is staged in (the slow path, see ParquetStore). */
 export const INVALID_LINE_KEY = '__invalid_line';
@@ -21,7 +21,7 @@ const HOUR_MS = 3_600_000;
  * read), `ts_ms` (its valid `ts`) and `bids` (the response's bids, flattened). Without `columns`, the
  * field is the column of its name in snake_case, as read.
  */
-interface FieldSpec {
+export interface FieldSpec {
   readonly read: unknown;
   readonly columns?: Readonly<Record<string, string>>;
 }
@@ -147,13 +147,13 @@ export const RECORD_FIELDS: { readonly [K in keyof RecordLines]: Fields<RecordLi
   failed: { ...HEAD, error: VARCHAR },
 };
 
-/** The kind of fields a record of `type` has. */
-export function fieldsOf(type: LogType): Readonly<Record<string, FieldSpec>> {
-  return type === 'request' || type === 'response' ? RECORD_FIELDS[type] : RECORD_FIELDS.notice;
-}
-
 function snake(field: string): string {
   return field.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase());
+}
+
+/** The Parquet columns a record field fills and the SQL of each (by default one column, its name in snake case). */
+function columnSql(spec: FieldSpec, field: string): Array<[string, string]> {
+  return Object.entries(spec.columns ?? { [snake(field)]: `r.${field}` });
 }
 
 /** json_transform's structure (every field of every kind) and the record columns, in order, with their SQL. */
@@ -165,7 +165,7 @@ function derive(): { structure: Record<string, unknown>; columns: Map<string, st
       const read = JSON.stringify(spec.read);
       if (field in structure && JSON.stringify(structure[field]) !== read) throw new Error(`bid log field ${field} is read as two types`);
       structure[field] = spec.read;
-      for (const [column, sql] of Object.entries(spec.columns ?? { [snake(field)]: `r.${field}` })) {
+      for (const [column, sql] of columnSql(spec, field)) {
         const had = columns.get(column);
         if (had !== undefined && had !== sql) throw new Error(`bid log column ${column} is filled two ways`);
         columns.set(column, sql);
@@ -185,7 +185,7 @@ export const PARQUET_COLUMNS: readonly string[] = [...DERIVED.columns.keys(), 'f
 
 /** The Parquet columns a record field lands in. */
 export function columnsOf(spec: FieldSpec, field: string): string[] {
-  return Object.keys(spec.columns ?? { [snake(field)]: '' });
+  return columnSql(spec, field).map(([column]) => column);
 }
 
 /**
@@ -263,6 +263,6 @@ const ROW_GROUP_ROWS = 32_768;
  * took a third more CPU in the COPY for files 1 % smaller (bench/RESULTS-ship.md).
  */
 export function copyHourSql(hour: number, file: string): string {
-  return `COPY (SELECT * EXCLUDE (part_h) FROM batch WHERE part_h = ${Math.trunc(hour)})
+  return `COPY (SELECT ${PARQUET_COLUMNS.join(', ')} FROM batch WHERE part_h = ${Math.trunc(hour)})
 TO ${sqlString(file)} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE ${ROW_GROUP_ROWS})`;
 }

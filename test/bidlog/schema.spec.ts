@@ -5,11 +5,16 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { LOG_TYPES } from '../../src/bidlog/records';
-import { columnsOf, fieldsOf, PARQUET_COLUMNS, RECORD_FIELDS } from '../../src/bidlog/schema';
+import { columnsOf, type FieldSpec, PARQUET_COLUMNS, RECORD_FIELDS } from '../../src/bidlog/schema';
 import { toBatch } from '../../src/shipper/batch';
 import { ParquetStore } from '../../src/shipper/parquet-store';
 import { bidRequest, readRedisLog, type LogLine } from '../log/support';
 import { frameOf, readShipped, tmpDir } from '../shipper/support';
+
+/** The fields a record of `type` has (notices share one kind). */
+function fieldsOf(type: (typeof LOG_TYPES)[number]): Readonly<Record<string, FieldSpec>> {
+  return type === 'request' || type === 'response' ? RECORD_FIELDS[type] : RECORD_FIELDS.notice;
+}
 import { request, startTestApp, type TestApp } from '../support/app';
 import { postBid } from '../support/bid';
 
