@@ -33,6 +33,7 @@ function run(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 180_000): Promi
 }
 
 function alive(pid: number): boolean {
+  if (!(pid > 0)) return false;
   try {
     process.kill(pid, 0);
     return true;
@@ -72,7 +73,7 @@ describe('npm start after its Redis was restarted by hand', { timeout: 400_000 }
 
   after(async () => {
     await run([path.join('scripts', 'start.js'), 'stop'], env).catch(() => undefined);
-    for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    for (const pid of pids) if (pid > 0 && alive(pid)) process.kill(pid, 'SIGKILL');
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -93,8 +94,14 @@ describe('npm start after its Redis was restarted by hand', { timeout: 400_000 }
     const pidfile = path.join(dir, 'by-hand.pid');
     const byHand = spawnSync('redis-server', [conf, '--port', port, '--bind', '127.0.0.1', '--dir', s1.redis.dir, '--daemonize', 'yes', '--pidfile', pidfile], { encoding: 'utf8' });
     assert.equal(byHand.status, 0, byHand.stderr);
-    for (let i = 0; i < 50 && !fs.existsSync(pidfile); i++) await sleep(100);
-    const pid = Number(fs.readFileSync(pidfile, 'utf8').trim());
+    // Redis creates its pid file, then writes it: wait for a whole positive number (0 or NaN given
+    // to process.kill would signal this test's own process group).
+    let pid = 0;
+    for (let i = 0; i < 50 && !(pid > 0); i++) {
+      await sleep(100);
+      pid = fs.existsSync(pidfile) ? Number(fs.readFileSync(pidfile, 'utf8').trim()) : 0;
+    }
+    assert.ok(Number.isInteger(pid) && pid > 0, `no pid in ${pidfile}`);
     pids.push(pid);
 
     const started = Date.now();
