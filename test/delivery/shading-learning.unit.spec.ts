@@ -20,32 +20,14 @@ import type { BidRequest, Imp } from '../../src/openrtb/types';
 import type { RedisService } from '../../src/redis/redis.service';
 import type { CampaignStore } from '../../src/targeting/campaign-store';
 import type { Candidate, Match } from '../../src/targeting/types';
+import { logNormalCdf, seeded } from '../../tools/sim/market';
 
 const START = Date.UTC(2026, 10, 28, 9, 30);
 const banner = { id: 'cr-banner', campaignId: 'c1', price: 2, banner: { w: 300, h: 250 }, video: null } as unknown as Candidate;
 
-/** mulberry32: a small seeded generator. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function erf(x: number): number {
-  const sign = x < 0 ? -1 : 1;
-  const a = Math.abs(x);
-  const t = 1 / (1 + 0.3275911 * a);
-  return sign * (1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-a * a));
-}
-
 const MEDIAN = 0.9;
 const SIGMA = 0.3;
-const cdf = (b: number): number => (b <= 0 ? 0 : 0.5 * (1 + erf(Math.log(b / MEDIAN) / (SIGMA * Math.SQRT2))));
+const cdf = (b: number): number => logNormalCdf(b, MEDIAN, SIGMA);
 const OPTIMUM = oracleBid(cdf, 2, 0.05);
 
 /**
@@ -55,7 +37,7 @@ const OPTIMUM = oracleBid(cdf, 2, 0.05);
  * as a share of the optimum's, and the estimate's best price at the end (without exploration).
  */
 function run(seed: number, losses: boolean, lateBills = false): { share: number; shareAll: number; best: number } {
-  const r = rng(seed);
+  const r = seeded(seed);
   const config = { shading: true, shadingExplore: 0.05, hostId: 'h', workerId: '1', shadingSyncMs: 1000, shadingLearnPerS: 1000, shadingHalfLifeMs: 600_000 } as unknown as Config;
   const store = { current: () => ({ get: (crid: string) => (crid === 'cr-banner' ? banner : undefined) }) } as unknown as CampaignStore;
   const random = new Random();
