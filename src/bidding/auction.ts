@@ -8,22 +8,28 @@ import { SpendService } from '../delivery/spend.service';
 import { onTick, type CurrencyRates } from '../currency/rates';
 import type { BidRequest, Imp } from '../openrtb/types';
 import { Auction, CampaignStore, type Explanation } from '../targeting/campaign-store';
+import type { FieldBytes } from '../bidlog/json-bytes';
 import type { Match, NoBidReason } from '../targeting/types';
 import { PayloadCodec } from '../tracking/payload';
-import { BidWriter, ENVELOPE_BYTES } from './response-json';
+import { BidWriter } from './response-json';
 
-/** What the bid route sends back. `body` is '' for 204. */
+/** What the bid route sends back. */
 export interface BidAnswer {
   status: 200 | 204 | 400 | 413;
-  body: string;
-  /** `body` in UTF-8, on a bid: encoded once, for the log and for the socket. */
-  bytes?: Buffer;
+  /**
+   * The body as UTF-8 bytes, for the socket and the log: the bid response on a 200, the error on a
+   * 400 or 413; null for 204 (and for explain, which builds no bid).
+   */
+  bytes: Buffer | null;
   /** The no-bid or error reason (null on a bid). */
   reason: string | null;
   /** Bids dropped to keep the answer within ANSWER_MAX_BYTES (undefined: none). */
   dropped?: number;
-  /** On a bid: the compact bids of the response record, a JSON array text (src/bidlog/records.ts, CompactBid). */
-  bids?: string;
+  /**
+   * On a bid: the compact bids of the response record (src/bidlog/records.ts, CompactBid), joined by
+   * commas, in the auction's reused buffer: valid until its next run.
+   */
+  bids?: FieldBytes;
   /** On a bid: the bid currency. */
   cur?: string;
 }
@@ -131,26 +137,23 @@ export class BidAuction {
     const cur = rates.chooseBidCurrency(req.cur);
     if (cur === null) {
       if (explained !== null) for (const imp of req.imps) explained.push({ impid: imp.id, reason: 'currency', candidates: [] });
-      return { answer: { status: 204, body: '', reason: 'currency' }, effects: fx };
+      return { answer: { status: 204, bytes: null, reason: 'currency' }, effects: fx };
     }
     const index = this.store.current();
     const now = this.clock.now();
-    let bids: string | null = null;
-    let compact = '';
+    const writer = this.writer;
+    let bids = 0;
     let reason: NoBidReason | null = null;
-    const idJson = JSON.stringify(req.id);
-    // The answer's size budget (ANSWER_MAX_BYTES): bids are kept in imp order while they fit, one
-    // that does not is dropped (a later, smaller one may still fit). Measured as 3 bytes per UTF-16
-    // unit, an upper bound of UTF-8, until that bound nears the budget; exactly from then on.
-    let room = this.answerMaxBytes - ENVELOPE_BYTES - 3 * (idJson.length + cur.length);
-    let exact = false;
+    // The answer's size budget (ANSWER_MAX_BYTES), in exact bytes: bids are kept in imp order while
+    // they fit; one that does not is taken back (a later, smaller one may still fit).
+    let room = -1;
     let dropped = 0;
     for (let i = 0; i < req.imps.length; i++) {
       const imp = req.imps[i];
       const m = this.selector.select(index, imp, req, cur, rates, userData);
       if (explained !== null) {
         explained.push({ impid: imp.id, reason: typeof m === 'string' ? m : null, candidates: this.selector.explain(index, imp, req, cur, rates, userData).candidates });
-        if (typeof m !== 'string') bids = '';
+        if (typeof m !== 'string') bids++;
       }
       if (typeof m === 'string') {
         if (reason === null) reason = m;
@@ -161,34 +164,24 @@ export class BidAuction {
         if (!req.test) fx.commit(m.candidate);
         continue;
       }
+      if (room < 0) room = this.answerMaxBytes - writer.begin(req.id, cur);
       // First price: the shaded price, on the 4-decimal grid as every bid price (the value already is); the value otherwise.
       const price = req.at === 1 && live ? this.shaded(req, imp, m, cur, rates, now) : m.price;
-      const bid = this.writer.bid(req, imp, m, cur, now, price, this.shading.noticeParam(req, m));
-      let size = 3 * bid.length + 1;
-      if (size > room && !exact) {
-        exact = true;
-        room = this.answerMaxBytes - ENVELOPE_BYTES - Buffer.byteLength(idJson) - Buffer.byteLength(cur) - (bids === null ? 0 : Buffer.byteLength(bids));
-      }
-      if (exact) size = Buffer.byteLength(bid) + 1;
+      const size = writer.bid(req, imp, m, cur, now, price, this.shading.noticeParam(req, m));
       if (size > room) {
+        writer.drop();
         dropped++;
         continue;
       }
       room -= size;
-      bids = bids === null ? bid : `${bids},${bid}`;
-      // The bid's text starts with its id (response-json.ts: `{"id":"<uuid>"`); the shading input is the value.
-      compact +=
-        `${compact === '' ? '' : ','}{"id":${bid.slice(6, bid.indexOf('"', 7) + 1)},"impid":${JSON.stringify(imp.id)},"price":${price},` +
-        `${m.json.recordIds},"dealid":${m.dealId === null ? 'null' : JSON.stringify(m.dealId)},"mtype":${m.mtype},"value":${m.price}}`;
+      bids++;
       // A test request (`test` = 1) reserves nothing.
       if (!req.test) fx.commit(m.candidate);
       fx.prices[fx.priceCount++] = price;
     }
-    if (bids === null) return { answer: { status: 204, body: '', reason: dropped > 0 ? ANSWER_SIZE : (reason ?? 'no_candidates'), dropped: dropped > 0 ? dropped : undefined }, effects: fx };
-    return {
-      answer: { status: 200, body: explained !== null ? '' : this.writer.envelope(idJson, cur, bids), reason: null, dropped: dropped > 0 ? dropped : undefined, bids: `[${compact}]`, cur },
-      effects: fx,
-    };
+    if (bids === 0) return { answer: { status: 204, bytes: null, reason: dropped > 0 ? ANSWER_SIZE : (reason ?? 'no_candidates'), dropped: dropped > 0 ? dropped : undefined }, effects: fx };
+    if (explained !== null) return { answer: { status: 200, bytes: null, reason: null }, effects: fx };
+    return { answer: { status: 200, bytes: writer.response(), reason: null, dropped: dropped > 0 ? dropped : undefined, bids: writer.records(), cur }, effects: fx };
   }
 
   /** The shaded first-price bid (src/delivery/shading.service.ts) on the 4-decimal grid, never below the imp's floor. */

@@ -14,7 +14,6 @@ import { OPEN_SOURCE } from '../exchanges/exchanges';
 import { PacingGate } from '../delivery/pacing.gate';
 import { type AuctionEffects, type AuctionOutcome, type BidAnswer, BidAuction } from './auction';
 import { PrepareError, type Prepared, RequestPreparer } from './prepare';
-import { responseBytes } from './response-json';
 
 export type { BidAnswer } from './auction';
 
@@ -101,17 +100,15 @@ export class BiddingService {
     this.apply(outcome.effects);
     const answer = outcome.answer;
     if (answer.status === 200) {
-      // Encoded once (the one-bid case: written as bytes by the serializer): the log copies these
-      // bytes and the route sends them. The response text is ours: it never holds a raw line break.
-      answer.bytes = responseBytes(answer.body);
-      // The compact bids always; the response as sent only with the request's body (LOG_REQUEST_SAMPLE).
+      // The compact bids always; the response as sent only with the request's body (LOG_REQUEST_SAMPLE):
+      // the log copies the bytes the route sends. The response is ours: it never holds a raw line break.
       this.log.logPair(
         request,
         keep ? { key: 'req', json: record, singleLine: true } : undefined,
         { type: 'response', id: req.id, name: req.publisher, exchange, test, dropped: answer.dropped, status: 200, ms: elapsed(startedAt), privacy: privacy.reason },
-        keep ? { key: 'res', bytes: answer.bytes, singleLine: true } : undefined,
+        keep && answer.bytes !== null ? { key: 'res', bytes: answer.bytes, singleLine: true } : undefined,
         fields,
-        responseFieldBytes(answer.cur ?? '', markupVersion(this.store.current()), answer.bids ?? '[]'),
+        responseFieldBytes(answer.cur ?? '', markupVersion(this.store.current()), answer.bids ?? NO_BIDS),
       );
       this.metrics.bidRequest('bid', null, (performance.now() - startedAt) / 1000);
     } else {
@@ -141,7 +138,7 @@ export class BiddingService {
   refuse(status: 400 | 413, reason: string, startedAt: number): BidAnswer {
     const outcome: BidOutcome = status === 413 ? 'too_large' : 'bad_request';
     this.metrics.bidRequest(outcome, null, (performance.now() - startedAt) / 1000);
-    return { status, body: JSON.stringify({ error: reason }), reason };
+    return { status, bytes: Buffer.from(JSON.stringify({ error: reason }), 'utf8'), reason };
   }
 
   /**
@@ -154,13 +151,13 @@ export class BiddingService {
     const id = idOf(parsed);
     if (id !== '') this.logPair({ type: 'request', id, name: '', exchange }, record, fields, { type: 'response', id, name: '', exchange, status: 204, reason: SHED, ms: elapsed(startedAt) });
     this.metrics.bidRequest('shed', SHED, (performance.now() - startedAt) / 1000);
-    return { status: 204, body: '', reason: SHED };
+    return { status: 204, bytes: null, reason: SHED };
   }
 
   /** A bug met while bidding: the exchange gets a no-bid, the operator a log line and a count. */
   private failed(startedAt: number): BidAnswer {
     this.metrics.bidRequest('error', null, (performance.now() - startedAt) / 1000);
-    return { status: 204, body: '', reason: 'internal_error' };
+    return { status: 204, bytes: null, reason: 'internal_error' };
   }
 
   /**
@@ -174,10 +171,13 @@ export class BiddingService {
     if (req === null) return 0;
     const { answer } = this.auction.rehearse(req, privacy.userData);
     const head = lineHead(Date.now(), '0', '""', { type: 'request', id: req.id, name: req.publisher, exchange: OPEN_SOURCE, test: undefined }, 'req');
-    const bytes = answer.status === 200 ? responseBytes(answer.body).length : 0;
+    const bytes = answer.bytes === null ? 0 : answer.bytes.length;
     return head.length + record.length + bytes;
   }
 }
+
+/** No compact bids. */
+const NO_BIDS: FieldBytes = { buf: Buffer.alloc(0), length: 0 };
 
 /** The request id of a body that failed validation, for the log ('' when there is none), cut to the id limit. */
 function idOf(body: unknown): string {

@@ -13,9 +13,9 @@ import { loadConfig } from '../../src/config/config';
 import { CurrencyService } from '../../src/currency/currency.service';
 import { CapsService } from '../../src/delivery/caps.service';
 import { Clock } from '../../src/delivery/clock';
-import type { DeliveryRedis } from '../../src/delivery/delivery-redis';
 import { PacingGate } from '../../src/delivery/pacing.gate';
 import { Random } from '../../src/delivery/random';
+import type { ShadingRepository } from '../../src/delivery/shading.repository';
 import { ShadingService } from '../../src/delivery/shading.service';
 import { SpendService } from '../../src/delivery/spend.service';
 import { utcDay } from '../../src/delivery/utc-day';
@@ -23,7 +23,6 @@ import { MetricsService } from '../../src/metrics/metrics.service';
 import { parseBidRequest } from '../../src/openrtb/parse';
 import type { BidRequest } from '../../src/openrtb/types';
 import type { RedisBatch } from '../../src/redis/batch';
-import type { RedisService } from '../../src/redis/redis.service';
 import { CampaignStore } from '../../src/targeting/campaign-store';
 import { PayloadCodec } from '../../src/tracking/payload';
 import { bannerCampaign } from '../support/campaigns';
@@ -73,7 +72,7 @@ async function world() {
   spend['budgets'].get('even')!.share = 0.5;
   const gate = new PacingGate(spend, caps);
   const metrics = new MetricsService(config);
-  const shading = new ShadingService(config, null as unknown as RedisService, null as unknown as DeliveryRedis, store, random, clock);
+  const shading = new ShadingService(config, null as unknown as ShadingRepository, store, random, clock);
   const codec = new PayloadCodec({ current: { id: 1, secret: 'test-secret-0123456789abcdef' }, accepted: [{ id: 1, secret: 'test-secret-0123456789abcdef' }], legacy: false });
   const auction = new BidAuction(config, store, gate, spend, codec, currency, shading, clock);
   return { spend, caps, gate, metrics, random, auction };
@@ -122,7 +121,7 @@ describe('the auction returns its effects; only the bid path applies them', () =
     const before = await state(w);
     const { answer, effects } = w.auction.hold(request('r1'), true);
     assert.equal(answer.status, 200);
-    const bids = JSON.parse(answer.body) as { seatbid: Array<{ bid: Array<{ impid: string; crid: string }> }> };
+    const bids = JSON.parse(answer.bytes!.toString()) as { seatbid: Array<{ bid: Array<{ impid: string; crid: string }> }> };
     assert.deepEqual(
       bids.seatbid[0].bid.map((b) => [b.impid, b.crid]),
       [
@@ -169,7 +168,7 @@ describe('the auction returns its effects; only the bid path applies them', () =
       assert.deepEqual((values(explained.effects) as { commits: string[] }).commits, ['budgeted-cr', 'tiny-cr', 'even-cr']);
       const rehearsed = w.auction.rehearse(request(`w${i}`), true);
       assert.equal(rehearsed.answer.status, 200);
-      assert.equal((JSON.parse(rehearsed.answer.body) as { seatbid: Array<{ bid: unknown[] }> }).seatbid[0].bid.length, 3, 'the even campaign bids too: no draw');
+      assert.equal((JSON.parse(rehearsed.answer.bytes!.toString()) as { seatbid: Array<{ bid: unknown[] }> }).seatbid[0].bid.length, 3, 'the even campaign bids too: no draw');
       assert.deepEqual(values(rehearsed.effects), {
         seen: ['capped', 'budgeted', 'tiny', 'tiny', 'even'],
         blocked: 1,
