@@ -1,28 +1,35 @@
-import type { Config } from '../config/config';
+import { Inject, Injectable } from '@nestjs/common';
+import { CONFIG, type Config } from '../config/config';
 import { CurrencyService } from '../currency/currency.service';
 import { Clock } from '../delivery/clock';
+import { GateEffects, PacingGate } from '../delivery/pacing.gate';
 import { ShadingService } from '../delivery/shading.service';
 import { SpendService } from '../delivery/spend.service';
-import { MetricsService } from '../metrics/metrics.service';
 import { onTick, type CurrencyRates } from '../currency/rates';
 import type { BidRequest, Imp } from '../openrtb/types';
 import { Auction, CampaignStore, type Explanation } from '../targeting/campaign-store';
-import type { CandidateGate, Match, NoBidReason } from '../targeting/types';
+import type { FieldBytes } from '../bidlog/json-bytes';
+import type { Match, NoBidReason } from '../targeting/types';
 import { PayloadCodec } from '../tracking/payload';
-import { BidWriter, ENVELOPE_BYTES } from './response-json';
+import { BidWriter } from './response-json';
 
-/** What the bid route sends back. `body` is '' for 204. */
+/** What the bid route sends back. */
 export interface BidAnswer {
   status: 200 | 204 | 400 | 413;
-  body: string;
-  /** `body` in UTF-8, on a bid: encoded once, for the log and for the socket. */
-  bytes?: Buffer;
+  /**
+   * The body as UTF-8 bytes, for the socket and the log: the bid response on a 200, the error on a
+   * 400 or 413; null for 204 (and for explain, which builds no bid).
+   */
+  bytes: Buffer | null;
   /** The no-bid or error reason (null on a bid). */
   reason: string | null;
   /** Bids dropped to keep the answer within ANSWER_MAX_BYTES (undefined: none). */
   dropped?: number;
-  /** On a bid: the compact bids of the response record, a JSON array text (src/bidlog/records.ts, CompactBid). */
-  bids?: string;
+  /**
+   * On a bid: the compact bids of the response record (src/bidlog/records.ts, CompactBid), joined by
+   * commas, in the auction's reused buffer: valid until its next run.
+   */
+  bids?: FieldBytes;
   /** On a bid: the bid currency. */
   cur?: string;
 }
@@ -38,100 +45,143 @@ export interface ImpExplained {
 export const ANSWER_SIZE = 'answer_size';
 
 /**
+ * What one auction changes, as a value: the pacing gate's checks (GateEffects: the traffic curves'
+ * counts, blocked, throttled and capped counts), the budget its bids commit, and their prices (the
+ * bid price metric). The bid path applies it (BiddingService); `/debug/explain` and the warm-up
+ * drop it, and so change nothing. One object per auction, reset per request.
+ */
+export class AuctionEffects extends GateEffects {
+  /** The prices of the bids made (the bid currency), `priceCount` of them this request's. */
+  readonly prices: number[] = [];
+  priceCount = 0;
+
+  override reset(draws: boolean, source: number): void {
+    super.reset(draws, source);
+    this.priceCount = 0;
+  }
+}
+
+/** An auction's answer and what it changes (the auction's own effects object: read it before the auction's next call). */
+export interface AuctionOutcome {
+  readonly answer: BidAnswer;
+  readonly effects: AuctionEffects;
+}
+
+/**
  * The auction of one prepared request (src/bidding/prepare.ts), imp by imp: the currency, the
  * winning candidate of each imp (src/targeting/select.ts, asking the pacing gate about it), its
  * price (first price: shaded), its bid's JSON (response-json.ts) within the answer's size budget,
- * and the budget it commits. Synchronous and free of I/O.
+ * and the budget it commits. Synchronous and free of I/O, and it changes no state of the pacing
+ * gate, spend, caps or metrics: what it would change comes back with the answer (AuctionEffects),
+ * for the caller to apply or drop. One per worker, serving the bid path (`hold`), the warm-up
+ * (`rehearse`) and `/debug/explain` (`explain`) one call after the other.
+ *
+ * A bid's commit is pending until the effects are applied; the gate's budget check takes this
+ * request's pending commits off the lease (SpendEffects), so a later imp sees an earlier imp's bid
+ * as if it were committed at once.
+ *
+ * Two things are not effects to drop, so the bid path's auction differs from the others there: the
+ * pacing draw is randomness (the bid path draws; explain and the warm-up judge an even campaign as
+ * entering the request, drawing nothing: the simulator's seeded draws stay as they were), and a
+ * first-price bid's shaded price teaches ShadingService (the warm-up bids at the value).
  */
+@Injectable()
 export class BidAuction {
   private readonly selector: Auction;
   private readonly writer: BidWriter;
   private readonly answerMaxBytes: number;
+  private readonly effects = new AuctionEffects();
 
   constructor(
-    config: Config,
+    @Inject(CONFIG) config: Config,
     private readonly store: CampaignStore,
-    private readonly metrics: MetricsService,
-    gate: CandidateGate | null,
+    gate: PacingGate,
     private readonly spend: SpendService,
     codec: PayloadCodec,
     private readonly currency: CurrencyService,
     private readonly shading: ShadingService,
     private readonly clock: Clock,
-    /**
-     * The warm-up's auction (warm-up.ts): bids are written as usual, at their value, and nothing is
-     * learnt, committed or counted (no shading, no spend, no price metric).
-     */
-    private readonly dry = false,
   ) {
-    this.selector = new Auction(gate);
+    this.selector = new Auction(gate.into(this.effects));
     this.writer = new BidWriter(config.trackingBaseUrl, config.dsaDomain, codec);
     this.answerMaxBytes = config.answerMaxBytes;
   }
 
   /**
-   * Runs the auction for every imp; at most one bid per imp. `userData`: whether the request allows
-   * user-level data (else user-targeted campaigns do not bid). Prices and floors use the rates in
-   * use now (CurrencyService), one table for the whole request. With `explained` (explain), every
-   * imp's verdicts are collected there and no bid is priced, built or committed: the answer has the
-   * status and reason, and no body.
+   * The bid path's auction: every imp, at most one bid per imp, pacing draws taken and first-price
+   * bids shaded. `userData`: whether the request allows user-level data (else user-targeted
+   * campaigns do not bid). Prices and floors use the rates in use now (CurrencyService), one table
+   * for the whole request.
    */
-  run(req: BidRequest, userData: boolean, explained: ImpExplained[] | null = null): BidAnswer {
+  hold(req: BidRequest, userData: boolean): AuctionOutcome {
+    return this.run(req, userData, true, null);
+  }
+
+  /** The warm-up's (warm-up.ts): the bid path's auction without a draw, its bids at their value (no shading). */
+  rehearse(req: BidRequest, userData: boolean): AuctionOutcome {
+    return this.run(req, userData, false, null);
+  }
+
+  /**
+   * `/debug/explain`'s: every imp's verdicts collected in `explained`, without a draw, and no bid
+   * priced or built: the answer has the status and reason, and no body.
+   */
+  explain(req: BidRequest, userData: boolean, explained: ImpExplained[]): AuctionOutcome {
+    return this.run(req, userData, false, explained);
+  }
+
+  private run(req: BidRequest, userData: boolean, live: boolean, explained: ImpExplained[] | null): AuctionOutcome {
+    const fx = this.effects;
+    fx.reset(live, req.source);
     const rates = this.currency.current();
     const cur = rates.chooseBidCurrency(req.cur);
     if (cur === null) {
       if (explained !== null) for (const imp of req.imps) explained.push({ impid: imp.id, reason: 'currency', candidates: [] });
-      return { status: 204, body: '', reason: 'currency' };
+      return { answer: { status: 204, bytes: null, reason: 'currency' }, effects: fx };
     }
     const index = this.store.current();
     const now = this.clock.now();
-    let bids: string | null = null;
-    let compact = '';
+    const writer = this.writer;
+    let bids = 0;
     let reason: NoBidReason | null = null;
-    const idJson = JSON.stringify(req.id);
-    // The answer's size budget (ANSWER_MAX_BYTES): bids are kept in imp order while they fit, one
-    // that does not is dropped (a later, smaller one may still fit). Measured as 3 bytes per UTF-16
-    // unit, an upper bound of UTF-8, until that bound nears the budget; exactly from then on.
-    let room = this.answerMaxBytes - ENVELOPE_BYTES - 3 * (idJson.length + cur.length);
-    let exact = false;
+    // The answer's size budget (ANSWER_MAX_BYTES), in exact bytes: bids are kept in imp order while
+    // they fit; one that does not is taken back (a later, smaller one may still fit).
+    let room = -1;
     let dropped = 0;
     for (let i = 0; i < req.imps.length; i++) {
       const imp = req.imps[i];
       const m = this.selector.select(index, imp, req, cur, rates, userData);
       if (explained !== null) {
         explained.push({ impid: imp.id, reason: typeof m === 'string' ? m : null, candidates: this.selector.explain(index, imp, req, cur, rates, userData).candidates });
-        if (typeof m !== 'string') bids = '';
+        if (typeof m !== 'string') bids++;
       }
       if (typeof m === 'string') {
         if (reason === null) reason = m;
         continue;
       }
-      if (explained !== null) continue;
-      // First price: the shaded price, on the 4-decimal grid as every bid price (the value already is); the value otherwise.
-      const price = req.at === 1 && !this.dry ? this.shaded(req, imp, m, cur, rates, now) : m.price;
-      const bid = this.writer.bid(req, imp, m, cur, now, price, this.shading.noticeParam(req, m));
-      let size = 3 * bid.length + 1;
-      if (size > room && !exact) {
-        exact = true;
-        room = this.answerMaxBytes - ENVELOPE_BYTES - Buffer.byteLength(idJson) - Buffer.byteLength(cur) - (bids === null ? 0 : Buffer.byteLength(bids));
+      if (explained !== null) {
+        // Pending, as the bid path's commit: a later imp's verdicts see it.
+        if (!req.test) fx.commit(m.candidate);
+        continue;
       }
-      if (exact) size = Buffer.byteLength(bid) + 1;
+      if (room < 0) room = this.answerMaxBytes - writer.begin(req.id, cur);
+      // First price: the shaded price, on the 4-decimal grid as every bid price (the value already is); the value otherwise.
+      const price = req.at === 1 && live ? this.shaded(req, imp, m, cur, rates, now) : m.price;
+      const size = writer.bid(req, imp, m, cur, now, price, this.shading.noticeParam(req, m));
       if (size > room) {
+        writer.drop();
         dropped++;
         continue;
       }
       room -= size;
-      bids = bids === null ? bid : `${bids},${bid}`;
-      // The bid's text starts with its id (response-json.ts: `{"id":"<uuid>"`); the shading input is the value.
-      compact +=
-        `${compact === '' ? '' : ','}{"id":${bid.slice(6, bid.indexOf('"', 7) + 1)},"impid":${JSON.stringify(imp.id)},"price":${price},` +
-        `${m.json.recordIds},"dealid":${m.dealId === null ? 'null' : JSON.stringify(m.dealId)},"mtype":${m.mtype},"value":${m.price}}`;
-      if (this.dry) continue;
-      if (!req.test) this.spend.commit(m.candidate, req.source);
-      this.metrics.bidPrice(price);
+      bids++;
+      // A test request (`test` = 1) reserves nothing.
+      if (!req.test) fx.commit(m.candidate);
+      fx.prices[fx.priceCount++] = price;
     }
-    if (bids === null) return { status: 204, body: '', reason: dropped > 0 ? ANSWER_SIZE : (reason ?? 'no_candidates'), dropped: dropped > 0 ? dropped : undefined };
-    return { status: 200, body: explained !== null ? '' : this.writer.envelope(idJson, cur, bids), reason: null, dropped: dropped > 0 ? dropped : undefined, bids: `[${compact}]`, cur };
+    if (bids === 0) return { answer: { status: 204, bytes: null, reason: dropped > 0 ? ANSWER_SIZE : (reason ?? 'no_candidates'), dropped: dropped > 0 ? dropped : undefined }, effects: fx };
+    if (explained !== null) return { answer: { status: 200, bytes: null, reason: null }, effects: fx };
+    return { answer: { status: 200, bytes: writer.response(), reason: null, dropped: dropped > 0 ? dropped : undefined, bids: writer.records(), cur }, effects: fx };
   }
 
   /** The shaded first-price bid (src/delivery/shading.service.ts) on the 4-decimal grid, never below the imp's floor. */

@@ -54,14 +54,15 @@ export class BidRoute implements HttpRoute {
       return { status: 204, headers, payload: undefined };
     }
     headers['content-type'] = JSON_TYPE;
+    // Bytes (never null on a 200, 400 or 413): Node neither measures nor encodes a text.
+    const bytes = answer.bytes ?? Buffer.alloc(0);
     const accept = h['accept-encoding'];
     if (answer.status === 200 && typeof accept === 'string' && accept.includes('gzip')) {
       // OpenRTB 2.6 §2.4: gzip the response when the exchange asks for it.
       headers['content-encoding'] = 'gzip';
       headers.vary = 'accept-encoding';
-      return { status: 200, headers, payload: gzipSync(answer.bytes ?? answer.body) };
+      return { status: 200, headers, payload: gzipSync(bytes) };
     }
-    // Bytes when the bidding service has them: Node neither measures nor encodes the text.
-    return { status: answer.status, headers, payload: answer.bytes ?? answer.body };
+    return { status: answer.status, headers, payload: bytes };
   }
 }

@@ -1,55 +1,56 @@
 /**
- * Pieces of the bid response's JSON text, so that a bid is serialized by concatenation instead of
- * JSON.stringify of an object. JSON.stringify has to scan every character of every string for
- * what needs escaping, about 1.5 ns a character here: 3–4 µs for the ~2 KB of a bid, most of it
- * the markup and the tracking URLs, which are known to need no escaping. What comes from the
- * campaigns is written and checked once per candidate when the index is built
- * (src/targeting/candidate-json.ts); what comes from the request is short and goes through
- * JSON.stringify; the tracking payload is base64url.
+ * The bid response written as UTF-8 bytes, so that a bid is serialized by copying ready-made parts
+ * instead of JSON.stringify of an object. JSON.stringify has to scan every character of every
+ * string for what needs escaping, about 1.5 ns a character here: 3–4 µs for the ~2 KB of a bid,
+ * most of it the markup and the tracking URLs, which are known to need no escaping. What comes from
+ * the campaigns is written and checked once per candidate when the index is built
+ * (src/targeting/candidate-json.ts); the tracking base URL is escaped once for each place it goes
+ * (TrackingRoutes); what comes from the request is short and escaped as it is written; the
+ * tracking payload is base64url. No string is made per bid: the bids and their log records are
+ * bytes in reused buffers until the response is copied out in one Buffer of its exact size.
  */
 import { randomFillSync } from 'node:crypto';
-import { v4 as uuidv4 } from 'uuid';
-import { ByteWriter, writeText } from '../bidlog/json-bytes';
+import { FieldWriter } from '../bidlog/compact';
+import { ByteWriter, type FieldBytes } from '../bidlog/json-bytes';
+import { wellFormedJson } from '../bidlog/well-formed';
 import { MType, NativeAssetKind, type BidRequest, type DsaRequest, type Imp, type NativeImp } from '../openrtb/types';
 import { isJsonSafe } from '../targeting/candidate-json';
 import { bidAdrender } from '../targeting/dsa';
+import { cdataBody } from '../targeting/markup-template';
 import type { Match, NativeFill } from '../targeting/types';
 import { type PayloadCodec, SIG_CHARS } from '../tracking/payload';
-import { bannerAdm, escapeHtml, EVENT_IMPRESSION, METHOD_IMG, nativeVersion, renderBanner, renderVast, trackingUrls, vastAdm, type TrackingUrls } from './markup';
+import { bannerAdm, escapeHtml, EVENT_IMPRESSION, METHOD_IMG, nativeVersion, vastAdm, type TrackingUrls } from './markup';
 
 export { isJsonSafe };
-
-/** `{"id":…,"cur":"…","seatbid":[{"bid":[…]}]}` around the bids, besides the id and the currency. */
-export const ENVELOPE_BYTES = 40;
-/** `{"id":` and `]}]}`: the envelope's bytes besides the id, the currency's part and the bids. */
-const ENVELOPE_PARTS = 10;
 
 // Exchange macros (OpenRTB 2.6 §4.4), substituted by the exchange before it calls the URL. The
 // price to win (where the exchange tells it) is what bid shading learns best from.
 const WIN_QS = '&price=${AUCTION_PRICE}&cur=${AUCTION_CURRENCY}&mtw=${AUCTION_MIN_TO_WIN}';
 const LOSS_QS = '&price=${AUCTION_PRICE}&cur=${AUCTION_CURRENCY}&loss=${AUCTION_LOSS}&mtw=${AUCTION_MIN_TO_WIN}';
 
+/** What closes the response after its bids. */
+const TAIL = ']}]}';
+
 /**
- * The bid response's JSON text, every part of it: each bid (OpenRTB 2.6 §4.3.3: id, impid, price,
- * adm, adomain, crid, cid, cat, attr, mtype, nurl, burl, lurl, w, h, dealid, ext.dsa) with its
- * tracking payload, and the envelope around the bids.
+ * The bid response of one request as UTF-8 bytes: `begin` writes its start, each `bid` one bid
+ * (OpenRTB 2.6 §4.3.3: id, impid, price, adm, adomain, crid, cid, cat, attr, mtype, nurl, burl,
+ * lurl, w, h, dealid, ext.dsa) with its tracking payload and its compact log record (`records`),
+ * `drop` takes the last bid back, and `response` copies the whole out.
  */
 export class BidWriter {
-  /** The tracking URLs' fixed parts for plain and secure imps, built once (`bid` appends the payload). */
+  /** The tracking routes for plain and secure imps, in every form a bid writes them (`bid` appends the payload). */
   private readonly routes: TrackingRoutes;
   private readonly secureRoutes: TrackingRoutes;
-  /** The tracking base URLs need neither HTML nor JSON escaping (checked once; true for any usual URL). */
-  private readonly baseSafe: boolean;
   private readonly dsa: DsaWriter;
-  /**
-   * Where the bids of one request are written, joined by commas (`out`'s bytes stay there until the
-   * next request's first bid), with the request and the characters of their texts so joined; -1
-   * after a bid written as text.
-   */
+  /** `{"id":…,"cur":…,"seatbid":[{"bid":[` and the bids joined by commas: reused from one request to the next. */
   private readonly out = new ByteWriter(8192);
+  /** The bids' compact records (CompactBid, src/bidlog/records.ts) joined by commas: a JSON array's inside. */
+  private readonly compact = new FieldWriter(4096);
+  /** Bids written since `begin`, and where `out` and `compact` ended before the last one. */
+  private count = 0;
+  private outMark = 0;
+  private compactMark = 0;
   private readonly ids = new BidIds();
-  private req: BidRequest | null = null;
-  private chars = 0;
 
   constructor(
     trackingBaseUrl: string,
@@ -57,61 +58,73 @@ export class BidWriter {
     private readonly codec: PayloadCodec,
   ) {
     // imp.secure = 1 needs https everywhere; TLS is expected to be terminated in front of the bidder.
-    const secureBase = trackingBaseUrl.replace(/^http:/, 'https:');
-    this.baseSafe = [trackingBaseUrl, secureBase].every((b) => isJsonSafe(b) && escapeHtml(b) === b);
     this.routes = trackingRoutes(trackingBaseUrl);
-    this.secureRoutes = trackingRoutes(secureBase);
+    this.secureRoutes = trackingRoutes(trackingBaseUrl.replace(/^http:/, 'https:'));
     this.dsa = new DsaWriter(dsaDomain);
   }
 
   /**
-   * The response around the bids (`bids`: their JSON texts joined by commas); `idJson` is the request
-   * id as a JSON string. When `bids` joins every bid `bid` wrote for the request (none was dropped
-   * for the answer's size: the auction keeps them in the order written, so a text as long as all of
-   * them is all of them), the response's UTF-8 bytes are written too, from the bids' bytes, and
-   * `responseBytes` hands them out: the text is then never made flat, nor encoded.
+   * Starts the response to the request `id` in `cur` (`id` as sent: lone surrogates stay escaped as
+   * JSON.stringify writes them). Returns the bytes the response takes besides its bids.
    */
-  envelope(idJson: string, cur: string, bids: string): string {
-    const mid = this.middle(cur);
-    const body = '{"id":' + idJson + mid.text + bids + ']}]}';
-    const all = this.req !== null && this.chars > 0 && bids.length === this.chars;
-    this.req = null;
-    if (all) {
-      const w = this.out;
-      const bytes = Buffer.allocUnsafe(Buffer.byteLength(idJson) + mid.bytes.length + w.pos + ENVELOPE_PARTS);
-      let p = writeText('{"id":', bytes, 0);
-      p = writeText(idJson, bytes, p);
-      p += mid.bytes.copy(bytes, p);
-      p += w.buf.copy(bytes, p, 0, w.pos);
-      if (writeText(']}]}', bytes, p) !== bytes.length) throw new Error('the response envelope miscounted its bytes');
-      lastBody = body;
-      lastBodyBytes = bytes;
-    }
-    return body;
+  begin(id: string, cur: string): number {
+    const w = this.out;
+    w.reset();
+    w.raw('{"id":');
+    w.literal(id);
+    w.bytes(this.middle(cur));
+    this.compact.reset();
+    this.count = 0;
+    return w.pos + TAIL.length;
   }
 
-  /** `,"cur":<cur>,"seatbid":[{"bid":[` as text and bytes, made once per currency (a few: the rate table's). */
-  private readonly middles = new Map<string, { readonly text: string; readonly bytes: Buffer }>();
+  /** Bids in the response since `begin`. */
+  get bids(): number {
+    return this.count;
+  }
 
-  private middle(cur: string): { readonly text: string; readonly bytes: Buffer } {
+  /**
+   * The response since `begin`, closed: a fresh Buffer of its exact size (it outlives the request:
+   * the answer may wait for the journal's commit, and the socket holds it until written).
+   */
+  response(): Buffer {
+    const w = this.out;
+    const bytes = Buffer.allocUnsafe(w.pos + TAIL.length);
+    w.buf.copy(bytes, 0, 0, w.pos);
+    bytes.write(TAIL, w.pos, 'latin1');
+    return bytes;
+  }
+
+  /** The bids' compact records since `begin`, joined by commas (valid until the next `begin`). */
+  records(): FieldBytes {
+    return this.compact;
+  }
+
+  /** Takes back the last bid `bid` wrote (one that does not fit in the answer). */
+  drop(): void {
+    this.out.pos = this.outMark;
+    this.compact.pos = this.compactMark;
+    this.count--;
+  }
+
+  /** `,"cur":<cur>,"seatbid":[{"bid":[` as bytes, made once per currency (a few: the rate table's). */
+  private readonly middles = new Map<string, Buffer>();
+
+  private middle(cur: string): Buffer {
     let m = this.middles.get(cur);
     if (m === undefined) {
-      const text = `,"cur":${JSON.stringify(cur)},"seatbid":[{"bid":[`;
-      m = { text, bytes: Buffer.from(text, 'utf8') };
+      m = Buffer.from(`,"cur":${JSON.stringify(cur)},"seatbid":[{"bid":[`, 'utf8');
       if (this.middles.size < 64) this.middles.set(cur, m);
     }
     return m;
   }
 
   /**
-   * One bid's JSON text at `price`; `noticeParam` goes into the notice URLs (shading's, '' for none).
-   * Written as UTF-8 bytes into a reused buffer, read out once as the text.
+   * Writes one bid at `price` after those since `begin`, and its compact record; `noticeParam` goes
+   * into the notice URLs (shading's, '' for none). Returns the bytes it added to the response (its
+   * comma included).
    */
-  bid(req: BidRequest, imp: Imp, m: Match, cur: string, now: number, price: number, noticeParam: string): string {
-    if (!this.baseSafe) {
-      this.req = null;
-      return this.bidText(req, imp, m, cur, now, price, noticeParam, uuidv4());
-    }
+  bid(req: BidRequest, imp: Imp, m: Match, cur: string, now: number, price: number, noticeParam: string): number {
     const c = m.candidate;
     const ids = this.ids;
     const at = ids.next();
@@ -138,15 +151,11 @@ export class BidWriter {
       at,
     );
     const w = this.out;
-    if (req === this.req) {
-      w.byte(0x2c);
-      this.chars++;
-    } else {
-      this.req = req;
-      this.chars = 0;
-      w.reset();
-    }
     const start = w.pos;
+    this.outMark = start;
+    this.compactMark = this.compact.pos;
+    if (this.count > 0) w.byte(0x2c);
+    this.count++;
     w.raw('{"id":"');
     writeUuidText(w, pool, at);
     w.raw('","impid":');
@@ -174,17 +183,17 @@ export class BidWriter {
           w.literal(vastAdm(c, this.urls(r), uuidText(pool, at), mime));
           break;
         }
-        // The parts a bid adds (tracking URLs, the bid id) need no escaping; the campaign's may.
+        // The parts a bid adds (tracking URLs, the bid id) are escaped already; the campaign's may need it.
         const safe = cj.vastSafe;
         w.byte(0x22);
         piece(w, t.head, safe);
         writeUuidText(w, pool, at);
         piece(w, t.afterId, safe);
-        url(w, r.imp, codec, true, false);
+        url(w, r.impVast, codec, true, false);
         piece(w, t.afterImp, safe);
         piece(w, t.mimeHtml(mime), safe);
         piece(w, t.afterMime, safe);
-        url(w, r.click, codec, true, false);
+        url(w, r.clickVast, codec, true, false);
         piece(w, t.tail, safe);
         w.byte(0x22);
         break;
@@ -198,9 +207,9 @@ export class BidWriter {
         const safe = cj.bannerSafe;
         w.byte(0x22);
         piece(w, t.head, safe);
-        url(w, r.click, codec, true, true);
+        url(w, r.clickBanner, codec, true, true);
         piece(w, t.mid, safe);
-        url(w, r.imp, codec, true, true);
+        url(w, r.impBanner, codec, true, true);
         piece(w, t.tail, safe);
         w.byte(0x22);
       }
@@ -209,15 +218,15 @@ export class BidWriter {
     w.raw(',"mtype":');
     w.num(m.mtype);
     w.raw(',"nurl":"');
-    url(w, r.win, codec, false, false);
+    url(w, r.winJson, codec, false, false);
     w.raw(noticeParam);
     w.raw(WIN_QS);
     w.raw('","burl":"');
-    url(w, r.bill, codec, false, false);
+    url(w, r.billJson, codec, false, false);
     w.raw(noticeParam);
     w.raw(WIN_QS);
     w.raw('","lurl":"');
-    url(w, r.loss, codec, false, false);
+    url(w, r.lossJson, codec, false, false);
     w.raw(noticeParam);
     w.raw(LOSS_QS);
     w.byte(0x22);
@@ -238,90 +247,42 @@ export class BidWriter {
     }
     this.dsa.write(w, m, req.dsa);
     w.byte(0x7d);
-    const text = w.buf.toString('utf8', start, w.pos);
-    this.chars += text.length;
-    return text;
+    this.record(imp, m, price, pool, at);
+    return w.pos - start;
+  }
+
+  /**
+   * The bid's compact record (CompactBid): its id, imp id, price, campaign and creative, deal,
+   * mtype and value (the shading input), well-formed as every log line is.
+   */
+  private record(imp: Imp, m: Match, price: number, pool: Buffer, at: number): void {
+    const w = this.compact;
+    if (this.count > 1) w.byte(0x2c);
+    w.raw('{"id":"');
+    writeUuidText(w, pool, at);
+    w.raw('","impid":');
+    w.str(imp.id);
+    w.raw(',"price":');
+    w.num(price);
+    w.byte(0x2c);
+    w.raw(wellFormedJson(m.json.recordIds));
+    w.raw(',"dealid":');
+    if (m.dealId === null) w.raw('null');
+    else w.str(m.dealId);
+    w.raw(',"mtype":');
+    w.num(m.mtype);
+    w.raw(',"value":');
+    w.num(m.price);
+    w.byte(0x7d);
   }
 
   /** The browser tracking URLs of the codec's last payload as strings (the markups' rare paths that are written as text). */
   private urls(r: TrackingRoutes): TrackingUrls {
     const c = this.codec;
-    const q = `p=${c.text.toString('latin1', 0, c.packedChars)}&s=${c.text.toString('latin1', c.packedChars + SIG_CHARS, c.packedChars + 2 * SIG_CHARS)}`;
-    return { click: r.click + q, imp: r.imp + q, clickHtml: r.click + q.replace('&', '&amp;'), impHtml: r.imp + q.replace('&', '&amp;') };
+    const p = c.text.toString('latin1', 0, c.packedChars);
+    const s = c.text.toString('latin1', c.packedChars + SIG_CHARS, c.packedChars + 2 * SIG_CHARS);
+    return { click: `${r.click}p=${p}&s=${s}`, imp: `${r.imp}p=${p}&s=${s}`, clickHtml: `${r.clickHtml}p=${p}&amp;s=${s}`, impHtml: `${r.impHtml}p=${p}&amp;s=${s}` };
   }
-
-  /**
-   * `bid`'s text built by concatenation, with the bid id given: what a tracking base URL that needs
-   * escaping gets (test/bidding/response-json.spec.ts compares the two ways).
-   */
-  bidText(req: BidRequest, imp: Imp, m: Match, cur: string, now: number, price: number, noticeParam: string, bidId: string): string {
-    const c = m.candidate;
-    const r = imp.secure ? this.secureRoutes : this.routes;
-    const q = this.codec.encode({
-      requestId: req.id,
-      bidId,
-      impId: imp.id,
-      crid: c.id,
-      cid: c.campaignId,
-      price,
-      cur,
-      ts: now,
-      dealId: m.dealId ?? '',
-      publisher: req.publisher,
-      userKey: req.userKey,
-      test: req.test,
-      source: req.source,
-    });
-    // Browser URLs carry the browser signature, notices from the exchange's servers the other one.
-    // The payload query is base64url plus `&s=`: only `&` needs HTML escaping, and nothing JSON.
-    const qb = q.browser;
-    const qHtml = qb.replace('&', '&amp;');
-    const urls: TrackingUrls = this.baseSafe
-      ? { click: r.click + qb, imp: r.imp + qb, clickHtml: r.click + qHtml, impHtml: r.imp + qHtml }
-      : trackingUrls(r.click + qb, r.imp + qb);
-    const cj = m.json;
-    let adm: string;
-    switch (m.mtype) {
-      case MType.Native:
-        adm = nativeAdmLiteral(imp.native!, m.native ?? [], urls, this.baseSafe);
-        break;
-      case MType.Video:
-        {
-          const mime = videoMime(c.video?.mimes ?? [], imp.video?.mimes ?? []);
-          adm = quoted(cj.vast !== null ? renderVast(cj.vast, urls, bidId, mime) : vastAdm(c, urls, bidId, mime), cj.vastSafe && this.baseSafe);
-        }
-        break;
-      default:
-        adm = quoted(cj.banner !== null ? renderBanner(cj.banner, urls) : bannerAdm(c, urls), cj.bannerSafe && this.baseSafe);
-    }
-    let bid =
-      `{"id":"${bidId}","impid":${JSON.stringify(imp.id)},"price":${JSON.stringify(price)},` +
-      `"adm":${adm}${cj.fields},"mtype":${m.mtype},` +
-      `"nurl":${quoted(r.win + q.s2s + noticeParam + WIN_QS, this.baseSafe)},` +
-      `"burl":${quoted(r.bill + q.s2s + noticeParam + WIN_QS, this.baseSafe)},` +
-      `"lurl":${quoted(r.loss + q.s2s + noticeParam + LOSS_QS, this.baseSafe)}`;
-    if (m.size !== null) bid += `,"w":${m.size.w},"h":${m.size.h}`;
-    else if (m.mtype === MType.Video && c.video !== null) bid += `,"w":${c.video.w},"h":${c.video.h}`;
-    if (m.dealId !== null) bid += `,"dealid":${JSON.stringify(m.dealId)}`;
-    return `${bid}${this.dsa.fragment(m, req.dsa)}}`;
-  }
-}
-
-/** The body `envelope` wrote bytes for last, and those bytes. */
-let lastBody: string | null = null;
-let lastBodyBytes: Buffer | null = null;
-
-/**
- * The UTF-8 bytes of a bid response's text (`BidAnswer.body`): those `envelope` wrote when `body` is
- * the text it returned last (the one-bid case), else the text encoded. A fresh Buffer either way
- * (it outlives the request: the answer may wait for the journal's commit).
- */
-export function responseBytes(body: string): Buffer {
-  const bytes = lastBodyBytes;
-  const same = body === lastBody && bytes !== null;
-  lastBody = null;
-  lastBodyBytes = null;
-  return same ? bytes : Buffer.from(body, 'utf8');
 }
 
 /** A piece of a string literal written in pieces: as it is when known `safe`, else escaped. */
@@ -332,7 +293,8 @@ function piece(w: ByteWriter, s: string, safe: boolean): void {
 
 /**
  * A tracking URL of the codec's last payload, `<route>p=<payload>&s=<signature>` (`&amp;` in HTML),
- * with the browser signature or the server-to-server one; no part needs JSON escaping.
+ * with the browser signature or the server-to-server one; `route` is in the form of where it goes
+ * (TrackingRoutes), the payload and signature are base64url: nothing here needs escaping.
  */
 function url(w: ByteWriter, route: string, codec: PayloadCodec, browser: boolean, html: boolean): void {
   const n = codec.packedChars;
@@ -391,22 +353,56 @@ function uuidText(bytes: Uint8Array, at: number): string {
   return w.text();
 }
 
-/** The tracking routes of one base URL, up to their query: `<base>/t/<event>?`. */
+/**
+ * The tracking routes of one base URL, up to their query (`<base>/t/<event>?`), in each form a bid
+ * writes them: as text (the markups' rare text paths), and escaped for where they go in the
+ * response's JSON, made once here (a base URL needs none of it in practice, but may).
+ */
 interface TrackingRoutes {
   readonly click: string;
   readonly imp: string;
-  readonly win: string;
-  readonly bill: string;
-  readonly loss: string;
+  /** HTML-escaped (attribute values). */
+  readonly clickHtml: string;
+  readonly impHtml: string;
+  /** Inside a JSON string: the notice URLs. */
+  readonly winJson: string;
+  readonly billJson: string;
+  readonly lossJson: string;
+  /** HTML-escaped inside a JSON string: the banner markup's. */
+  readonly clickBanner: string;
+  readonly impBanner: string;
+  /** In a CDATA section inside a JSON string: the VAST markup's. */
+  readonly clickVast: string;
+  readonly impVast: string;
+  /** A JSON string's inside, itself inside a JSON string: the native markup's (a JSON text in `adm`). */
+  readonly clickNative: string;
+  readonly impNative: string;
 }
 
 function trackingRoutes(base: string): TrackingRoutes {
-  return { click: `${base}/t/click?`, imp: `${base}/t/imp?`, win: `${base}/t/win?`, bill: `${base}/t/bill?`, loss: `${base}/t/loss?` };
+  const route = (event: string): string => `${base}/t/${event}?`;
+  const click = route('click');
+  const imp = route('imp');
+  return {
+    click,
+    imp,
+    clickHtml: escapeHtml(click),
+    impHtml: escapeHtml(imp),
+    winJson: jsonInner(route('win')),
+    billJson: jsonInner(route('bill')),
+    lossJson: jsonInner(route('loss')),
+    clickBanner: jsonInner(escapeHtml(click)),
+    impBanner: jsonInner(escapeHtml(imp)),
+    clickVast: jsonInner(cdataBody(click)),
+    impVast: jsonInner(cdataBody(imp)),
+    clickNative: jsonInner(jsonInner(click)),
+    impNative: jsonInner(jsonInner(imp)),
+  };
 }
 
-/** A JSON string literal; `safe` says `s` is known to need no escaping. */
-function quoted(s: string, safe: boolean): string {
-  return safe ? `"${s}"` : JSON.stringify(s);
+/** `s` as the inside of a JSON string literal (JSON.stringify's escapes, without the quotes). */
+function jsonInner(s: string): string {
+  return JSON.stringify(s).slice(1, -1);
 }
 
 /** The first of the candidate's mimes the imp accepts (any, when the imp lists none). */
@@ -452,7 +448,7 @@ export class DsaWriter {
     this.tails = tails;
   }
 
-  /** `fragment` written into `w`. */
+  /** `,"ext":{"dsa":{…}}` for this bid, written into `w`; nothing when it carries no DSA information. */
   write(w: ByteWriter, m: Match, dsa: DsaRequest | null): void {
     const t = this.tail(m, dsa);
     if (t === null) return;
@@ -467,15 +463,6 @@ export class DsaWriter {
     const adrender = bidAdrender(c.dsa?.adrender ?? -1, dsa.pubrender);
     if (adrender < 0) return null;
     return this.tails[adrender * 4 + (dsa.datatopub === 0 ? 0 : 2) + (c.personalized === true ? 1 : 0)];
-  }
-
-  /** `,"ext":{"dsa":{…}}` for this bid, or '' when it carries no DSA information. */
-  fragment(m: Match, dsa: DsaRequest | null): string {
-    if (dsa === null || dsa.required < 1 || m.json.dsaHead === '') return '';
-    const c = m.candidate;
-    const adrender = bidAdrender(c.dsa?.adrender ?? -1, dsa.pubrender);
-    if (adrender < 0) return '';
-    return m.json.dsaHead + this.tails[adrender * 4 + (dsa.datatopub === 0 ? 0 : 2) + (c.personalized === true ? 1 : 0)];
   }
 }
 
@@ -548,7 +535,7 @@ function writeNative(n: NativeImp, fills: readonly NativeFill[], urls: TrackingU
 
 /**
  * `writeNative` in its escaped form (ESCAPED_KEYS), written into `w`: the fills are known safe
- * (fillsSafe), the tracking URLs (`route` + `p=<packed>&s=<sig>`) need no escaping.
+ * (fillsSafe), the tracking URLs are the routes' escaped form (TrackingRoutes) and the payload.
  */
 function writeNativeEscaped(w: ByteWriter, n: NativeImp, fills: readonly NativeFill[], r: TrackingRoutes, codec: PayloadCodec): void {
   const k = ESCAPED_KEYS;
@@ -586,13 +573,13 @@ function writeNativeEscaped(w: ByteWriter, n: NativeImp, fills: readonly NativeF
   }
   w.raw(k.link);
   w.raw(k.q);
-  url(w, r.click, codec, true, false);
+  url(w, r.clickNative, codec, true, false);
   w.raw(k.q);
   w.byte(0x7d);
   if (v.tracker !== null) {
     w.raw(v.tracker === 'eventtracker' ? k.eventtracker : k.imptrackers);
     w.raw(k.q);
-    url(w, r.imp, codec, true, false);
+    url(w, r.impNative, codec, true, false);
     w.raw(k.q);
     w.raw(v.tracker === 'eventtracker' ? '}]' : ']');
   }

@@ -8,16 +8,15 @@
 import { hash } from 'node:crypto';
 import type { BidRequest } from '../openrtb/types';
 import { ByteWriter, type FieldBytes } from './json-bytes';
-import { wellFormedJson } from './well-formed';
 import type { CandidateIndex } from '../targeting/campaign-store';
 
 /**
  * A reused byte buffer the compact fields are written into, then copied into the log line (or read
  * out as one string, `text`): no string is made per field or per record (the bid benchmark's heap row).
  */
-class FieldWriter extends ByteWriter implements FieldBytes {
-  constructor() {
-    super(16 * 1024);
+export class FieldWriter extends ByteWriter implements FieldBytes {
+  constructor(size = 16 * 1024) {
+    super(size);
   }
 
   /** The bytes written since `reset` (FieldBytes). */
@@ -151,19 +150,20 @@ export function requestFieldBytes(req: BidRequest, raw: Uint8Array, bodyKept: bo
 }
 
 /**
- * A bid's compact response fields, `,"cur":…,"mv":…,"bids":…` (CompactResponse): `bids` is the
- * auction's JSON array text of the compact bids. As UTF-8 bytes (well-formed) in a buffer reused by
- * the next call.
+ * A bid's compact response fields, `,"cur":…,"mv":…,"bids":[…]` (CompactResponse): `bids` holds the
+ * compact bids joined by commas, well-formed (src/bidding/response-json.ts writes them). As UTF-8
+ * bytes in a buffer reused by the next call.
  */
-export function responseFieldBytes(cur: string, markupVersion: string, bids: string): FieldBytes {
+export function responseFieldBytes(cur: string, markupVersion: string, bids: FieldBytes): FieldBytes {
   const w = responseOut;
   w.reset();
   w.raw(',"cur":');
   w.str(cur);
   w.raw(',"mv":');
   w.str(markupVersion);
-  w.raw(',"bids":');
-  w.raw(wellFormedJson(bids));
+  w.raw(',"bids":[');
+  w.bytes(bids.buf, 0, bids.length);
+  w.byte(0x5d);
   return w;
 }
 

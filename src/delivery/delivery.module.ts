@@ -10,6 +10,7 @@ import { CapsService } from './caps.service';
 import { Clock } from './clock';
 import { PacingGate } from './pacing.gate';
 import { Random } from './random';
+import { RedisShadingRepository, ShadingRepository } from './shading.repository';
 import { ShadingService } from './shading.service';
 import { RedisSpendRepository, SpendRepository } from './spend.repository';
 import { SpendService } from './spend.service';
@@ -104,8 +105,8 @@ class DeliveryMetrics implements OnModuleInit, OnApplicationBootstrap {
 
 /**
  * Delivery: budgets (spend and leases), frequency caps and the pacing gate the auction asks last.
- * Shared truth in Redis, behind one repository per store (SpendRepository, CapsRepository; shading's
- * sync uses DeliveryRedis), local state on the bid path.
+ * Shared truth in Redis, behind one repository per store (SpendRepository, CapsRepository,
+ * ShadingRepository), local state on the bid path.
  */
 @Module({
   imports: [RedisModule, TargetingModule],
@@ -115,6 +116,7 @@ class DeliveryMetrics implements OnModuleInit, OnApplicationBootstrap {
     DeliveryRedis,
     { provide: SpendRepository, useClass: RedisSpendRepository },
     { provide: CapsRepository, useClass: RedisCapsRepository },
+    { provide: ShadingRepository, useClass: RedisShadingRepository },
     SpendService,
     CapsService,
     PacingGate,

@@ -14,14 +14,12 @@ import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplica
 import { CONFIG, type Config } from '../config/config';
 import type { Rates } from '../currency/rates';
 import type { BidRequest, Imp } from '../openrtb/types';
-import { RedisService } from '../redis/redis.service';
-import { DeliveryRedis } from './delivery-redis';
 import { CampaignStore } from '../targeting/campaign-store';
 import type { Candidate, Match } from '../targeting/types';
 import type { NoticedBid } from './noticed-bid';
-import { WORKERS_KEY } from './keys';
 import { Random } from './random';
 import { Clock } from './clock';
+import { ShadingRepository } from './shading.repository';
 import { bestBid, binOf, ContributionCap, Counts, DEFAULT_SHADING, gridBelow, gridOfBid, impossibleNotice, logNormalBins, Segment, SourceLimiter, updateSegment, type ShadingSettings } from './shading';
 
 /** Most segments kept (every level); beyond, a bid or notice uses the finest level that exists. */
@@ -29,7 +27,6 @@ const MAX_SEGMENTS = 20_000;
 /** Ad sizes given a small integer for the segment index. */
 const MAX_SIZE_IDS = 40_000;
 const POOL = '*';
-const SHARE_KEY = (member: string): string => `bidder:shade:v2:${member}`;
 /** OpenRTB loss reasons that say the price lost: 102 lost to a higher bid, 103 lost to a deal. */
 const PRICE_LOSS = new Set([102, 103]);
 /** Largest share of a shared level (what other publishers', or other exchanges', segments fall back to) one publisher, or one exchange, may hold. */
@@ -134,7 +131,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   private readonly sizeIds = new Map<string, number>();
   private readonly candidateSizes = new WeakMap<Candidate, number>();
   private readonly pool: Segment;
-  private readonly basePrior: Float64Array;
+  private readonly basePrior: Float32Array;
   /** Segments to update at the next tick, by level (coarse first: each is its children's prior). */
   private readonly dirty: Array<Set<Segment>> = [new Set(), new Set(), new Set(), new Set(), new Set()];
   /** Segments to update without a notice of their own (their bids teach, or the other workers' counts changed), at most MAX_BID_UPDATES a tick. */
@@ -179,8 +176,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
 
   constructor(
     @Inject(CONFIG) private readonly config: Config,
-    private readonly redis: RedisService,
-    private readonly db: DeliveryRedis,
+    private readonly repo: ShadingRepository,
     private readonly store: CampaignStore,
     private readonly random: Random,
     private readonly clock: Clock,
@@ -442,25 +438,22 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /**
-   * Sharing, off the bid path. Writes: the segments that learned something since the last sync (a
-   * delta: HSET of those fields only) into this worker's hash `bidder:shade:<worker>` (field: the
-   * segment's key; value: the time and the compact counts), at most MAX_SHARED_BYTES per exchange
-   * (segments past it are not shared, counted), everything again every FULL_EVERY syncs (a hash
-   * lost with Redis comes back). Reads: the other live workers' hashes by HSCAN, SCAN_COUNT fields
-   * at a time, decoding each batch in its own turn of the event loop (`stats.syncSliceMaxMs`: the
+   * Sharing, off the bid path, through the ShadingRepository. Writes: the segments that learned
+   * something since the last sync (a delta: those fields only) into this worker's shared state
+   * (field: the segment's key; value: the time and the compact counts), at most MAX_SHARED_BYTES per
+   * exchange (segments past it are not shared, counted), everything again every FULL_EVERY syncs (a
+   * state lost with Redis comes back). Reads: the other live workers' states in pages of about
+   * SCAN_COUNT fields, decoding each batch in its own turn of the event loop (`stats.syncSliceMaxMs`: the
    * longest), decayed from their time to now.
    */
   async sync(): Promise<void> {
-    if (!this.enabled || this.syncing || !this.redis.isReady()) return;
+    if (!this.enabled || this.syncing || !this.repo.isReady()) return;
     this.syncing = true;
     try {
-      const c = this.db.client;
-      const key = SHARE_KEY(this.member);
       const now = this.clock.now();
       const full = this.stats.syncs % FULL_EVERY === 0;
       const all: Array<[string, Segment]> = [[POOL, this.pool], ...this.segments];
       const changed: Record<string, string> = {};
-      let fields = 0;
       for (let i = 0; i < all.length; i += SLICE) {
         const t0 = cpuNow();
         for (const [k, seg] of all.slice(i, i + SLICE)) {
@@ -477,14 +470,12 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
           this.sharedBytes.set(source, used - seg.sharedBytes + bytes);
           seg.sharedBytes = bytes;
           changed[k] = text;
-          fields++;
         }
         this.slice(t0);
         await yieldTurn();
       }
-      if (fields > 0) await c.hset(key, changed);
-      await c.pexpire(key, 3 * this.config.shadingSyncMs + 60_000);
-      const members = (await c.zrange(WORKERS_KEY, 0, -1)).filter((m) => m !== this.member);
+      await this.repo.publish(this.member, changed, 3 * this.config.shadingSyncMs + 60_000);
+      const members = await this.repo.others(this.member);
       // Each segment's other workers' counts are summed in place, into a second buffer kept from sync to sync (no garbage per sync).
       const mark = ++this.syncMark;
       const touched: Segment[] = [];
@@ -501,7 +492,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       for (const m of members) {
         let cursor = '0';
         do {
-          const [next, flat] = await c.hscan(SHARE_KEY(m), cursor, 'COUNT', SCAN_COUNT);
+          const [next, flat] = await this.repo.scan(m, cursor, SCAN_COUNT);
           cursor = next;
           const t0 = cpuNow();
           for (let i = 0; i + 1 < flat.length; i += 2) {
@@ -571,7 +562,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /** The estimate a segment bids from (tests, the simulator's report). */
-  cdfOf(key: string): Float64Array {
+  cdfOf(key: string): Float32Array {
     const s = this.segments.get(key) ?? (parentKey(key) !== null ? this.segment(key) : null);
     if (s === null) return this.pool.cdf;
     // Made now, or waiting for the next tick: estimated at once, coarse levels first.

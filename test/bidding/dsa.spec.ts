@@ -9,6 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DsaWriter } from '../../src/bidding/response-json';
+import { ByteWriter } from '../../src/bidlog/json-bytes';
 import type { DsaRequest } from '../../src/openrtb/types';
 import { CandidateJson } from '../../src/targeting/candidate-json';
 import type { Candidate, Match } from '../../src/targeting/types';
@@ -22,6 +23,12 @@ function match(c: Partial<Candidate>): Match {
 function dsa(required: number, pubrender: number, datatopub = 2): DsaRequest {
   return { required, pubrender, datatopub, transparency: [] };
 }
+/** What `w` writes for a bid, as text ('' for nothing). */
+function fragmentOf(w: DsaWriter, m: Match, d: DsaRequest | null): string {
+  const out = new ByteWriter(64);
+  w.write(out, m, d);
+  return out.text();
+}
 
 describe('DsaWriter: the ext.dsa fragment', () => {
   const w = new DsaWriter('dsp.example');
@@ -29,7 +36,7 @@ describe('DsaWriter: the ext.dsa fragment', () => {
 
   it('carries behalf, paid, adrender and our transparency entry with basic targeting (2)', () => {
     const m = match({ dsa: { behalf: 'Brand "B" ✓', paid: 'Agency\\Paid', adrender: 1 } });
-    assert.deepEqual(parse(w.fragment(m, dsa(2, 1))), {
+    assert.deepEqual(parse(fragmentOf(w, m, dsa(2, 1))), {
       behalf: 'Brand "B" ✓',
       paid: 'Agency\\Paid',
       transparency: [{ domain: 'dsp.example', dsaparams: [2] }],
@@ -38,30 +45,30 @@ describe('DsaWriter: the ext.dsa fragment', () => {
   });
   it('adds profiling (1) for a personalized campaign', () => {
     const m = match({ personalized: true, dsa: { behalf: 'B', paid: 'P', adrender: 0 } });
-    assert.deepEqual((parse(w.fragment(m, dsa(3, 1))) as { transparency: unknown }).transparency, [{ domain: 'dsp.example', dsaparams: [1, 2] }]);
+    assert.deepEqual((parse(fragmentOf(w, m, dsa(3, 1))) as { transparency: unknown }).transparency, [{ domain: 'dsp.example', dsaparams: [1, 2] }]);
   });
   it('leaves transparency out for datatopub 0, and without a domain', () => {
     const m = match({ dsa: { behalf: 'B', paid: 'P', adrender: 0 } });
-    assert.deepEqual(parse(w.fragment(m, dsa(2, 1, 0))), { behalf: 'B', paid: 'P', adrender: 0 });
-    assert.deepEqual(parse(new DsaWriter('').fragment(m, dsa(2, 1, 2))), { behalf: 'B', paid: 'P', adrender: 0 });
+    assert.deepEqual(parse(fragmentOf(w, m, dsa(2, 1, 0))), { behalf: 'B', paid: 'P', adrender: 0 });
+    assert.deepEqual(parse(fragmentOf(new DsaWriter(''), m, dsa(2, 1, 2))), { behalf: 'B', paid: 'P', adrender: 0 });
   });
   it('states the adrender pubrender asks for', () => {
     const can = match({ dsa: { behalf: 'B', paid: 'P', adrender: 1 } });
     const cannot = match({ dsa: { behalf: 'B', paid: 'P', adrender: 0 } });
-    const adrender = (m: Match, pub: number): unknown => (parse(w.fragment(m, dsa(1, pub))) as { adrender?: number } | undefined)?.adrender;
+    const adrender = (m: Match, pub: number): unknown => (parse(fragmentOf(w, m, dsa(1, pub))) as { adrender?: number } | undefined)?.adrender;
     assert.equal(adrender(can, 0), 1);
     assert.equal(adrender(can, 1), 1);
     assert.equal(adrender(can, 2), 0);
     assert.equal(adrender(cannot, 1), 0);
     assert.equal(adrender(cannot, 2), 0);
     // Supported but not required, and the publisher cannot render either: the bid goes without ext.dsa.
-    assert.equal(w.fragment(cannot, dsa(1, 0)), '');
+    assert.equal(fragmentOf(w, cannot, dsa(1, 0)), '');
   });
   it('nothing without a request for DSA information, or without campaign information', () => {
     const m = match({ dsa: { behalf: 'B', paid: 'P', adrender: 1 } });
-    assert.equal(w.fragment(m, null), '');
-    assert.equal(w.fragment(m, dsa(0, 1)), '');
-    assert.equal(w.fragment(match({ dsa: null }), dsa(1, 1)), '');
+    assert.equal(fragmentOf(w, m, null), '');
+    assert.equal(fragmentOf(w, m, dsa(0, 1)), '');
+    assert.equal(fragmentOf(w, match({ dsa: null }), dsa(1, 1)), '');
   });
 });
 

@@ -8,12 +8,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { EVENT_IMPRESSION, METHOD_IMG, nativeVersion, trackingUrls, type TrackingUrls } from '../../src/bidding/markup';
+import { trackingUrls } from '../../src/bidding/markup';
 import { isJsonSafe, nativeAdm, nativeAdmLiteral } from '../../src/bidding/response-json';
 import { NativeAssetKind, type NativeImp } from '../../src/openrtb/types';
 import type { NativeFill } from '../../src/targeting/types';
 import { startTestApp, type TestApp } from '../support/app';
 import { postBid } from '../support/bid';
+import { referenceNativeAdm } from '../support/reference-bid';
 
 describe('isJsonSafe', () => {
   const cases: Array<[string, boolean]> = [
@@ -62,21 +63,6 @@ describe('nativeAdmLiteral: the native markup written in its escaped form', () =
     { assetId: 5, kind: NativeAssetKind.Data, text: text(safe), img: null },
   ];
 
-  /** The native markup built independently of the writer: an object, serialized by JSON.stringify. */
-  function reference(n: NativeImp, fills: readonly NativeFill[], urls: TrackingUrls): string {
-    const assets: object[] = [];
-    for (const f of fills) {
-      if (f.kind === NativeAssetKind.Title) assets.push({ id: f.assetId, title: { text: f.text } });
-      else if (f.kind === NativeAssetKind.Img && f.img !== null) assets.push({ id: f.assetId, img: { url: f.img.url, w: f.img.w, h: f.img.h } });
-      else if (f.kind === NativeAssetKind.Data) assets.push({ id: f.assetId, data: { value: f.text } });
-    }
-    const v = nativeVersion(n);
-    const body: Record<string, unknown> = { ver: v.ver, assets, link: { url: urls.click } };
-    if (v.tracker === 'eventtracker') body.eventtrackers = [{ event: EVENT_IMPRESSION, method: METHOD_IMG, url: urls.imp }];
-    else if (v.tracker === 'imptrackers') body.imptrackers = [urls.imp];
-    return JSON.stringify(v.legacy ? { native: body } : body);
-  }
-
   it('both forms equal an object serialized by JSON.stringify, for every version, tracker choice and kind of string', () => {
     let direct = 0;
     for (let round = 0; round < 400; round++) {
@@ -86,7 +72,7 @@ describe('nativeAdmLiteral: the native markup written in its escaped form', () =
       for (const imp of imps) {
         for (const [urls, urlsSafe] of [[safeUrls, true], [safeUrls, false], [quotedUrls, false]] as const) {
           for (const f of [fills, some, []]) {
-            const plain = reference(imp, f, urls);
+            const plain = referenceNativeAdm(imp, f, urls);
             assert.equal(nativeAdm(imp, f, urls), plain);
             assert.equal(nativeAdmLiteral(imp, f, urls, urlsSafe), JSON.stringify(plain), `${imp.ver} ${JSON.stringify(imp.eventtrackers)} ${JSON.stringify(f)}`);
             if (urlsSafe && f.every((x) => isJsonSafe(x.text) && (x.img === null || isJsonSafe(x.img.url)))) direct++;

@@ -10,14 +10,13 @@ import { describe, it } from 'node:test';
 import type { Config } from '../../src/config/config';
 import type { Rates } from '../../src/currency/rates';
 import { Clock } from '../../src/delivery/clock';
-import type { DeliveryRedis } from '../../src/delivery/delivery-redis';
 import type { NoticedBid } from '../../src/delivery/noticed-bid';
 import { Random } from '../../src/delivery/random';
 import { ShadingService } from '../../src/delivery/shading.service';
 import type { BidRequest, Imp } from '../../src/openrtb/types';
-import type { RedisService } from '../../src/redis/redis.service';
 import type { CampaignStore } from '../../src/targeting/campaign-store';
 import type { Candidate, Match } from '../../src/targeting/types';
+import { MemoryShadingRepository } from '../support/fake-stores';
 
 const NOW = Date.UTC(2026, 10, 28, 9, 30);
 const banner = { id: 'cr-banner', campaignId: 'c1', price: 2, banner: { w: 300, h: 250 }, video: null } as unknown as Candidate;
@@ -29,7 +28,7 @@ function service(env: Record<string, unknown> = {}): { s: ShadingService; clock:
   random.next = () => 0.5;
   const clock = new Clock();
   clock.now = () => NOW;
-  return { s: new ShadingService(config, null as unknown as RedisService, null as unknown as DeliveryRedis, store, random, clock), clock };
+  return { s: new ShadingService(config, new MemoryShadingRepository(), store, random, clock), clock };
 }
 
 const rates = { convert: (v: number) => v } as unknown as Rates;

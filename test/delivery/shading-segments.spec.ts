@@ -11,14 +11,13 @@ import { describe, it } from 'node:test';
 import type { Config } from '../../src/config/config';
 import type { Rates } from '../../src/currency/rates';
 import { Clock } from '../../src/delivery/clock';
-import type { DeliveryRedis } from '../../src/delivery/delivery-redis';
 import type { NoticedBid } from '../../src/delivery/noticed-bid';
 import { Random } from '../../src/delivery/random';
 import { floorBucket, MIN_WEIGHT, segmentKey, ShadingService } from '../../src/delivery/shading.service';
 import type { BidRequest, Imp } from '../../src/openrtb/types';
-import type { RedisService } from '../../src/redis/redis.service';
 import type { CampaignStore } from '../../src/targeting/campaign-store';
 import type { Candidate, Match } from '../../src/targeting/types';
+import { MemoryShadingRepository } from '../support/fake-stores';
 
 const NOW = Date.UTC(2026, 10, 28, 9, 30);
 
@@ -31,7 +30,7 @@ function service(): ShadingService {
   const store = { current: () => ({ get: (crid: string) => byId.get(crid) }) } as unknown as CampaignStore;
   const random = new Random();
   random.next = () => 0.5;
-  return new ShadingService(config, null as unknown as RedisService, null as unknown as DeliveryRedis, store, random, new Clock());
+  return new ShadingService(config, new MemoryShadingRepository(), store, random, new Clock());
 }
 
 const rates = { convert: (v: number) => v } as unknown as Rates;
@@ -43,8 +42,8 @@ const noticed = (publisher: string, crid: string, i: number): NoticedBid => ({ b
 
 interface SegmentState {
   weight: number;
-  readonly own: { readonly exact: Float64Array };
-  readonly cdf: Float64Array;
+  readonly own: { readonly exact: Float32Array };
+  readonly cdf: Float32Array;
 }
 /** The segments ShadingService keeps by key (a private field: what the sync reads and writes). */
 const segments = (s: ShadingService): Map<string, SegmentState> => (s as unknown as { segments: Map<string, SegmentState> }).segments;

@@ -16,6 +16,7 @@ import type { DeliveryRedis } from '../../src/delivery/delivery-redis';
 import { WORKERS_KEY } from '../../src/delivery/keys';
 import type { NoticedBid } from '../../src/delivery/noticed-bid';
 import { Random } from '../../src/delivery/random';
+import { RedisShadingRepository } from '../../src/delivery/shading.repository';
 import { floorBucket, MAX_SHARED_BYTES, segmentKey, ShadingService } from '../../src/delivery/shading.service';
 import type { RedisService } from '../../src/redis/redis.service';
 import type { CampaignStore } from '../../src/targeting/campaign-store';
@@ -44,16 +45,18 @@ function worker(id: string): { s: ShadingService; client: Redis; fields: number[
   const client = new Redis(redis.url);
   clients.push(client);
   const fields: number[] = [];
-  const hset = client.hset.bind(client) as (key: string, values: Record<string, string>) => Promise<number>;
-  (client as unknown as { hset: typeof hset }).hset = (key, values) => {
-    fields.push(Object.keys(values).length);
-    return hset(key, values);
+  // The Redis repository, counting the fields each sync writes.
+  const repo = new RedisShadingRepository({ isReady: () => true } as unknown as RedisService, { client } as unknown as DeliveryRedis);
+  const publish = repo.publish.bind(repo);
+  repo.publish = (member, values, ttlMs) => {
+    if (Object.keys(values).length > 0) fields.push(Object.keys(values).length);
+    return publish(member, values, ttlMs);
   };
   const config = { shading: true, shadingExplore: 0, hostId: 'h', workerId: id, shadingSyncMs: 10_000, shadingLearnPerS: 1_000_000, shadingHalfLifeMs: 600_000 } as unknown as Config;
   const store = { current: () => ({ get: () => banner }) } as unknown as CampaignStore;
   const clock = new Clock();
   clock.now = () => NOW;
-  const s = new ShadingService(config, { isReady: () => true } as unknown as RedisService, { client } as unknown as DeliveryRedis, store, new Random(), clock);
+  const s = new ShadingService(config, repo, store, new Random(), clock);
   return { s, client, fields };
 }
 

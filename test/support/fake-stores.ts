@@ -1,11 +1,12 @@
 /**
  * In-memory stores for unit tests of the services above them: the same contracts as the Redis
- * repositories (src/delivery/spend.repository.ts, caps.repository.ts, src/tracking/notice-markers.ts,
+ * repositories (src/delivery/spend.repository.ts, caps.repository.ts, shading.repository.ts, src/tracking/notice-markers.ts,
  * src/targeting/campaign-file.ts, src/currency/rates-source.ts),
  * kept in maps, with a switch that makes every call fail as a Redis that is away does.
  */
 import { RatesSource, RatesSourceError } from '../../src/currency/rates-source';
 import { CapsRepository, type CapNews, type CappedPair } from '../../src/delivery/caps.repository';
+import { ShadingRepository, type SharePage } from '../../src/delivery/shading.repository';
 import { SpendRepository, type TailView } from '../../src/delivery/spend.repository';
 import type { SubscriberHandlers } from '../../src/redis/subscriber';
 import { CampaignSource } from '../../src/targeting/campaign-file';
@@ -171,6 +172,51 @@ export class MemoryCapsRepository extends CapsRepository {
       this.published.push(text);
       for (const s of this.subscribers) s.message(text);
     }
+  }
+}
+
+/**
+ * What shading's workers share, in maps, shared by the services of several workers: each worker's
+ * fields (member → segment key → text) and its time to live, and the live set (`live`: the test
+ * adds the members, as the budgets' heartbeats do). A page of `scan` is `count` fields in the order
+ * they were first set, the cursor the index of the next one.
+ */
+export class MemoryShadingRepository extends ShadingRepository {
+  readonly outage = new Outage();
+  readonly states = new Map<string, Map<string, string>>();
+  readonly ttls = new Map<string, number>();
+  readonly live = new Set<string>();
+  /** Fields set by each publish, in order. */
+  readonly published: number[] = [];
+
+  isReady(): boolean {
+    return !this.outage.down;
+  }
+
+  async publish(member: string, fields: Readonly<Record<string, string>>, ttlMs: number): Promise<void> {
+    await Promise.resolve();
+    this.outage.check();
+    let state = this.states.get(member);
+    if (state === undefined) this.states.set(member, (state = new Map()));
+    const keys = Object.keys(fields);
+    for (const k of keys) state.set(k, fields[k]);
+    this.ttls.set(member, ttlMs);
+    this.published.push(keys.length);
+  }
+
+  async others(member: string): Promise<string[]> {
+    await Promise.resolve();
+    this.outage.check();
+    return [...this.live].filter((m) => m !== member);
+  }
+
+  async scan(member: string, cursor: string, count: number): Promise<SharePage> {
+    await Promise.resolve();
+    this.outage.check();
+    const entries = [...(this.states.get(member) ?? [])];
+    const from = Number(cursor);
+    const page = entries.slice(from, from + count).flat();
+    return [from + count >= entries.length ? '0' : String(from + count), page];
   }
 }
 

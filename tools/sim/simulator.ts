@@ -450,7 +450,7 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
       const answer = workers[wi].bidding.bid(Buffer.from(JSON.stringify(body)), performance.now());
       if (answer.status !== 200) continue;
       bidsByWorker[wi]++;
-      const bid = (JSON.parse(answer.body) as { seatbid: Array<{ bid: Array<{ price: number; cid: string; nurl: string; burl: string; lurl: string }> }> }).seatbid[0].bid[0];
+      const bid = (JSON.parse(answer.bytes?.toString('utf8') ?? '') as { seatbid: Array<{ bid: Array<{ price: number; cid: string; nurl: string; burl: string; lurl: string }> }> }).seatbid[0].bid[0];
       const second = Math.floor((now - startMs) / 1000);
       if (short !== undefined) (bidsBySecond[second] ??= []).push(bid.price);
       bids++;

@@ -1,0 +1,221 @@
+/**
+ * The sync's logic (ShadingService.sync) on an in-memory ShadingRepository that two workers share:
+ * what one learns the other prices from, decayed from the writer's time; deltas after the first
+ * write; the other's counts dropped once it stops sharing; segments made only when a bid or notice
+ * needs them; the shared texts in the format every worker version reads (`<ms>:<base64 of 6-byte
+ * entries: array, bin, count as a 32-bit float>`); a store that is away counted, not thrown.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Config } from '../../src/config/config';
+import type { Rates } from '../../src/currency/rates';
+import { Clock } from '../../src/delivery/clock';
+import type { NoticedBid } from '../../src/delivery/noticed-bid';
+import { Random } from '../../src/delivery/random';
+import { binOf, GRID_SIZE } from '../../src/delivery/shading';
+import { floorBucket, segmentKey, ShadingService } from '../../src/delivery/shading.service';
+import type { BidRequest, Imp } from '../../src/openrtb/types';
+import type { CampaignStore } from '../../src/targeting/campaign-store';
+import type { Candidate, Match } from '../../src/targeting/types';
+import { MemoryShadingRepository } from '../support/fake-stores';
+
+const NOW = Date.UTC(2026, 10, 28, 9, 30);
+const HALF_LIFE = 600_000;
+const banner = { id: 'cr-banner', campaignId: 'c1', price: 2, banner: { w: 300, h: 250 }, video: null } as unknown as Candidate;
+const FLOOR = 0.5;
+const SD = 2 + 16 * floorBucket(FLOOR);
+const KEY = segmentKey(0, 'pub-a', '300x250', 2, floorBucket(FLOOR));
+
+interface Worker {
+  s: ShadingService;
+  clock: { at: number };
+  member: string;
+}
+
+function worker(repo: MemoryShadingRepository, id: string): Worker {
+  const config = { shading: true, shadingExplore: 0, hostId: 'h', workerId: id, shadingSyncMs: 10_000, shadingLearnPerS: 1_000_000, shadingHalfLifeMs: HALF_LIFE } as unknown as Config;
+  const store = { current: () => ({ get: () => banner }) } as unknown as CampaignStore;
+  const at = { at: NOW };
+  const clock = new Clock();
+  clock.now = () => at.at;
+  const s = new ShadingService(config, repo, store, new Random(), clock);
+  const member = `h:${id}:${process.pid}`;
+  repo.live.add(member);
+  return { s, clock: at, member };
+}
+
+let seq = 0;
+const noticed = (w: Worker, publisher = 'pub-a'): NoticedBid => ({ bidId: `b-${seq++}`, cid: 'c1', crid: 'cr-banner', price: 1.5, cur: 'USD', ts: w.clock.at, publisher, source: 0 });
+
+/** `n` wins at 1.5 whose prices to win were told, spread over 0.6-0.9. */
+function teach(w: Worker, n: number, publisher = 'pub-a'): void {
+  for (let i = 0; i < n; i++) w.s.learn('win', noticed(w, publisher), 1.5, 0.6 + (0.3 * i) / n, SD, null);
+  w.s.tick();
+}
+
+const rates = { convert: (v: number) => v } as unknown as Rates;
+const match = { dealId: null, price: 2, candidate: banner } as unknown as Match;
+const price = (w: Worker, publisher = 'pub-a'): number =>
+  w.s.price({ at: 1, publisher, deviceType: 2, source: 0 } as unknown as BidRequest, { bidfloor: FLOOR, bidfloorcur: 'USD' } as unknown as Imp, match, 'USD', rates, w.clock.at);
+
+/** Internals read by the tests: the segments made, and a segment's weight of observations. */
+const segments = (w: Worker): Map<string, { weight: number; others: unknown }> => (w.s as unknown as { segments: Map<string, { weight: number; others: unknown }> }).segments;
+
+const maxDiff = (x: ArrayLike<number>, y: ArrayLike<number>): number => {
+  let d = 0;
+  for (let k = 0; k < x.length; k++) d = Math.max(d, Math.abs(x[k] - y[k]));
+  return d;
+};
+
+/** The 6-byte entries of a shared text: [array, bin, count]. */
+function decode(text: string): { at: number; entries: Array<[number, number, number]> } {
+  const colon = text.indexOf(':');
+  const buf = Buffer.from(text.slice(colon + 1), 'base64');
+  const entries: Array<[number, number, number]> = [];
+  for (let o = 0; o + 6 <= buf.length; o += 6) entries.push([buf[o], buf[o + 1], buf.readFloatLE(o + 2)]);
+  return { at: Number(text.slice(0, colon)), entries };
+}
+
+describe('shading sync through its repository (in memory, two workers)', () => {
+  it('what one worker learns, the other prices from, and the shared text is the wire format', async () => {
+    const repo = new MemoryShadingRepository();
+    const a = worker(repo, 'a');
+    const b = worker(repo, 'b');
+    // What a worker that learned nothing bids (the prior).
+    const before = price(worker(new MemoryShadingRepository(), 'c'));
+    teach(a, 200);
+    await a.s.sync();
+    const mine = repo.states.get(a.member)!;
+    // The segment, its publisher's at the floor, the publisher, the exchange and the pool.
+    assert.deepEqual([...mine.keys()].sort(), ['*', 'p|0|pub-a', `pf|0|pub-a|${floorBucket(FLOOR)}`, 's|0', KEY].sort());
+    const { at, entries } = decode(mine.get(KEY)!);
+    assert.equal(at, NOW);
+    // 200 prices to win (array 2: exact), each in its bin, and 200 answered bids at 1.5's grid price (array 1).
+    const exact = entries.filter(([array]) => array === 2);
+    assert.ok(exact.every(([, bin]) => bin >= binOf(0.6) && bin <= binOf(0.9)), JSON.stringify(exact));
+    assert.ok(Math.abs(exact.reduce((n, [, , v]) => n + v, 0) - 200) < 1e-3);
+    assert.deepEqual(entries.filter(([array]) => array === 1).map(([, , v]) => v), [200]);
+    assert.equal(repo.ttls.get(a.member), 3 * 10_000 + 60_000);
+
+    // b made no segment while reading; the segment is made when first needed, with a's counts.
+    await b.s.sync();
+    assert.equal(segments(b).size, 0);
+    assert.ok(maxDiff(b.s.cdfOf(KEY), a.s.cdfOf(KEY)) < 1e-6, 'b estimates what a estimates');
+    assert.ok(segments(b).get(KEY)!.others !== null);
+    assert.ok(Math.abs(segments(b).get(KEY)!.weight - segments(a).get(KEY)!.weight) < 1e-3);
+    // And bids what a bids, not what the prior says.
+    assert.equal(price(b).toFixed(6), price(a).toFixed(6));
+    assert.notEqual(price(b).toFixed(6), before.toFixed(6));
+  });
+
+  it('counts are decayed from the writer\'s time; a worker that stops sharing is forgotten at the next sync', async () => {
+    const repo = new MemoryShadingRepository();
+    const a = worker(repo, 'a');
+    const b = worker(repo, 'b');
+    teach(a, 100);
+    await a.s.sync();
+    // b reads a half-life after a wrote; its first bid on the segment makes it.
+    b.clock.at = NOW + HALF_LIFE;
+    await b.s.sync();
+    assert.equal(segments(b).size, 0);
+    price(b);
+    b.s.tick();
+    const weight = segments(b).get(KEY)!.weight;
+    // Half of a's, and b's own bid, unanswered (from an exchange that has sent no loss notice: a loss).
+    assert.ok(Math.abs(weight - (segments(a).get(KEY)!.weight / 2 + 1)) < 1e-3, `b's weight ${weight}`);
+
+    repo.live.delete(a.member);
+    await b.s.sync();
+    b.s.tick();
+    assert.equal(segments(b).get(KEY)!.others, null);
+    // What is left is b's own bid, unanswered (an exchange that has sent no loss notice: a loss).
+    assert.ok(segments(b).get(KEY)!.weight <= 1, `weight ${segments(b).get(KEY)!.weight}`);
+  });
+
+  it('after the first write, a sync writes only the segments that learned since', async () => {
+    const repo = new MemoryShadingRepository();
+    const a = worker(repo, 'a');
+    for (let p = 0; p < 20; p++) teach(a, 30, `pub-${p}`);
+    await a.s.sync();
+    // 20 publishers × 3 levels, the exchange and the pool.
+    assert.deepEqual(repo.published, [62]);
+    await a.s.sync();
+    assert.deepEqual(repo.published, [62, 0]);
+    teach(a, 5, 'pub-7');
+    await a.s.sync();
+    // The segment and its parents up to the exchange (the pool has long stopped learning from the only exchange).
+    assert.deepEqual(repo.published, [62, 0, 4]);
+  });
+
+  it('reads the format an older worker writes: one entry per count, any order, unknown arrays and bins skipped', async () => {
+    const repo = new MemoryShadingRepository();
+    const b = worker(repo, 'b');
+    const old = 'h:old:1';
+    repo.live.add(old);
+    // 50 prices to win in the bin of 0.7, 50 answered bids at 1.5, then an array (9) and a bin (200) no version has.
+    const buf = Buffer.alloc(24);
+    const put = (o: number, array: number, bin: number, v: number): void => {
+      buf[o] = array;
+      buf[o + 1] = bin;
+      buf.writeFloatLE(v, o + 2);
+    };
+    put(0, 2, binOf(0.7), 50);
+    put(6, 1, binOf(1.5) - 1, 50);
+    put(12, 9, 3, 1000);
+    put(18, 2, 200, 1000);
+    const text = `${NOW}:${buf.toString('base64')}`;
+    await repo.publish(old, { [KEY]: text, 's|0': text, '*': text }, 60_000);
+    await b.s.sync();
+    // Made now, from what the sync read.
+    const cdf = b.s.cdfOf(KEY);
+    const seg = segments(b).get(KEY)!;
+    assert.ok(Math.abs(seg.weight - 50) < 1e-9, `weight ${seg.weight}`);
+    const k = binOf(0.7);
+    assert.ok(cdf[k] - (k > 0 ? cdf[k - 1] : 0) > 0.5, 'the bin of 0.7 holds most of the estimate');
+    assert.equal(cdf.length, GRID_SIZE);
+  });
+
+  it('a store that is away: the sync counts an error, and the next one after it is back shares', async () => {
+    const repo = new MemoryShadingRepository();
+    const a = worker(repo, 'a');
+    const b = worker(repo, 'b');
+    teach(a, 100);
+    repo.outage.down = true;
+    await a.s.sync();
+    repo.outage.down = false;
+    const isReady = repo.isReady.bind(repo);
+    // Ready, but failing on the first call (a store that went away during the sync).
+    repo.isReady = () => true;
+    repo.outage.down = true;
+    await a.s.sync();
+    assert.equal(a.s.stats.syncErrors, 1);
+    repo.isReady = isReady;
+    repo.outage.down = false;
+    await a.s.sync();
+    price(b);
+    await b.s.sync();
+    b.s.tick();
+    assert.ok(segments(b).get(KEY)!.weight > 50);
+  });
+});
+
+describe('shading memory per segment', () => {
+  it('a segment\'s counts and estimate hold under 4 KB of typed arrays, under 9 KB with the other workers\' counts', async () => {
+    const repo = new MemoryShadingRepository();
+    const a = worker(repo, 'a');
+    const b = worker(repo, 'b');
+    const before = process.memoryUsage().arrayBuffers;
+    for (let p = 0; p < 500; p++) teach(a, 2, `pub-${p}`);
+    const own = (process.memoryUsage().arrayBuffers - before) / segments(a).size;
+    await a.s.sync();
+    await b.s.sync();
+    const read = process.memoryUsage().arrayBuffers;
+    for (const k of segments(a).keys()) b.s.cdfOf(k);
+    // The second sync gives each segment its buffer for the next sync's sums.
+    await b.s.sync();
+    const shared = (process.memoryUsage().arrayBuffers - read) / segments(b).size;
+    console.log(`typed arrays per segment: ${own.toFixed(0)} B with its own counts, ${shared.toFixed(0)} B with the others' too (${segments(b).size} segments)`);
+    assert.ok(own < 4000, `${own} B`);
+    assert.ok(shared < 9000, `${shared} B`);
+  });
+});
