@@ -1,14 +1,15 @@
-import type { Config } from '../config/config';
+import { Inject, Injectable } from '@nestjs/common';
+import { CONFIG, type Config } from '../config/config';
 import { CurrencyService } from '../currency/currency.service';
 import { Clock } from '../delivery/clock';
+import { GateEffects, PacingGate } from '../delivery/pacing.gate';
 import { ShadingService } from '../delivery/shading.service';
 import { SpendService } from '../delivery/spend.service';
-import { MetricsService } from '../metrics/metrics.service';
 import { onTick, type CurrencyRates } from '../currency/rates';
 import type { BidRequest, Imp } from '../openrtb/types';
 import { Auction, CampaignStore, type Explanation } from '../targeting/campaign-store';
 import type { FieldBytes } from '../bidlog/json-bytes';
-import type { CandidateGate, Match, NoBidReason } from '../targeting/types';
+import type { Match, NoBidReason } from '../targeting/types';
 import { PayloadCodec } from '../tracking/payload';
 import { BidWriter } from './response-json';
 
@@ -44,50 +45,99 @@ export interface ImpExplained {
 export const ANSWER_SIZE = 'answer_size';
 
 /**
+ * What one auction changes, as a value: the pacing gate's checks (GateEffects: the traffic curves'
+ * counts, blocked, throttled and capped counts), the budget its bids commit, and their prices (the
+ * bid price metric). The bid path applies it (BiddingService); `/debug/explain` and the warm-up
+ * drop it, and so change nothing. One object per auction, reset per request.
+ */
+export class AuctionEffects extends GateEffects {
+  /** The prices of the bids made (the bid currency), `priceCount` of them this request's. */
+  readonly prices: number[] = [];
+  priceCount = 0;
+
+  override reset(draws: boolean, source: number): void {
+    super.reset(draws, source);
+    this.priceCount = 0;
+  }
+}
+
+/** An auction's answer and what it changes (the auction's own effects object: read it before the auction's next call). */
+export interface AuctionOutcome {
+  readonly answer: BidAnswer;
+  readonly effects: AuctionEffects;
+}
+
+/**
  * The auction of one prepared request (src/bidding/prepare.ts), imp by imp: the currency, the
  * winning candidate of each imp (src/targeting/select.ts, asking the pacing gate about it), its
  * price (first price: shaded), its bid's JSON (response-json.ts) within the answer's size budget,
- * and the budget it commits. Synchronous and free of I/O.
+ * and the budget it commits. Synchronous and free of I/O, and it changes no state of the pacing
+ * gate, spend, caps or metrics: what it would change comes back with the answer (AuctionEffects),
+ * for the caller to apply or drop. One per worker, serving the bid path (`hold`), the warm-up
+ * (`rehearse`) and `/debug/explain` (`explain`) one call after the other.
+ *
+ * A bid's commit is pending until the effects are applied; the gate's budget check takes this
+ * request's pending commits off the lease (SpendEffects), so a later imp sees an earlier imp's bid
+ * as if it were committed at once.
+ *
+ * Two things are not effects to drop, so the bid path's auction differs from the others there: the
+ * pacing draw is randomness (the bid path draws; explain and the warm-up judge an even campaign as
+ * entering the request, drawing nothing: the simulator's seeded draws stay as they were), and a
+ * first-price bid's shaded price teaches ShadingService (the warm-up bids at the value).
  */
+@Injectable()
 export class BidAuction {
   private readonly selector: Auction;
   private readonly writer: BidWriter;
   private readonly answerMaxBytes: number;
+  private readonly effects = new AuctionEffects();
 
   constructor(
-    config: Config,
+    @Inject(CONFIG) config: Config,
     private readonly store: CampaignStore,
-    private readonly metrics: MetricsService,
-    gate: CandidateGate | null,
+    gate: PacingGate,
     private readonly spend: SpendService,
     codec: PayloadCodec,
     private readonly currency: CurrencyService,
     private readonly shading: ShadingService,
     private readonly clock: Clock,
-    /**
-     * The warm-up's auction (warm-up.ts): bids are written as usual, at their value, and nothing is
-     * learnt, committed or counted (no shading, no spend, no price metric).
-     */
-    private readonly dry = false,
   ) {
-    this.selector = new Auction(gate);
+    this.selector = new Auction(gate.into(this.effects));
     this.writer = new BidWriter(config.trackingBaseUrl, config.dsaDomain, codec);
     this.answerMaxBytes = config.answerMaxBytes;
   }
 
   /**
-   * Runs the auction for every imp; at most one bid per imp. `userData`: whether the request allows
-   * user-level data (else user-targeted campaigns do not bid). Prices and floors use the rates in
-   * use now (CurrencyService), one table for the whole request. With `explained` (explain), every
-   * imp's verdicts are collected there and no bid is priced, built or committed: the answer has the
-   * status and reason, and no body.
+   * The bid path's auction: every imp, at most one bid per imp, pacing draws taken and first-price
+   * bids shaded. `userData`: whether the request allows user-level data (else user-targeted
+   * campaigns do not bid). Prices and floors use the rates in use now (CurrencyService), one table
+   * for the whole request.
    */
-  run(req: BidRequest, userData: boolean, explained: ImpExplained[] | null = null): BidAnswer {
+  hold(req: BidRequest, userData: boolean): AuctionOutcome {
+    return this.run(req, userData, true, null);
+  }
+
+  /** The warm-up's (warm-up.ts): the bid path's auction without a draw, its bids at their value (no shading). */
+  rehearse(req: BidRequest, userData: boolean): AuctionOutcome {
+    return this.run(req, userData, false, null);
+  }
+
+  /**
+   * `/debug/explain`'s: every imp's verdicts collected in `explained`, without a draw, and no bid
+   * priced or built: the answer has the status and reason, and no body.
+   */
+  explain(req: BidRequest, userData: boolean, explained: ImpExplained[]): AuctionOutcome {
+    return this.run(req, userData, false, explained);
+  }
+
+  private run(req: BidRequest, userData: boolean, live: boolean, explained: ImpExplained[] | null): AuctionOutcome {
+    const fx = this.effects;
+    fx.reset(live, req.source);
     const rates = this.currency.current();
     const cur = rates.chooseBidCurrency(req.cur);
     if (cur === null) {
       if (explained !== null) for (const imp of req.imps) explained.push({ impid: imp.id, reason: 'currency', candidates: [] });
-      return { status: 204, bytes: null, reason: 'currency' };
+      return { answer: { status: 204, bytes: null, reason: 'currency' }, effects: fx };
     }
     const index = this.store.current();
     const now = this.clock.now();
@@ -109,10 +159,14 @@ export class BidAuction {
         if (reason === null) reason = m;
         continue;
       }
-      if (explained !== null) continue;
+      if (explained !== null) {
+        // Pending, as the bid path's commit: a later imp's verdicts see it.
+        if (!req.test) fx.commit(m.candidate);
+        continue;
+      }
       if (room < 0) room = this.answerMaxBytes - writer.begin(req.id, cur);
       // First price: the shaded price, on the 4-decimal grid as every bid price (the value already is); the value otherwise.
-      const price = req.at === 1 && !this.dry ? this.shaded(req, imp, m, cur, rates, now) : m.price;
+      const price = req.at === 1 && live ? this.shaded(req, imp, m, cur, rates, now) : m.price;
       const size = writer.bid(req, imp, m, cur, now, price, this.shading.noticeParam(req, m));
       if (size > room) {
         writer.drop();
@@ -121,13 +175,13 @@ export class BidAuction {
       }
       room -= size;
       bids++;
-      if (this.dry) continue;
-      if (!req.test) this.spend.commit(m.candidate, req.source);
-      this.metrics.bidPrice(price);
+      // A test request (`test` = 1) reserves nothing.
+      if (!req.test) fx.commit(m.candidate);
+      fx.prices[fx.priceCount++] = price;
     }
-    if (bids === 0) return { status: 204, bytes: null, reason: dropped > 0 ? ANSWER_SIZE : (reason ?? 'no_candidates'), dropped: dropped > 0 ? dropped : undefined };
-    if (explained !== null) return { status: 200, bytes: null, reason: null };
-    return { status: 200, bytes: writer.response(), reason: null, dropped: dropped > 0 ? dropped : undefined, bids: writer.records(), cur };
+    if (bids === 0) return { answer: { status: 204, bytes: null, reason: dropped > 0 ? ANSWER_SIZE : (reason ?? 'no_candidates'), dropped: dropped > 0 ? dropped : undefined }, effects: fx };
+    if (explained !== null) return { answer: { status: 200, bytes: null, reason: null }, effects: fx };
+    return { answer: { status: 200, bytes: writer.response(), reason: null, dropped: dropped > 0 ? dropped : undefined, bids: writer.records(), cur }, effects: fx };
   }
 
   /** The shaded first-price bid (src/delivery/shading.service.ts) on the 4-decimal grid, never below the imp's floor. */

@@ -7,7 +7,7 @@ import { PiiHasher } from '../privacy/pii-hasher';
 import { PrivacyPolicy } from '../privacy/policy';
 import { TargetingModule } from '../targeting/targeting.module';
 import { TrackingModule } from '../tracking/tracking.module';
-import { BidAuctions } from './auctions';
+import { BidAuction } from './auction';
 import { BidRoute } from './bid-route';
 import { BiddingService } from './bidding.service';
 import { DebugRoute } from './debug.route';
@@ -17,9 +17,9 @@ import { RequestPreparer } from './prepare';
 /** One preparer per worker: the privacy decision and the keyed hash, shedding and LOG_RAW_PII from the config. */
 const preparer = { provide: RequestPreparer, useFactory: (policy: PrivacyPolicy, hasher: PiiHasher, c: Config) => new RequestPreparer(policy, hasher, c), inject: [PrivacyPolicy, PiiHasher, CONFIG] };
 
-/** The bid path (BiddingService, its route) and `/debug/explain` (ExplainService, its route), over one preparer and the auctions. */
+/** The bid path (BiddingService, its route) and `/debug/explain` (ExplainService, its route), over one preparer and one auction. */
 @Module({
   imports: [LogModule, TargetingModule, DeliveryModule, TrackingModule, ExchangesModule],
-  providers: [preparer, BidAuctions, BiddingService, ExplainService, BidRoute, DebugRoute],
+  providers: [preparer, BidAuction, BiddingService, ExplainService, BidRoute, DebugRoute],
 })
 export class BiddingModule {}

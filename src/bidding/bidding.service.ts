@@ -11,8 +11,8 @@ import { REQUEST_LIMITS } from '../openrtb/limits';
 import { PrivacyStats } from '../privacy/privacy.module';
 import { CampaignStore } from '../targeting/campaign-store';
 import { OPEN_SOURCE } from '../exchanges/exchanges';
-import type { BidAnswer, BidAuction } from './auction';
-import { BidAuctions } from './auctions';
+import { PacingGate } from '../delivery/pacing.gate';
+import { type AuctionEffects, type AuctionOutcome, type BidAnswer, BidAuction } from './auction';
 import { PrepareError, type Prepared, RequestPreparer } from './prepare';
 
 export type { BidAnswer } from './auction';
@@ -22,16 +22,14 @@ export const SHED = 'shed';
 
 /**
  * The bid path, in order: the body prepared (prepare.ts: read, privacy decision, typed request,
- * request record, user key), the auction (auction.ts), then exactly one `request` and one `response`
- * log record for every request that carries an id, logged together. Synchronous and free of I/O:
- * logging is an in-memory append (log module).
+ * request record, user key), the auction (auction.ts) and its effects applied (budget, pacing and
+ * cap counts, the bid price metric), then exactly one `request` and one `response` log record for
+ * every request that carries an id, logged together. Synchronous and free of I/O: logging is an
+ * in-memory append (log module).
  */
 @Injectable()
 export class BiddingService {
   private readonly logger = new Logger('Bidding');
-  private readonly auction: BidAuction;
-  /** The warm-up's auction (warm-up.ts): the same code without the pacing gate, whose checks count what they see. */
-  private readonly warmAuction: BidAuction;
   /** Source names by index (src/exchanges/exchanges.ts), for the log records. */
   private readonly sourceNames: readonly string[];
   /** LOG_REQUEST_SAMPLE: the fraction of requests whose redacted body (and full response) the log keeps. */
@@ -40,14 +38,13 @@ export class BiddingService {
   constructor(
     @Inject(CONFIG) config: Config,
     private readonly requests: RequestPreparer,
-    auctions: BidAuctions,
+    private readonly auction: BidAuction,
+    private readonly gate: PacingGate,
     private readonly store: CampaignStore,
     private readonly log: LogService,
     private readonly metrics: MetricsService,
     private readonly privacyStats: PrivacyStats,
   ) {
-    this.auction = auctions.bid;
-    this.warmAuction = auctions.warm;
     this.sourceNames = [OPEN_SOURCE, ...(config.exchanges ?? []).map((e) => e.name)];
     this.sample = config.logRequestSample;
   }
@@ -91,14 +88,17 @@ export class BiddingService {
     const request: LogRecord = { type: 'request', id: req.id, name: req.publisher, exchange, test };
     // Bytes in a buffer the next request's fields reuse: logged below, before any other request is prepared.
     const fields = requestFieldBytes(req, raw, keep);
-    let answer: BidAnswer;
+    let outcome: AuctionOutcome;
     try {
-      answer = this.auction.run(req, privacy.userData);
+      outcome = this.auction.hold(req, privacy.userData);
     } catch (e) {
+      // What the auction would have changed is dropped with its bids: none of them is sent.
       this.logger.error({ msg: 'auction failed', id: req.id, err: e });
       this.logPair(request, record, fields, { type: 'response', id: req.id, name: req.publisher, exchange, test, status: 204, reason: 'internal_error', ms: elapsed(startedAt), privacy: privacy.reason });
       return this.failed(startedAt);
     }
+    this.apply(outcome.effects);
+    const answer = outcome.answer;
     if (answer.status === 200) {
       // The compact bids always; the response as sent only with the request's body (LOG_REQUEST_SAMPLE):
       // the log copies the bytes the route sends. The response is ours: it never holds a raw line break.
@@ -116,6 +116,13 @@ export class BiddingService {
       this.metrics.bidRequest('nobid', answer.reason, (performance.now() - startedAt) / 1000);
     }
     return answer;
+  }
+
+  /** The bid path's auction's effects, applied: the pacing gate's counts and the budget its bids take, their prices' metric. */
+  private apply(fx: AuctionEffects): void {
+    this.gate.apply(fx);
+    for (let i = 0; i < fx.priceCount; i++) this.metrics.bidPrice(fx.prices[i]);
+    fx.priceCount = 0;
   }
 
   /**
@@ -155,14 +162,14 @@ export class BiddingService {
 
   /**
    * The warm-up's pass over one body (warm-up.ts): the bid path's preparation, request record
-   * included, its auction with the bids written (at their value: no shading) without the pacing
-   * gate, the answer's bytes and the log lines' heads. Nothing is logged, counted, reserved or
-   * learnt. Throws what `prepare` throws.
+   * included, its auction (`rehearse`: no pacing draw, the bids written at their value: no
+   * shading) with its effects dropped, the answer's bytes and the log lines' heads. Nothing is
+   * logged, counted, reserved or learnt. Throws what `prepare` throws.
    */
   warm(raw: Buffer): number {
     const { req, privacy, record } = this.requests.prepare(raw, 0, 0, true);
     if (req === null) return 0;
-    const answer = this.warmAuction.run(req, privacy.userData);
+    const { answer } = this.auction.rehearse(req, privacy.userData);
     const head = lineHead(Date.now(), '0', '""', { type: 'request', id: req.id, name: req.publisher, exchange: OPEN_SOURCE, test: undefined }, 'req');
     const bytes = answer.bytes === null ? 0 : answer.bytes.length;
     return head.length + record.length + bytes;

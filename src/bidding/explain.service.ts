@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { CurrencyService } from '../currency/currency.service';
 import type { PrivacyReason } from '../privacy/policy';
-import type { ImpExplained } from './auction';
-import { BidAuctions } from './auctions';
+import { BidAuction, type ImpExplained } from './auction';
 import { RequestPreparer } from './prepare';
 
 /** `/debug/explain`'s answer: what the bid path would answer (`status`, `reason`), and why, imp by imp. */
@@ -18,15 +17,15 @@ export interface Explained {
 
 /**
  * `/debug/explain`: the bid path's answer to a body and why, without its effects (no log record, no
- * budget taken, no bid built: shading learns nothing; the pacing gate's read-only checks: no pacing
- * count, draw or counter). The bid path's preparation, as a bid from the open endpoint is, and its
- * auction (BidAuctions.explain).
+ * bid built: shading learns nothing; the auction's effects dropped: no budget taken, no pacing
+ * count or counter; no pacing draw). The bid path's preparation, as a bid from the open endpoint
+ * is, and its auction (BidAuction.explain).
  */
 @Injectable()
 export class ExplainService {
   constructor(
     private readonly requests: RequestPreparer,
-    private readonly auctions: BidAuctions,
+    private readonly auction: BidAuction,
     private readonly currency: CurrencyService,
   ) {}
 
@@ -35,7 +34,8 @@ export class ExplainService {
     const { req, privacy } = this.requests.prepare(raw, 0, 0, false);
     if (req === null) throw new Error('unreachable: a request that did not wait is never shed');
     const imps: ImpExplained[] = [];
-    const answer = this.auctions.explain.run(req, privacy.userData, imps);
+    // The effects (what a bid would have changed) are dropped.
+    const { answer } = this.auction.explain(req, privacy.userData, imps);
     return {
       id: req.id,
       cur: this.currency.current().chooseBidCurrency(req.cur),

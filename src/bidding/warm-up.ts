@@ -6,9 +6,10 @@
  * measured phase's first seconds).
  *
  * Without effects: each request goes through the bid path's preparation (JSON, privacy decision,
- * typed request, the request record and the user key), its auction with the bids written at their
- * value (no shading, no pacing gate, no budget), the answer's bytes and the log lines' heads;
- * nothing is logged, counted, reserved or learnt (test/bidding/warm-up.spec.ts).
+ * typed request, the request record and the user key), its auction (BidAuction.rehearse: the
+ * pacing gate asked without a pacing draw, the bids written at their value: no shading) with the
+ * auction's effects dropped (no budget taken, no pacing count), the answer's bytes and the log
+ * lines' heads; nothing is logged, counted, reserved or learnt (test/bidding/warm-up.spec.ts).
  */
 import type { Candidate } from '../targeting/types';
 

@@ -25,11 +25,6 @@ import { utcDay } from './utc-day';
 /** Capped pairs held locally; past this the oldest are forgotten (they may then bid once more). */
 const MAX_CAPPED = 1_000_000;
 
-/** What the gate's frequency-cap check (`CapsService.allows`) counts: the service's stats on the bid path, a scratch `/debug/explain` drops. */
-export interface CapCounts {
-  blockedBids: number;
-}
-
 @Injectable()
 export class CapsService implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('FreqCaps');
@@ -138,16 +133,22 @@ export class CapsService implements OnApplicationBootstrap, BeforeApplicationShu
     }
   }
 
-  /** Bid path: may this user see one more impression of this candidate's campaign today? O(1), local. */
-  allows(userKey: string, c: Candidate, counts: CapCounts = this.stats): boolean {
+  /**
+   * Bid path: may this user see one more impression of this candidate's campaign today? O(1), local.
+   * Counts nothing (the pacing gate counts a refusal in the auction's effects); only the day turns.
+   */
+  check(userKey: string, c: Candidate): boolean {
     const cap = c.frequencyCap;
     if (cap === undefined || cap === null || userKey === '') return true;
     this.rollDay(this.clock.today());
-    if (this.capped.size !== 0 && this.capped.has(`${c.campaignId}\u0000${userKey}`)) {
-      counts.blockedBids++;
-      return false;
-    }
-    return true;
+    return this.capped.size === 0 || !this.capped.has(`${c.campaignId}\u0000${userKey}`);
+  }
+
+  /** Outside an auction (tools, tests): `check`, a refusal counted at once. */
+  allows(userKey: string, c: Candidate): boolean {
+    if (this.check(userKey, c)) return true;
+    this.stats.blockedBids++;
+    return false;
   }
 
   /**

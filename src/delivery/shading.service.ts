@@ -131,7 +131,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   private readonly sizeIds = new Map<string, number>();
   private readonly candidateSizes = new WeakMap<Candidate, number>();
   private readonly pool: Segment;
-  private readonly basePrior: Float64Array;
+  private readonly basePrior: Float32Array;
   /** Segments to update at the next tick, by level (coarse first: each is its children's prior). */
   private readonly dirty: Array<Set<Segment>> = [new Set(), new Set(), new Set(), new Set(), new Set()];
   /** Segments to update without a notice of their own (their bids teach, or the other workers' counts changed), at most MAX_BID_UPDATES a tick. */
@@ -562,7 +562,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /** The estimate a segment bids from (tests, the simulator's report). */
-  cdfOf(key: string): Float64Array {
+  cdfOf(key: string): Float32Array {
     const s = this.segments.get(key) ?? (parentKey(key) !== null ? this.segment(key) : null);
     if (s === null) return this.pool.cdf;
     // Made now, or waiting for the next tick: estimated at once, coarse levels first.

@@ -87,8 +87,8 @@ export const MOVED_KEEP = 0.05;
 export const SURPRISE_HOLD = 100;
 
 /** A log-normal over the bins: median `median` USD CPM, log-sd `sigma`. */
-export function logNormalBins(median: number, sigma: number): Float64Array {
-  const q = new Float64Array(GRID_SIZE + 1);
+export function logNormalBins(median: number, sigma: number): Float32Array {
+  const q = new Float32Array(GRID_SIZE + 1);
   const cdf = (x: number) => 0.5 * (1 + erf((Math.log(x) - Math.log(median)) / (sigma * Math.SQRT2)));
   let prev = 0;
   for (let k = 0; k < GRID_SIZE; k++) {
@@ -110,11 +110,19 @@ function erf(x: number): number {
 }
 
 const BINS = GRID_SIZE + 1;
+/** Values of one Counts: the five arrays end to end. */
+const COUNTS = 4 * GRID_SIZE + BINS;
+/** Counts decayed below this are dropped (kept, they would end as subnormal floats, slow to compute with). */
+const TINY = 1e-30;
 
-/** The counts one segment learns from (one worker's, or the sum of every worker's). */
+/**
+ * The counts one segment learns from (one worker's, or the sum of every worker's), as 32-bit
+ * floats: what the sharing sends (toCompact), and 7 significant digits for decayed counts that
+ * weigh observations; the estimate sums them in double precision (updateSegment).
+ */
 export class Counts {
   /** One allocation for the five arrays (views of it): thousands of segments, little garbage. */
-  private readonly all = new Float64Array(4 * GRID_SIZE + BINS);
+  private readonly all = new Float32Array(COUNTS);
   readonly bids = this.all.subarray(0, GRID_SIZE);
   readonly answered = this.all.subarray(GRID_SIZE, 2 * GRID_SIZE);
   readonly exact = this.all.subarray(2 * GRID_SIZE, 2 * GRID_SIZE + BINS);
@@ -123,26 +131,18 @@ export class Counts {
 
   scale(f: number): void {
     const a = this.all;
-    if (f === 0) a.fill(0);
-    else for (let i = 0; i < a.length; i++) a[i] *= f;
-  }
-
-  add(o: Counts, f = 1): void {
-    const a = this.all;
-    const b = o.all;
-    for (let i = 0; i < a.length; i++) a[i] += f * b[i];
-  }
-
-  /** Sparse, rounded form for sharing: [array index, bin, value×1000] triples. */
-  toSparse(): number[] {
-    const out: number[] = [];
-    [this.bids, this.answered, this.exact, this.won, this.lost].forEach((a, ai) => {
+    if (f < TINY) a.fill(0);
+    else
       for (let i = 0; i < a.length; i++) {
-        const v = Math.round(a[i] * 1000);
-        if (v > 0) out.push(ai, i, v);
+        const v = a[i] * f;
+        a[i] = v < TINY ? 0 : v;
       }
-    });
-    return out;
+  }
+
+  /** Adds these counts to `out` (COUNTS values, the five arrays end to end, as `all`). */
+  addTo(out: Float64Array): void {
+    const a = this.all;
+    for (let i = 0; i < a.length; i++) out[i] += a[i];
   }
 
   /** Compact form for sharing: 6 bytes per non-zero count (array, bin, value as a 32-bit float), base64. */
@@ -174,25 +174,15 @@ export class Counts {
       if (a !== undefined && buf[o + 1] < a.length && v > 0 && v < 1e12) a[buf[o + 1]] += v * f;
     }
   }
-
-  static fromSparse(s: readonly number[]): Counts {
-    const c = new Counts();
-    const arrays = [c.bids, c.answered, c.exact, c.won, c.lost];
-    for (let i = 0; i + 2 < s.length; i += 3) {
-      const a = arrays[s[i]];
-      if (a !== undefined && s[i + 1] >= 0 && s[i + 1] < a.length && Number.isFinite(s[i + 2])) a[s[i + 1]] = s[i + 2] / 1000;
-    }
-    return c;
-  }
 }
 
 /** One segment: its own counts (this worker's), the others' (shared), and the estimate. */
 export class Segment {
   readonly own = new Counts();
   others: Counts | null = null;
-  /** Estimated distribution of M over the bins, and its cumulative form at the grid prices. */
-  readonly q: Float64Array;
-  readonly cdf = new Float64Array(GRID_SIZE);
+  /** Estimated distribution of M over the bins, and its cumulative form at the grid prices (32-bit floats, as the counts). */
+  readonly q: Float32Array;
+  readonly cdf = new Float32Array(GRID_SIZE);
   /** Observations in all (decayed), at the last update: how far the segment trusts its own data. */
   weight = 0;
   /** Of the weight, prices to win seen exactly: they show the whole curve, where wins and losses show it at the bid only. */
@@ -219,11 +209,11 @@ export class Segment {
 
   /** `parent`: the coarser segment whose estimate is this one's prior (null: the base prior). */
   constructor(
-    prior: Float64Array,
+    prior: Float32Array,
     readonly parent: Segment | null = null,
     readonly level = 0,
   ) {
-    this.q = Float64Array.from(prior);
+    this.q = Float32Array.from(prior);
     this.fillCdf();
   }
 
@@ -263,46 +253,62 @@ export class Segment {
   }
 }
 
-/** Scratch space of the EM step (one per estimator). */
-const tmpCounts = new Counts();
+/** Scratch space of the EM step (one per estimator): a segment's own and shared counts summed in double precision, the five arrays as in Counts. */
+const sum = new Float64Array(COUNTS);
+const sumBids = sum.subarray(0, GRID_SIZE);
+const sumAnswered = sum.subarray(GRID_SIZE, 2 * GRID_SIZE);
+const sumExact = sum.subarray(2 * GRID_SIZE, 2 * GRID_SIZE + BINS);
+const sumWon = sum.subarray(2 * GRID_SIZE + BINS, 3 * GRID_SIZE + BINS);
+const sumLost = sum.subarray(3 * GRID_SIZE + BINS, 4 * GRID_SIZE + BINS);
 const expected = new Float64Array(BINS);
 const scratchLost = new Float64Array(GRID_SIZE);
 const scratchWon = new Float64Array(GRID_SIZE);
+const scratchQ = new Float64Array(BINS);
+const scratchCdf = new Float64Array(GRID_SIZE);
+const scratchAbove = new Float64Array(GRID_SIZE);
 
 /**
  * One update of a segment: decay its counts for the time since the last update, then EM
  * iterations of the MAP estimate of q under `prior` (weight `s.priorWeight`).
  */
-export function updateSegment(seg: Segment, prior: Float64Array, s: ShadingSettings, now: number, iterations = 2): void {
+export function updateSegment(seg: Segment, prior: Float32Array, s: ShadingSettings, now: number, iterations = 2): void {
   if (Number.isNaN(seg.at)) seg.at = now;
   else if (now > seg.at) {
     seg.own.scale(Math.pow(0.5, (now - seg.at) / s.halfLifeMs));
     seg.at = now;
   }
-  const c = tmpCounts;
-  c.scale(0);
-  c.add(seg.own);
-  if (seg.others !== null) c.add(seg.others);
+  sum.fill(0);
+  seg.own.addTo(sum);
+  if (seg.others !== null) seg.others.addTo(sum);
   let weight = 0;
-  for (let k = 0; k < BINS; k++) weight += c.exact[k];
+  for (let k = 0; k < BINS; k++) weight += sumExact[k];
   seg.exactWeight = weight;
   const lostAt = scratchLost;
   const wonAt = scratchWon;
   for (let j = 0; j < GRID_SIZE; j++) {
-    const unanswered = s.unanswered && (seg.silent || seg.lateWins) ? Math.max(0, c.bids[j] - c.answered[j]) : 0;
-    lostAt[j] = c.lost[j] + (seg.silent ? unanswered : 0);
-    wonAt[j] = c.won[j] + (seg.silent ? 0 : unanswered);
+    const unanswered = s.unanswered && (seg.silent || seg.lateWins) ? Math.max(0, sumBids[j] - sumAnswered[j]) : 0;
+    lostAt[j] = sumLost[j] + (seg.silent ? unanswered : 0);
+    wonAt[j] = sumWon[j] + (seg.silent ? 0 : unanswered);
     weight += wonAt[j] + lostAt[j];
   }
   seg.weight = weight;
-  const q = seg.q;
+  // The iterations in double precision (q, its cumulative form and its upper tail, summed from the
+  // top: 1 − Q from a sum of 32-bit values would lose a tail below 1e-7), stored in the segment after.
+  const q = scratchQ;
+  for (let k = 0; k < BINS; k++) q[k] = seg.q[k];
+  const Q = scratchCdf;
+  const above = scratchAbove;
   for (let it = 0; it < iterations; it++) {
     // c_k = exact_k + q_k Σ_{j ≥ k} won_j / Q_j + q_k Σ_{j < k} lost_j / (1 − Q_j) + prior weight × prior_k
     let cum = 0;
-    const Q = seg.cdf;
     for (let k = 0; k < GRID_SIZE; k++) {
       cum += q[k];
       Q[k] = cum;
+    }
+    let tail = q[GRID_SIZE];
+    for (let k = GRID_SIZE - 1; k >= 0; k--) {
+      above[k] = tail;
+      tail += q[k];
     }
     let suffix = 0;
     for (let k = GRID_SIZE; k >= 0; k--) {
@@ -312,13 +318,14 @@ export function updateSegment(seg: Segment, prior: Float64Array, s: ShadingSetti
     let prefix = 0;
     let total = 0;
     for (let k = 0; k < BINS; k++) {
-      const e = c.exact[k] + q[k] * (expected[k] + prefix) + s.priorWeight * prior[k];
+      const e = sumExact[k] + q[k] * (expected[k] + prefix) + s.priorWeight * prior[k];
       expected[k] = e;
       total += e;
-      if (k < GRID_SIZE && lostAt[k] > 0) prefix += lostAt[k] / Math.max(1 - Q[k], 1e-12);
+      if (k < GRID_SIZE && lostAt[k] > 0) prefix += lostAt[k] / Math.max(above[k], 1e-12);
     }
     for (let k = 0; k < BINS; k++) q[k] = expected[k] / total;
   }
+  seg.q.set(q);
   seg.fillCdf();
 }
 
@@ -335,7 +342,7 @@ export function updateSegment(seg: Segment, prior: Float64Array, s: ShadingSetti
  * estimate (by up to a grid step, 8 %) for a segment that learns from wins and losses alone. It
  * costs about 0.5 % of the surplus where the estimate is right.
  */
-export function bestBid(cdf: Float64Array, value: number, floor: number, s: ShadingSettings, draw = 1, pressure = 0, explore = s.explore, round = false): number {
+export function bestBid(cdf: Float32Array, value: number, floor: number, s: ShadingSettings, draw = 1, pressure = 0, explore = s.explore, round = false): number {
   const lo = floor > 0 ? floor : 0;
   if (value <= lo) return value;
   const jv = gridBelow(value);

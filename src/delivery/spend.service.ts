@@ -55,31 +55,51 @@ const MICRO = 1_000_000;
 /** How long daily spend counters live after their last bill (they are read only on their day). */
 const DAILY_TTL_S = 3 * 24 * 3600;
 
-/** One campaign's lease and window of unbilled bids in this worker (exported for its unit test). */
 /**
- * What the budget check of the gate (`SpendService.allows`) changes besides its answer: the bid
- * path applies it (the traffic curve's count, the pacing draw, the blocked and throttled counters);
- * `/debug/explain` drops it (NO_SPEND_EFFECTS).
+ * What the budget checks of one auction (`SpendService.check`) and its bids change, held as a value
+ * instead of applied: the campaigns whose check counted a request as eligible (their traffic
+ * curve's `seen`), the checks held back by a lease or a source's share (`blocked`) and by the pacing
+ * draw (`throttled`), and the bids' costs to take from the leases (`commits`). The bid path applies
+ * it after its auction (`SpendService.apply`); `/debug/explain` and the warm-up drop it. One object
+ * per auction, reset per request: no allocation per request (its lists keep their length).
+ *
+ * The commits of a request are pending until it is applied, so a check takes the pending commits of
+ * the same campaign off its lease (in the order a commit applies them: the same verdicts, to the
+ * last bit, as commits applied at once): a later imp of the request sees an earlier imp's bid. A
+ * request's bids are a few at most, so the scan is a few comparisons (`npm run bench`).
  */
-export interface SpendEffects {
-  /** A candidate of a budgeted campaign reached the gate: the eligible requests of its traffic curve. */
-  seen(b: CampaignBudget): void;
-  /** Held back by the lease or the source's share. */
-  blocked(): void;
-  /** The pacing draw, in [0, 1): an even campaign enters the request below its share. */
-  draw(): number;
-  /** Sat out by the pacing draw. */
-  throttled(): void;
+export class SpendEffects {
+  /** Whether checks take the pacing draw (the bid path) or judge an even campaign as entering the request (explain, the warm-up: no randomness spent). */
+  draws = true;
+  /** Budgets a check saw, one entry per check (`seenCount` of them are this request's). */
+  readonly seen: Array<CampaignBudget | null> = [];
+  seenCount = 0;
+  blocked = 0;
+  throttled = 0;
+  /** Bids whose cost the leases lose, and their source (one per request). */
+  readonly commits: Candidate[] = [];
+  commitCount = 0;
+  source = 0;
+
+  /** Starts a request's effects: nothing seen, counted or committed. */
+  reset(draws: boolean, source: number): void {
+    for (let i = 0; i < this.seenCount; i++) this.seen[i] = null;
+    this.draws = draws;
+    this.seenCount = 0;
+    this.blocked = 0;
+    this.throttled = 0;
+    this.commitCount = 0;
+    this.source = source;
+  }
+
+  /** A bid of `c` made: its cost leaves the lease when applied (a campaign without a budget has none). */
+  commit(c: Candidate): void {
+    if (c.budget === undefined) return;
+    this.commits[this.commitCount++] = c;
+  }
 }
 
-/** Effects dropped: nothing counted, and no draw taken (the request is judged as one the campaign's pacing enters). */
-export const NO_SPEND_EFFECTS: SpendEffects = {
-  seen: () => undefined,
-  blocked: () => undefined,
-  draw: () => 0,
-  throttled: () => undefined,
-};
-
+/** One campaign's lease and window of unbilled bids in this worker (exported for its unit test). */
 export class CampaignBudget {
   /** USD this worker may still commit to bids until the next refresh. */
   lease = 0;
@@ -340,40 +360,68 @@ export class SpendService implements OnApplicationBootstrap, OnApplicationShutdo
   }
 
   /**
-   * Bid path: does the campaign's lease still cover one more bid of this candidate, (with several
-   * exchanges) do the unbilled bids of this source stay within their share, and does an even
-   * campaign enter this request (a draw at its pacing share)? O(1), no I/O.
+   * Bid path: does the campaign's lease, less the request's pending commits, still cover one more
+   * bid of this candidate, (with several exchanges) do the unbilled bids of this source stay within
+   * their share, and does an even campaign enter this request (a draw at its pacing share, when `fx`
+   * draws)? O(1) but for the request's own bids, no I/O; changes nothing here: what the check
+   * counts goes into `fx`.
    */
-  allows(c: Candidate, source = 0, fx: SpendEffects = this.applied): boolean {
+  check(c: Candidate, source: number, fx: SpendEffects): boolean {
     if (c.budget === undefined) return true;
     const b = this.budgets.get(c.campaignId);
     const cost = c.price / 1000;
     // Budgeted but not read yet (first refresh pending, or Redis away since start): wait.
-    if (b !== undefined) fx.seen(b);
-    if (b === undefined || b.lease < cost || (this.sourceShare < 1 && b.sourceSum[source] + b.sourceCurrent[source] + cost > this.sourceShare * b.view)) {
-      fx.blocked();
+    if (b === undefined) {
+      fx.blocked++;
       return false;
     }
-    if (b.share < 1 && fx.draw() >= b.share) {
-      fx.throttled();
+    fx.seen[fx.seenCount++] = b;
+    let lease = b.lease;
+    let fromSource = source < b.sources ? b.sourceCurrent[source] : 0;
+    for (let i = 0; i < fx.commitCount; i++) {
+      const p = fx.commits[i];
+      if (p.campaignId !== c.campaignId) continue;
+      const k = p.price / 1000;
+      lease -= k;
+      fromSource += k;
+    }
+    if (lease < cost || (this.sourceShare < 1 && b.sourceSum[source] + fromSource + cost > this.sourceShare * b.view)) {
+      fx.blocked++;
+      return false;
+    }
+    if (b.share < 1 && (fx.draws ? this.random.next() : 0) >= b.share) {
+      fx.throttled++;
       return false;
     }
     return true;
   }
 
-  /** The bid path's effects of `allows`: counted, drawn and learnt here. One object for every call. */
-  private readonly applied: SpendEffects = {
-    seen: (b) => {
-      b.seen++;
-    },
-    blocked: () => {
-      this.stats.blockedBids++;
-    },
-    draw: () => this.random.next(),
-    throttled: () => {
-      this.stats.throttled++;
-    },
-  };
+  /** Applies what checks and bids of one request changed (the bid path, after its auction): counts, traffic curves, commits. */
+  apply(fx: SpendEffects): void {
+    for (let i = 0; i < fx.seenCount; i++) {
+      fx.seen[i]!.seen++;
+      fx.seen[i] = null;
+    }
+    fx.seenCount = 0;
+    this.stats.blockedBids += fx.blocked;
+    this.stats.throttled += fx.throttled;
+    for (let i = 0; i < fx.commitCount; i++) this.commit(fx.commits[i], fx.source);
+    // Applied once: this part is emptied (the rest of a larger effects object is its owner's).
+    fx.blocked = 0;
+    fx.throttled = 0;
+    fx.commitCount = 0;
+  }
+
+  /** Outside an auction (tools, tests): `check` with its effects applied at once. */
+  allows(c: Candidate, source = 0): boolean {
+    const fx = this.direct;
+    fx.reset(true, source);
+    const ok = this.check(c, source, fx);
+    this.apply(fx);
+    return ok;
+  }
+
+  private readonly direct = new SpendEffects();
 
   /** Bid path: the campaign's spend pressure (pacer.ts), 0 for asap and unbudgeted campaigns. */
   pressure(c: Candidate): number {

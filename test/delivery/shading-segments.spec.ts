@@ -42,8 +42,8 @@ const noticed = (publisher: string, crid: string, i: number): NoticedBid => ({ b
 
 interface SegmentState {
   weight: number;
-  readonly own: { readonly exact: Float64Array };
-  readonly cdf: Float64Array;
+  readonly own: { readonly exact: Float32Array };
+  readonly cdf: Float32Array;
 }
 /** The segments ShadingService keeps by key (a private field: what the sync reads and writes). */
 const segments = (s: ShadingService): Map<string, SegmentState> => (s as unknown as { segments: Map<string, SegmentState> }).segments;

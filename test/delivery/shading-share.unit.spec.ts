@@ -198,3 +198,24 @@ describe('shading sync through its repository (in memory, two workers)', () => {
     assert.ok(segments(b).get(KEY)!.weight > 50);
   });
 });
+
+describe('shading memory per segment', () => {
+  it('a segment\'s counts and estimate hold under 4 KB of typed arrays, under 9 KB with the other workers\' counts', async () => {
+    const repo = new MemoryShadingRepository();
+    const a = worker(repo, 'a');
+    const b = worker(repo, 'b');
+    const before = process.memoryUsage().arrayBuffers;
+    for (let p = 0; p < 500; p++) teach(a, 2, `pub-${p}`);
+    const own = (process.memoryUsage().arrayBuffers - before) / segments(a).size;
+    await a.s.sync();
+    await b.s.sync();
+    const read = process.memoryUsage().arrayBuffers;
+    for (const k of segments(a).keys()) b.s.cdfOf(k);
+    // The second sync gives each segment its buffer for the next sync's sums.
+    await b.s.sync();
+    const shared = (process.memoryUsage().arrayBuffers - read) / segments(b).size;
+    console.log(`typed arrays per segment: ${own.toFixed(0)} B with its own counts, ${shared.toFixed(0)} B with the others' too (${segments(b).size} segments)`);
+    assert.ok(own < 4000, `${own} B`);
+    assert.ok(shared < 9000, `${shared} B`);
+  });
+});
