@@ -128,14 +128,22 @@ function activate() {
 }
 
 /**
- * The phase's time bucket (`tb`) and, in a ramp, whether the step has settled (`step`): set on
- * the VU when they change, not passed with each request.
+ * The phase's time bucket (`tb`), in a measured phase with a head whether its first seconds are
+ * over (`part`: head, rest) and, in a ramp, whether the step has settled (`step`): set on the VU
+ * when they change, not passed with each request.
  */
 function retag(now) {
   const last = phase.buckets.length - 1;
   const j = Math.max(0, Math.min(last, Math.floor((now - scenarioStart) / BUCKET_MS)));
   tags.tb = String(phase.buckets[j].index);
   edge = j === last ? Infinity : scenarioStart + (j + 1) * BUCKET_MS;
+  if (phase.head) {
+    const headEnd = scenarioStart + phase.head * 1000;
+    if (now < headEnd) {
+      tags.part = 'head';
+      if (headEnd < edge) edge = headEnd;
+    } else tags.part = 'rest';
+  }
   if (RAMP) {
     const settled = scenarioStart + SETTLE_MS;
     if (now >= settled) tags.step = phase.name;

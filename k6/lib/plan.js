@@ -54,6 +54,10 @@ export const DEFAULTS = {
   rampWarmupDuration: 15,
   // Soak: the reference rate for 30 minutes (issue 26).
   soakDuration: 1800,
+  // The first seconds of the measured phase, reported against the rest of it: the jump from the
+  // warm-up's rate (new VUs, code the warm-up did not make hot, a young generation still small)
+  // must not cost latency that the rest of the phase does not show.
+  head: 5,
 };
 
 /** Settings from k6's __ENV (or process.env) with defaults applied. */
@@ -82,6 +86,7 @@ export function settings(env) {
     rampMaxShed: num('RAMP_MAX_SHED', DEFAULTS.rampMaxShed),
     rampSettle: dur('RAMP_SETTLE', DEFAULTS.rampSettle),
     bucket: env.BUCKET ? seconds(env.BUCKET) : 0,
+    head: dur('HEAD', DEFAULTS.head),
   };
   if (!SCENARIOS.includes(s.scenario)) throw new Error(`SCENARIO must be one of ${SCENARIOS.join(', ')}, not ${s.scenario}`);
   for (const [k, v] of Object.entries(s)) {
@@ -118,6 +123,9 @@ export function rampSteps(s) {
 export function mainPhaseName(s) {
   return `${s.scenario === 'overload' ? 'o' : s.scenario === 'soak' ? 's' : 'r'}${s.rate}`;
 }
+
+/** The two parts of a measured phase with a head (`part` tag): its first `head` seconds and the rest. */
+export const PARTS = ['head', 'rest'];
 
 /** The custom Trend of a phase: latency of its bid requests that were answered (not shed). */
 export function answeredMetric(phaseName) {
@@ -183,7 +191,9 @@ export function makePlan(s) {
       startTime: `${s.warmupDuration}s`,
       gracefulStop: '5s',
     };
-    phases.push({ name, rate: s.rate, start: s.warmupDuration, duration: s.duration, measured: true });
+    // Its first `head` seconds are tagged `part:head`, the rest `part:rest` (k6/bid.js), when both exist.
+    const head = s.head > 0 && s.head < s.duration ? s.head : 0;
+    phases.push({ name, rate: s.rate, start: s.warmupDuration, duration: s.duration, measured: true, head });
     total = s.warmupDuration + s.duration;
     if (!overload) {
       const scheduled = s.warmupRate * s.warmupDuration + s.rate * s.duration;
@@ -249,6 +259,12 @@ export function makePlan(s) {
     observe(`bid_shed{scenario:${p.name}}`, 'count>=0');
     observe(`dropped_iterations{scenario:${p.name}}`, 'count>=0');
     for (const b of p.buckets) observe(`${answeredMetric(p.name)}{tb:${b.index}}`, 'max>=0');
+    if (p.head) {
+      for (const part of PARTS) {
+        observe(`${answeredMetric(p.name)}{part:${part}}`, 'max>=0');
+        observe(`bid_shed{scenario:${p.name},part:${part}}`, 'count>=0');
+      }
+    }
   }
   for (const b of buckets) observe(`bid_shed{tb:${b.index}}`, 'count>=0');
   // Bids (200) among all answers, without a custom metric sample per request.
@@ -366,7 +382,24 @@ export function phaseStats(data, phase) {
     shed,
     shedShare: judged ? shed / judged : null,
     dropped: count(data, `dropped_iterations{scenario:${phase.name}}`),
+    parts: phase.head ? partStats(data, phase) : null,
   };
+}
+
+/**
+ * A phase's first `head` seconds and the rest of it (tag `part`): the latency of the bid requests
+ * answered (not shed) in each, their count and the shed ones ({seconds, head, rest}); null when k6
+ * recorded no part.
+ */
+function partStats(data, phase) {
+  const out = { seconds: phase.head };
+  for (const part of PARTS) {
+    const answered = metric(data, `${answeredMetric(phase.name)}{part:${part}}`);
+    if (!answered || !answered.count) return null;
+    const shed = count(data, `bid_shed{scenario:${phase.name},part:${part}}`);
+    out[part] = { answered: trend(answered), requests: answered.count + shed, shed };
+  }
+  return out;
 }
 
 /**

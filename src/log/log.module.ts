@@ -8,6 +8,7 @@ import { RedisService } from '../redis/redis.service';
 import { type Backlog, readBacklog } from '../bidlog/reader';
 import { logListKeys } from '../bidlog/keys';
 import { LogService } from './log.service';
+import { staggeredInterval, type Periodic } from '../timers';
 
 /** How often each worker looks at what waits in Redis for the shipper: every flush, between 1 and 10 s. */
 function backlogEveryMs(config: Config): number {
@@ -23,7 +24,7 @@ function backlogEveryMs(config: Config): number {
 class LogBacklog implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('LogBacklog');
   private last: Backlog | null = null;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Periodic | null = null;
   private readonly keys: string[];
 
   constructor(
@@ -51,13 +52,12 @@ class LogBacklog implements OnModuleInit, OnApplicationShutdown {
     this.metrics.gauge('bidder_log_backlog_age_seconds', 'Age of the oldest record waiting in Redis for the shipper (0 when none).', 'max', [], () => [
       { value: this.last?.oldestTs != null ? (Date.now() - this.last.oldestTs) / 1000 : 0, labels: {} },
     ]);
-    this.timer = setInterval(() => void this.read(), backlogEveryMs(this.config));
-    this.timer.unref();
+    this.timer = staggeredInterval(() => void this.read(), backlogEveryMs(this.config));
     this.redis.onReady(() => void this.read());
   }
 
   onApplicationShutdown(): void {
-    if (this.timer !== null) clearInterval(this.timer);
+    this.timer?.stop();
     this.timer = null;
   }
 

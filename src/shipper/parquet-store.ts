@@ -82,6 +82,8 @@ const DIR_MODE = 0o700;
 export class ParquetStore {
   private db: DuckDBInstance | null = null;
   private conn: DuckDBConnection | null = null;
+  /** Between open() and close(); the instance itself is made per batch (connect) and released after it. */
+  private isOpen = false;
   readonly staging: string;
 
   constructor(private readonly opts: ParquetStoreOptions) {
@@ -92,8 +94,42 @@ export class ParquetStore {
     return this.opts.dir;
   }
 
+  /**
+   * Ready to store (a DuckDB instance is made now, so that a setting DuckDB refuses stops the start).
+   * Between two batches no instance is held: DuckDB keeps much of what it allocated while loading
+   * and writing a batch (outside its buffer pool, which `duckdb_memory()` shows empty afterwards)
+   * until its instance is closed, and with every batch run on another of libuv's pool threads it
+   * grew to ~100 MiB more than a fresh one at the reference load. Closing it after each batch and
+   * making one for the next (a few milliseconds) keeps the shipper near its size at start between
+   * batches (docs/log-pipeline.md, "Figures of the shipper").
+   */
   async open(): Promise<void> {
-    this.db = await DuckDBInstance.create(':memory:', {
+    this.isOpen = true;
+    try {
+      await this.connect();
+    } catch (e) {
+      this.isOpen = false;
+      throw e;
+    }
+  }
+
+  close(): void {
+    this.isOpen = false;
+    this.release();
+  }
+
+  /** Closes the DuckDB instance (and gives back what it holds); the next batch makes a new one. */
+  private release(): void {
+    this.conn?.closeSync();
+    this.db?.closeSync();
+    this.conn = null;
+    this.db = null;
+  }
+
+  private async connect(): Promise<DuckDBConnection> {
+    if (!this.isOpen) throw new Error('ParquetStore is not open');
+    if (this.conn !== null) return this.conn;
+    const db = await DuckDBInstance.create(':memory:', {
       threads: String(this.opts.threads),
       memory_limit: `${this.opts.memoryMb}MB`,
       temp_directory: `${this.staging}.duckdb-tmp`,
@@ -102,26 +138,26 @@ export class ParquetStore {
       autoinstall_known_extensions: 'false',
       autoload_known_extensions: 'true',
     });
-    this.conn = await this.db.connect();
-  }
-
-  close(): void {
-    this.conn?.closeSync();
-    this.db?.closeSync();
-    this.conn = null;
-    this.db = null;
-  }
-
-  private connection(): DuckDBConnection {
-    if (this.conn === null) throw new Error('ParquetStore is not open');
+    try {
+      this.conn = await db.connect();
+    } catch (e) {
+      db.closeSync();
+      throw e;
+    }
+    this.db = db;
     return this.conn;
   }
 
   /** Stores a batch group; throws a StorageError (nothing half-written is visible) when it cannot. */
   async store(batch: Batch): Promise<StoreResult> {
     const result: StoreResult = { records: 0, written: [], skipped: [], invalidLines: 0, badFrames: [], deadLetters: [] };
-    const conn = this.connection();
+    let conn: DuckDBConnection;
     let files: string[];
+    try {
+      conn = await this.connect();
+    } catch (e) {
+      throw new StorageError('load', e);
+    }
     try {
       await fsp.rm(this.staging, { recursive: true, force: true });
       await mkdirEachLevel(this.staging, DIR_MODE);
@@ -184,6 +220,7 @@ export class ParquetStore {
     } finally {
       await conn.run('DROP TABLE IF EXISTS batch').catch(() => undefined);
       await fsp.rm(this.staging, { recursive: true, force: true }).catch(() => undefined);
+      this.release();
     }
     return result;
   }
@@ -247,7 +284,7 @@ export class ParquetStore {
 
   /** Creates the temporary table `batch` from staged files (loadBatchSql). */
   protected async load(files: readonly string[], maxRecordBytes?: number): Promise<void> {
-    await this.connection().run(loadBatchSql(files, maxRecordBytes));
+    await (await this.connect()).run(loadBatchSql(files, maxRecordBytes));
   }
 
   /**
@@ -338,13 +375,14 @@ export class ParquetStore {
         }
       } finally {
         // A file-system error (disk full) is not the frame's fault: it propagates, nothing is set aside.
-        await this.connection().run('DROP TABLE IF EXISTS batch').catch(() => undefined);
+        await this.conn?.run('DROP TABLE IF EXISTS batch').catch(() => undefined);
       }
       if (reason === null) continue;
       await this.keepBadFrame(f, reason);
       out.push({ hash: f.hash, reason });
     }
     await fsp.rm(this.staging, { recursive: true, force: true }).catch(() => undefined);
+    this.release();
     return out;
   }
 

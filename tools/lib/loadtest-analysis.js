@@ -317,6 +317,13 @@ function build(ctx) {
     if (rep.scenario === 'reference' && bm && bm.latency) {
       v(`p99 at ${bm.offered}/s`, `≤ ${TARGETS.p99} ms`, bm.latency.p99, bm.latency.p99 <= TARGETS.p99, 'ms');
       v(`avg at ${bm.offered}/s`, `≤ ${TARGETS.avg} ms`, bm.latency.avg, bm.latency.avg <= TARGETS.avg, 'ms');
+      // The jump from the warm-up's rate: the first seconds no worse than the rest (answered requests).
+      const parts = bm.parts;
+      if (parts && parts.head.answered.p99 !== null && parts.rest.answered.p99) {
+        const r = parts.head.answered.p99 / parts.rest.answered.p99;
+        rep.comparison.headP99Ratio = r;
+        v(`p99 of the first ${parts.seconds} s at ${bm.offered}/s / the rest's`, '≤ 1', r, r <= 1);
+      }
     }
     if (b && rep.scenario === 'reference') {
       v('errors (failed requests, invalid responses)', '0', b.errors, b.errors === 0);

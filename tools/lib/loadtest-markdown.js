@@ -86,6 +86,7 @@ function mainTables(rep, lines, h) {
     // The published comparison this project started from (its machine, not this one).
     for (const [name, v] of PUBLISHED) lines.push(`| *${name} (published)* | ${v.map((x) => f(x)).join(' | ')} | – | – | – | – | – | – | – |`);
   }
+  headTable(rep, lines, names);
   const bidder = rep.targets.bidder || rep.targets.remote;
   if (bidder && bidder.bidRate !== null) {
     lines.push(
@@ -146,6 +147,29 @@ function mainTables(rep, lines, h) {
   memoryTable(rep, lines, h);
   noise(rep, lines);
   roundsTable(rep, lines, h);
+}
+
+/**
+ * The measured phase's first seconds against the rest of it (k6/lib/plan.js, `part`): the latency
+ * of the answered bid requests in each, and the head's p99 over the rest's.
+ */
+function headTable(rep, lines, names) {
+  const withParts = names.filter((name) => rep.targets[name].main && rep.targets[name].main.parts);
+  if (!withParts.length) return;
+  const head = rep.targets[withParts[0]].main.parts.seconds;
+  lines.push(
+    '',
+    `The first ${f(head, 0)} s at ${rep.settings.rate}/s against the rest of the phase (answered bid requests; the warm-up before them was ${rep.settings.warmupDuration} s at ${rep.settings.warmupRate}/s):`,
+    '',
+    `| server | first ${f(head, 0)} s: p50 | p99 | p99.9 | max | shed | rest: p50 | p99 | p99.9 | max | shed | p99 first / rest |`,
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+  );
+  for (const name of withParts) {
+    const p = rep.targets[name].main.parts;
+    const cells = (x) => `${f(x.answered.med)} | ${f(x.answered.p99)} | ${f(x.answered.p999)} | ${f(x.answered.max, 1)} | ${int(x.shed)}`;
+    const ratio = p.head.answered.p99 !== null && p.rest.answered.p99 ? `${f(p.head.answered.p99 / p.rest.answered.p99)}×` : '–';
+    lines.push(`| ${label(name, rep)} | ${cells(p.head)} | ${cells(p.rest)} | ${ratio} |`);
+  }
 }
 
 /** The measured phase's memory: the host's resident memory and each worker's garbage collections. */

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import * as svg from '../../src/charts/svg';
+import { fixtureReport } from '../../test/ops/support/loadtest-fixture';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
@@ -88,7 +89,9 @@ const planLib = require(path.join(ROOT, 'k6', 'lib', 'plan.js')) as {
   k6Options(p: Plan, o: { thresholds: string }): { thresholds: Record<string, unknown[]>; tags: Record<string, string>; systemTags: string[] };
   rampResult(data: unknown, plan: Plan): { sustained: number; steps: Step[] };
   buckets(data: unknown, plan: Plan): { t: number; count: number; rps: number; offered: number; shed: number }[];
+  phaseStats(data: unknown, phase: Phase): { parts: Obj };
 };
+const mdLib = require(path.join(ROOT, 'tools', 'lib', 'loadtest-markdown.js')) as { markdown(rep: Obj): string };
 const report = require(path.join(ROOT, 'tools', 'lib', 'loadtest-report.js')) as {
   cpuFigures(
     c: {
@@ -459,6 +462,56 @@ describe('k6 scenario plan', () => {
         [8, 200, 200, 0],
       ],
     );
+  });
+});
+
+describe('load-test report: the first seconds at the measured rate against the rest', () => {
+  it('tags the measured phase\'s first 5 s apart (not the warm-up\'s) and reads each part\'s latency and shed answers', () => {
+    const p = planLib.makePlan(planLib.settings({ DURATION: '30s' }));
+    const r = p.phases.find((x) => x.name === 'r1300') as Phase & { head: number };
+    assert.equal(r.head, 5);
+    assert.equal((p.phases.find((x) => x.name === 'warm_up') as Phase & { head?: number }).head, undefined);
+    for (const key of ['answered_r1300{part:head}', 'answered_r1300{part:rest}', 'bid_shed{scenario:r1300,part:head}', 'bid_shed{scenario:r1300,part:rest}']) {
+      assert.ok(p.thresholds[key], key);
+    }
+    // No head when the phase is not longer than it, or when HEAD=0.
+    assert.equal((planLib.makePlan(planLib.settings({ DURATION: '5s' })).phases[1] as Phase & { head: number }).head, 0);
+    assert.equal((planLib.makePlan(planLib.settings({ HEAD: '0' })).phases[1] as Phase & { head: number }).head, 0);
+    const metrics = {
+      'http_reqs{scenario:r1300,kind:bid}': { values: { count: 39000 } },
+      'answered_r1300{part:head}': { values: { count: 6480, med: 0.5, 'p(99)': 9, 'p(99.9)': 20, max: 31 } },
+      'bid_shed{scenario:r1300,part:head}': { values: { count: 20 } },
+      'answered_r1300{part:rest}': { values: { count: 32500, med: 0.4, 'p(99)': 2, 'p(99.9)': 7, max: 14 } },
+    };
+    const st = planLib.phaseStats({ metrics }, r);
+    assert.equal(st.parts.seconds, 5);
+    assert.deepEqual(
+      ['head', 'rest'].map((k) => [st.parts[k].requests, st.parts[k].shed, st.parts[k].answered.p99]),
+      [
+        [6500, 20, 9],
+        [32500, 0, 2],
+      ],
+    );
+    // A summary without the parts (an older k6 script) gives none.
+    assert.equal(planLib.phaseStats({ metrics: { 'answered_r1300{part:head}': metrics['answered_r1300{part:head}'] } }, r).parts, null);
+  });
+
+  it('reports the first 5 s against the rest for each server, and judges the bidder\'s p99 ratio', () => {
+    const rep = fixtureReport('20260101-000000-reference');
+    const head = rep.targets.bidder.main.parts;
+    assert.ok(head.seconds === 5 && head.rest.answered.p99 > 0);
+    const ratio = head.head.answered.p99 / head.rest.answered.p99;
+    assert.ok(ratio > 1, 'the fixture makes the first seconds slower');
+    const v = rep.verdicts.find((x: { name: string }) => /first 5 s at 1300\/s/.test(x.name));
+    assert.ok(v, 'a verdict on the first 5 s');
+    assert.equal(v.ok, false);
+    assert.equal(v.measured, ratio);
+    const text = mdLib.markdown(rep);
+    assert.match(text, /The first 5 s at 1300\/s against the rest of the phase/);
+    const rows = text.split('\n').filter((l: string) => l.startsWith('| bidder, ') || l.startsWith('| bare Fastify'));
+    const headRow = rows.find((l: string) => l.endsWith(`| ${ratio.toFixed(2)}× |`));
+    assert.ok(headRow, `a row with the bidder's ratio ${ratio.toFixed(2)}×:\n${rows.join('\n')}`);
+    assert.match(text, /\| p99 of the first 5 s at 1300\/s \/ the rest's \| ≤ 1 \| [0-9.]+ \| \*\*no\*\* \|/);
   });
 });
 

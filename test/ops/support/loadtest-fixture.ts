@@ -26,8 +26,11 @@ function trend(count: number, med: number): Obj {
   return { count, avg: med * 1.1, min: med * 0.3, med, max: med * 9, 'p(70)': med * 1.2, 'p(80)': med * 1.35, 'p(90)': med * 1.6, 'p(95)': med * 2, 'p(99)': med * 3.2, 'p(99.9)': med * 6 };
 }
 
-/** A k6 summary for `plan`: `rate` answered per second; latency rising over the run by `slope`. */
-function k6Summary(plan: Obj, base: number, slope: number, bidShare: number): Obj {
+/**
+ * A k6 summary for `plan`: `rate` answered per second; latency rising over the run by `slope`; the
+ * measured phase's first seconds (its head) `headSlowdown` times the latency at its start.
+ */
+function k6Summary(plan: Obj, base: number, slope: number, bidShare: number, headSlowdown = 1): Obj {
   const metrics: Obj = {};
   const counter = (name: string, count: number) => (metrics[name] = { type: 'counter', contains: 'default', values: { count, rate: count / plan.total } });
   let bids = 0;
@@ -46,6 +49,14 @@ function k6Summary(plan: Obj, base: number, slope: number, bidShare: number): Ob
       const med = base + slope * b.t + 0.05 * Math.sin(b.index);
       metrics[`${planLib.answeredMetric(p.name)}{tb:${b.index}}`] = { type: 'trend', contains: 'time', values: trend(c, med), thresholds: { 'max>=0': { ok: true } } };
       metrics[`bid_shed{tb:${b.index}}`] = { type: 'counter', contains: 'default', values: { count: 0, rate: 0 }, thresholds: { 'count>=0': { ok: true } } };
+    }
+    if (p.head) {
+      // The first seconds at the rate slower than the rest by `headSlowdown`.
+      const rest = Math.round(p.rate * (p.duration - p.head));
+      metrics[`${planLib.answeredMetric(p.name)}{part:head}`] = { type: 'trend', contains: 'time', values: trend(n - rest, (base + slope * p.start) * headSlowdown), thresholds: { 'max>=0': { ok: true } } };
+      metrics[`${planLib.answeredMetric(p.name)}{part:rest}`] = { type: 'trend', contains: 'time', values: trend(rest, base + slope * (p.start + p.duration)), thresholds: { 'max>=0': { ok: true } } };
+      metrics[`bid_shed{scenario:${p.name},part:head}`] = { type: 'counter', contains: 'default', values: { count: 0, rate: 0 }, thresholds: { 'count>=0': { ok: true } } };
+      metrics[`bid_shed{scenario:${p.name},part:rest}`] = { type: 'counter', contains: 'default', values: { count: 0, rate: 0 }, thresholds: { 'count>=0': { ok: true } } };
     }
     bids += Math.round(n * bidShare);
   }
@@ -121,7 +132,7 @@ export function fixtureReport(runId: string): Obj {
         server: server(2),
         exitCode: 0,
         plan,
-        data: k6Summary(plan, 0.9, 0.004, 0.62),
+        data: k6Summary(plan, 0.9, 0.004, 0.62, 3),
         cpu: cpu(plan, 380),
         memoryByWorker: [{ worker: 0, peakRssMB: 121 }, { worker: 1, peakRssMB: 118 }],
         memoryPhases: memoryPhases(plan),
