@@ -563,7 +563,11 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       this.sharedPending.forEach((p, key) => {
         if (p.mark === mark) {
           const seg = this.segments.get(key);
-          if (seg === undefined) return;
+          if (seg === undefined) {
+            // Fewer workers share it than before: the strings of those gone are let go.
+            if (p.texts.length > p.n) p.texts.length = p.factors.length = p.n;
+            return;
+          }
           for (let i = 0; i < p.n; i++) this.addShared(seg, p.texts[i], p.texts[i].indexOf(':') + 1, p.factors[i], mark, touched);
         }
         this.sharedPending.delete(key);

@@ -147,6 +147,30 @@ describe('shading sync through its repository (in memory, two workers)', () => {
     assert.deepEqual(repo.published, [62, 0, 4]);
   });
 
+  it('a segment made while a sync reads takes the last complete sync\'s counts, then this one\'s', async () => {
+    const repo = new MemoryShadingRepository();
+    const a = worker(repo, 'a');
+    const b = worker(repo, 'b');
+    teach(a, 20);
+    for (let p = 0; p < 60; p++) teach(a, 20, `pub-${p}`);
+    await a.s.sync();
+    await b.s.sync();
+    const first = segments(a).get(KEY)!.weight;
+    teach(a, 40);
+    await a.s.sync();
+    const second = segments(a).get(KEY)!.weight;
+    // b's next sync reads a's 185 fields in 4 pages, a turn each: the segment is made between two of them.
+    const syncs = b.s.stats.syncs;
+    const reading = b.s.sync();
+    for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(b.s.stats.syncs, syncs, 'still reading');
+    b.s.cdfOf(KEY);
+    assert.ok(Math.abs(segments(b).get(KEY)!.weight - first) < 1e-3, `${segments(b).get(KEY)!.weight} against ${first}`);
+    await reading;
+    b.s.tick();
+    assert.ok(Math.abs(segments(b).get(KEY)!.weight - second) < 1e-3, `${segments(b).get(KEY)!.weight} against ${second}`);
+  });
+
   it('a worker whose segments changed only by what the others share writes nothing', async () => {
     const repo = new MemoryShadingRepository();
     const a = worker(repo, 'a');
