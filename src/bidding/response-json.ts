@@ -18,7 +18,7 @@ import { isJsonSafe } from '../targeting/candidate-json';
 import { bidAdrender } from '../targeting/dsa';
 import { cdataBody } from '../targeting/markup-template';
 import type { Match, NativeFill } from '../targeting/types';
-import { type PayloadCodec, SIG_CHARS } from '../tracking/payload';
+import { type PayloadCodec, SIG_CHARS, type TrackingPayload } from '../tracking/payload';
 import { bannerAdm, escapeHtml, EVENT_IMPRESSION, METHOD_IMG, nativeVersion, vastAdm, type TrackingUrls } from './markup';
 
 export { isJsonSafe };
@@ -51,6 +51,22 @@ export class BidWriter {
   private outMark = 0;
   private compactMark = 0;
   private readonly ids = new BidIds();
+  /** The tracking payload of the bid being written, reused (`pack` reads it and keeps nothing; the bid id goes as bytes). */
+  private readonly payload: { -readonly [K in keyof TrackingPayload]-?: TrackingPayload[K] } = {
+    requestId: '',
+    bidId: '',
+    impId: '',
+    crid: '',
+    cid: '',
+    price: 0,
+    cur: '',
+    ts: 0,
+    dealId: '',
+    publisher: '',
+    userKey: '',
+    test: false,
+    source: 0,
+  };
 
   constructor(
     trackingBaseUrl: string,
@@ -131,25 +147,20 @@ export class BidWriter {
     const pool = ids.pool;
     const r = imp.secure ? this.secureRoutes : this.routes;
     const codec = this.codec;
-    codec.pack(
-      {
-        requestId: req.id,
-        bidId: '',
-        impId: imp.id,
-        crid: c.id,
-        cid: c.campaignId,
-        price,
-        cur,
-        ts: now,
-        dealId: m.dealId ?? '',
-        publisher: req.publisher,
-        userKey: req.userKey,
-        test: req.test,
-        source: req.source,
-      },
-      pool,
-      at,
-    );
+    const p = this.payload;
+    p.requestId = req.id;
+    p.impId = imp.id;
+    p.crid = c.id;
+    p.cid = c.campaignId;
+    p.price = price;
+    p.cur = cur;
+    p.ts = now;
+    p.dealId = m.dealId ?? '';
+    p.publisher = req.publisher;
+    p.userKey = req.userKey;
+    p.test = req.test;
+    p.source = req.source;
+    codec.pack(p, pool, at);
     const w = this.out;
     const start = w.pos;
     this.outMark = start;

@@ -40,6 +40,46 @@ const SCAN_COUNT = 50;
 const SLICE = 100;
 const FULL_EVERY = 30;
 
+/** Whether a key has a known segment form (parentKey's: at least 2, 3, 4 or 6 parts for s, p, pf, f), without splitting it. */
+function isSegmentKey(key: string): boolean {
+  const bar = key.indexOf('|');
+  const least = bar === 1 && key.charCodeAt(0) === 115 ? 2 : bar === 1 && key.charCodeAt(0) === 112 ? 3 : bar === 2 && key.startsWith('pf') ? 4 : bar === 1 && key.charCodeAt(0) === 102 ? 6 : 0;
+  if (least === 0) return false;
+  if (least === 2) return key.indexOf('|', bar + 1) < 0;
+  let parts = 2;
+  for (let i = key.indexOf('|', bar + 1); i >= 0 && parts < least; i = key.indexOf('|', i + 1)) parts++;
+  return parts >= least;
+}
+
+/** The time of a shared value (`<ms>:<counts>`, the digits before its colon), NaN when it has none. */
+function timeOf(text: string, colon: number): number {
+  let at = 0;
+  for (let i = 0; i < colon; i++) {
+    const d = text.charCodeAt(i) - 48;
+    // Not digits alone: as Number() reads it (no writer writes that).
+    if (d < 0 || d > 9) return Number(text.slice(0, colon));
+    at = at * 10 + d;
+  }
+  return at;
+}
+
+/**
+ * What the other workers share of a segment not made here (yet): each one's value (`<ms>:<counts>`)
+ * and decay factor, as read by the sync `mark` (`n` of them), and as read by the last complete sync
+ * before it (`doneN`), which a segment made while a sync reads takes. Kept from sync to sync and
+ * overwritten in place: a value the same as the last sync's keeps its old string, so a later sync
+ * keeps (and promotes to the old generation) only what changed.
+ */
+class PendingShare {
+  mark = 0;
+  n = 0;
+  texts: string[] = [];
+  factors: number[] = [];
+  doneN = 0;
+  doneTexts: string[] = [];
+  doneFactors: number[] = [];
+}
+
 /** The exchange of a segment key ('' for the pool). */
 function sourceOfKey(key: string): string {
   const bar = key.indexOf('|');
@@ -165,12 +205,17 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   private readonly winDelay = new Float64Array(64).fill(NaN);
   private readonly lossDelay = new Float64Array(64).fill(NaN);
   /**
-   * What the other workers share of segments not made here yet (key → each worker's compact counts
-   * and its decay factor, from the last sync): a segment is made when a bid or notice first needs it,
-   * taking its shared counts from here, so a sync allocates no segment (thousands made at once by
-   * a worker's first sync were tens of ms of garbage collection on its event loop).
+   * What the other workers share of segments not made here yet (key → each worker's value and its
+   * decay factor, PendingShare): a segment is made when a bid or notice first needs it, taking its
+   * shared counts from here, so a sync allocates no segment (thousands made at once by a worker's
+   * first sync were tens of ms of garbage collection on its event loop).
    */
-  private sharedPending = new Map<string, Array<[text: string, factor: number]>>();
+  private readonly sharedPending = new Map<string, PendingShare>();
+  /** The mark of the last sync that read every other worker's state (syncMark is the one reading, or the last). */
+  private sharedMark = 0;
+  /** The segments made, in order, and their keys (the sync walks them by index across turns). */
+  private readonly made: Segment[] = [];
+  private readonly madeKeys: string[] = [];
   /** Bytes of this worker's shared state per exchange (MAX_SHARED_BYTES). */
   private readonly sharedBytes = new Map<string, number>();
 
@@ -266,6 +311,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
         if (unanswered !== 0 && t.level >= 2) {
           t.silent = unanswered === SILENT_LOSS;
           t.lateWins = unanswered === LATE_WIN;
+          t.changed = true;
           if (!t.queued) this.queueUpdate(t);
         }
       }
@@ -323,13 +369,21 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     if (this.segments.size >= MAX_SEGMENTS) return parent;
     const made = new Segment(parent.q, parent, parent.level + 1);
     this.segments.set(key, made);
+    this.made.push(made);
+    this.madeKeys.push(key);
     const shared = this.sharedPending.get(key);
     if (shared !== undefined) {
-      // The other workers' counts of the last sync; estimated at the next tick (until then its parent prices its bids).
-      const others = new Counts();
-      for (const [text, f] of shared) others.addCompact(text, f);
-      made.others = others;
-      this.queueUpdate(made);
+      // The other workers' counts of the last complete sync; estimated at the next tick (until then its parent prices its bids).
+      const done = shared.mark === this.sharedMark;
+      const n = done ? shared.n : shared.doneN;
+      if (n > 0) {
+        const texts = done ? shared.texts : shared.doneTexts;
+        const factors = done ? shared.factors : shared.doneFactors;
+        const others = new Counts();
+        for (let i = 0; i < n; i++) others.addCompact(texts[i], factors[i], texts[i].indexOf(':') + 1);
+        made.others = others;
+        this.queueUpdate(made);
+      }
     }
     return made;
   }
@@ -432,7 +486,6 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       if (!s.queued) continue;
       updateSegment(s, s.parent === null ? this.basePrior : s.parent.q, this.settings, now);
       s.queued = false;
-      s.changed = true;
     }
     this.bidQueue = n === queue.length ? [] : queue.slice(n);
   }
@@ -452,13 +505,15 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     try {
       const now = this.clock.now();
       const full = this.stats.syncs % FULL_EVERY === 0;
-      const all: Array<[string, Segment]> = [[POOL, this.pool], ...this.segments];
       const changed: Record<string, string> = {};
-      for (let i = 0; i < all.length; i += SLICE) {
+      // The pool, then the segments made (by index: those made meanwhile are walked too).
+      for (let i = -1; i < this.made.length; ) {
         const t0 = cpuNow();
-        for (const [k, seg] of all.slice(i, i + SLICE)) {
+        for (const end = Math.min(this.made.length, i + SLICE); i < end; i++) {
+          const seg = i < 0 ? this.pool : this.made[i];
           if (!(seg.changed || (full && seg.sharedBytes > 0)) || seg.weight <= 0) continue;
           seg.changed = false;
+          const k = i < 0 ? POOL : this.madeKeys[i];
           const text = `${Math.round(now)}:${seg.own.toCompact()}`;
           const bytes = k.length + text.length;
           const source = sourceOfKey(k);
@@ -476,19 +531,11 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       }
       await this.repo.publish(this.member, changed, 3 * this.config.shadingSyncMs + 60_000);
       const members = await this.repo.others(this.member);
-      // Each segment's other workers' counts are summed in place, into a second buffer kept from sync to sync (no garbage per sync).
+      // Each segment's other workers' counts are summed in place, into a second buffer kept from sync
+      // to sync; those of segments not made here go to their PendingShare, also kept: a later sync
+      // allocates little besides the replies (whose strings die young unless their value changed).
       const mark = ++this.syncMark;
       const touched: Segment[] = [];
-      const pending = new Map<string, Array<[string, number]>>();
-      const addShared = (seg: Segment, text: string, f: number): void => {
-        if (seg.syncMark !== mark) {
-          seg.syncMark = mark;
-          if (seg.othersNext === null) seg.othersNext = new Counts();
-          else seg.othersNext.scale(0);
-          touched.push(seg);
-        }
-        seg.othersNext!.addCompact(text, f);
-      };
       for (const m of members) {
         let cursor = '0';
         do {
@@ -496,30 +543,32 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
           cursor = next;
           const t0 = cpuNow();
           for (let i = 0; i + 1 < flat.length; i += 2) {
+            const key = flat[i];
             const text = flat[i + 1];
             const colon = text.indexOf(':');
-            const at = colon < 0 ? NaN : Number(text.slice(0, colon));
+            const at = colon < 0 ? NaN : timeOf(text, colon);
             if (!Number.isFinite(at)) continue;
             const f = Math.pow(0.5, Math.max(0, now - at) / this.settings.halfLifeMs);
-            const seg = flat[i] === POOL ? this.pool : this.segments.get(flat[i]);
-            if (seg !== undefined) addShared(seg, text.slice(colon + 1), f);
-            else if (parentKey(flat[i]) !== null && (pending.has(flat[i]) || pending.size < MAX_SEGMENTS)) {
-              // Not made here yet: kept as text until a bid or notice needs it (segment()).
-              let list = pending.get(flat[i]);
-              if (list === undefined) pending.set(flat[i], (list = []));
-              list.push([text.slice(colon + 1), f]);
-            }
+            const seg = key === POOL ? this.pool : this.segments.get(key);
+            if (seg !== undefined) this.addShared(seg, text, colon + 1, f, mark, touched);
+            else this.addPending(key, text, f, mark);
           }
           this.slice(t0);
           await yieldTurn();
         } while (cursor !== '0');
       }
-      // Segments made while this sync read (a bid or notice needed them): their shared counts are this sync's.
-      for (const [k, list] of pending) {
-        const seg = this.segments.get(k);
-        if (seg !== undefined) for (const [text, f] of list) addShared(seg, text, f);
-      }
-      this.sharedPending = pending;
+      // Segments made while this sync read (a bid or notice needed them) take this sync's counts;
+      // what no other worker shares any more is dropped.
+      const t0 = cpuNow();
+      this.sharedPending.forEach((p, key) => {
+        if (p.mark === mark) {
+          const seg = this.segments.get(key);
+          if (seg === undefined) return;
+          for (let i = 0; i < p.n; i++) this.addShared(seg, p.texts[i], p.texts[i].indexOf(':') + 1, p.factors[i], mark, touched);
+        }
+        this.sharedPending.delete(key);
+      });
+      this.sharedMark = mark;
       // Updated at the next ticks, at most MAX_BID_UPDATES a tick (thousands of segments at once would stall one).
       for (const seg of touched) {
         const previous = seg.others;
@@ -528,13 +577,15 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
         this.queueUpdate(seg);
       }
       // Segments no other worker shares any more (it stopped, or forgot them) drop what they had.
-      for (const [, seg] of all) {
+      for (let i = -1; i < this.made.length; i++) {
+        const seg = i < 0 ? this.pool : this.made[i];
         if (seg.others !== null && seg.syncMark !== mark) {
           seg.othersNext = seg.others;
           seg.others = null;
           this.queueUpdate(seg);
         }
       }
+      this.slice(t0);
       this.stats.syncs++;
     } catch (e) {
       this.stats.syncErrors++;
@@ -542,6 +593,45 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     } finally {
       this.syncing = false;
     }
+  }
+
+  /** Adds a worker's shared value (its counts from `from`, decay `f`) to a segment's sum of the sync `mark` (its othersNext, cleared first). */
+  private addShared(seg: Segment, text: string, from: number, f: number, mark: number, touched: Segment[]): void {
+    if (seg.syncMark !== mark) {
+      seg.syncMark = mark;
+      if (seg.othersNext === null) seg.othersNext = new Counts();
+      else seg.othersNext.scale(0);
+      touched.push(seg);
+    }
+    seg.othersNext!.addCompact(text, f, from);
+  }
+
+  /** Keeps a worker's shared value of a segment not made here, as the sync `mark` read it (PendingShare). */
+  private addPending(key: string, text: string, f: number, mark: number): void {
+    let p = this.sharedPending.get(key);
+    if (p === undefined) {
+      if (this.sharedPending.size >= MAX_SEGMENTS || !isSegmentKey(key)) return;
+      this.sharedPending.set(key, (p = new PendingShare()));
+    }
+    if (p.mark !== mark) {
+      // This sync's first value of the segment: what the last complete sync read becomes `done`
+      // (a PendingShare last read by a sync that failed keeps the `done` it had).
+      if (p.mark === this.sharedMark) {
+        const texts = p.doneTexts;
+        const factors = p.doneFactors;
+        p.doneTexts = p.texts;
+        p.doneFactors = p.factors;
+        p.doneN = p.n;
+        p.texts = texts;
+        p.factors = factors;
+      }
+      p.mark = mark;
+      p.n = 0;
+    }
+    const i = p.n++;
+    // The same value as the last sync's (the worker's order is the same while no worker comes or goes): its old string.
+    p.texts[i] = i < p.doneN && p.doneTexts[i] === text ? p.doneTexts[i] : text;
+    p.factors[i] = f;
   }
 
   /** Queues a segment for an update at the next ticks (bounded per tick). */

@@ -211,6 +211,8 @@ export class MetricsService implements OnApplicationShutdown {
     const out: T[] = [];
     let since = performance.now();
     for (const { name } of this.registry.getMetricsAsArray()) {
+      // A family removed from the registry meanwhile (between two slices) is left out.
+      if (this.registry.getSingleMetric(name) === undefined) continue;
       out.push(await read(name));
       if (performance.now() - since >= this.sliceMs) {
         await yieldTurn();

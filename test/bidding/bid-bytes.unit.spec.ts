@@ -117,6 +117,7 @@ describe('the bid response written as bytes (BidWriter) against a reference made
     const req = parseBidRequest({ id: 'r', imp: [{ id: '1', banner: { w: 300, h: 250 } }, { id: '2', banner: { w: 300, h: 250 } }, { id: 'drei', banner: { w: 300, h: 250 } }] });
     const c = candidate('x', true);
     const m: Match = { candidate: c, mtype: MType.Banner, price: 1, dealId: null, size: { w: 300, h: 250 }, native: null, json: new CandidateJson(c) };
+    let previous: [Buffer, string] | null = null;
     for (let drop = 0; drop < 8; drop++) {
       let length = writer.begin(req.id, 'EUR');
       const kept: number[] = [];
@@ -134,6 +135,10 @@ describe('the bid response written as bytes (BidWriter) against a reference made
       const ids = kept.length === 0 ? [] : bidIds(response);
       assert.equal(ids.length, kept.length);
       assertSame(writer, ref, 'r', 'EUR', kept.map((i, k) => ref.bid(req, req.imps[i], m, 'EUR', i, 1 + i, '', ids[k])), `dropped ${drop}`);
+      // A response is the caller's: the next request's writing leaves it as it was (an answer may wait
+      // for the journal's commit while others are written, and the socket holds it until sent).
+      if (previous !== null) assert.equal(previous[0].toString('utf8'), previous[1]);
+      previous = [response, response.toString('utf8')];
     }
   });
 });

@@ -12,7 +12,7 @@ import type { Rates } from '../../src/currency/rates';
 import { Clock } from '../../src/delivery/clock';
 import type { NoticedBid } from '../../src/delivery/noticed-bid';
 import { Random } from '../../src/delivery/random';
-import { binOf, GRID_SIZE } from '../../src/delivery/shading';
+import { binOf, Counts, GRID_SIZE } from '../../src/delivery/shading';
 import { floorBucket, segmentKey, ShadingService } from '../../src/delivery/shading.service';
 import type { BidRequest, Imp } from '../../src/openrtb/types';
 import type { CampaignStore } from '../../src/targeting/campaign-store';
@@ -147,6 +147,24 @@ describe('shading sync through its repository (in memory, two workers)', () => {
     assert.deepEqual(repo.published, [62, 0, 4]);
   });
 
+  it('a worker whose segments changed only by what the others share writes nothing', async () => {
+    const repo = new MemoryShadingRepository();
+    const a = worker(repo, 'a');
+    const b = worker(repo, 'b');
+    teach(a, 100);
+    await a.s.sync();
+    await b.s.sync();
+    b.s.cdfOf(KEY);
+    teach(a, 10);
+    await a.s.sync();
+    // b reads a's new counts and re-estimates its segments with them.
+    await b.s.sync();
+    for (let i = 0; i < 5; i++) b.s.tick();
+    repo.published.length = 0;
+    await b.s.sync();
+    assert.deepEqual(repo.published, [0]);
+  });
+
   it('reads the format an older worker writes: one entry per count, any order, unknown arrays and bins skipped', async () => {
     const repo = new MemoryShadingRepository();
     const b = worker(repo, 'b');
@@ -196,6 +214,33 @@ describe('shading sync through its repository (in memory, two workers)', () => {
     await b.s.sync();
     b.s.tick();
     assert.ok(segments(b).get(KEY)!.weight > 50);
+  });
+});
+
+describe('shading counts as shared text', () => {
+  it('addCompact reads what toCompact writes, from an offset, scaled, and stops at a character that is not base64', () => {
+    const c = new Counts();
+    let x = 7;
+    for (let i = 0; i < 300; i++) {
+      x = (x * 48271) % 2147483647;
+      const arrays = [c.bids, c.answered, c.exact, c.won, c.lost];
+      const a = arrays[x % 5];
+      a[x % a.length] += (x % 1000) / 7;
+    }
+    const text = `${NOW}:${c.toCompact()}`;
+    const back = new Counts();
+    back.addCompact(text, 0.5, text.indexOf(':') + 1);
+    for (const name of ['bids', 'answered', 'exact', 'won', 'lost'] as const) {
+      for (let i = 0; i < c[name].length; i++) assert.ok(Math.abs(back[name][i] - c[name][i] * 0.5) <= 1e-6 * c[name][i], `${name}[${i}]: ${back[name][i]} against ${c[name][i]}`);
+    }
+    // Through Buffer, as a worker of an older version decodes it: the same entries.
+    const viaBuffer = Buffer.from(text.slice(text.indexOf(':') + 1), 'base64');
+    assert.equal(viaBuffer.length % 6, 0);
+    const cut = new Counts();
+    cut.addCompact(`${text.slice(0, text.indexOf(':') + 1 + 16)}!${text.slice(text.indexOf(':') + 1 + 16)}`, 1, text.indexOf(':') + 1);
+    const entries = (k: Counts): number => [k.bids, k.answered, k.exact, k.won, k.lost].reduce((n, a) => n + a.filter((v) => v > 0).length, 0);
+    assert.equal(entries(cut), 2);
+    assert.equal(entries(back), viaBuffer.length / 6);
   });
 });
 

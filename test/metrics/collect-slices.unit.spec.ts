@@ -119,6 +119,19 @@ describe('metrics collected a slice at a time', () => {
         lines(registryText, (l) => l.startsWith('#')),
       );
       assert.ok(text.endsWith('\n') && !text.endsWith('\n\n'));
+      // A family removed while a reading is under way (between its slices) is left out of it.
+      m.counter('t_gone_total', 'test', [], () => [{ value: 1, labels: {} }]);
+      m.gauge('t_remover', 'test', 'max', [], () => {
+        m.registry.removeSingleMetric('t_gone_total');
+        return [{ value: 1, labels: {} }];
+      });
+      // Registration order: t_gone_total, then t_remover; re-register t_gone_total after t_remover.
+      m.registry.removeSingleMetric('t_gone_total');
+      m.counter('t_gone_total', 'test', [], () => [{ value: 1, labels: {} }]);
+      const names = (await m.snapshot()).map((f) => f.name);
+      assert.ok(names.includes('t_remover') && !names.includes('t_gone_total'));
+      m.counter('t_gone_total', 'test', [], () => [{ value: 1, labels: {} }]);
+      assert.doesNotMatch(await m.render(), /t_gone_total/);
     } finally {
       m.onApplicationShutdown();
     }
