@@ -147,34 +147,36 @@ module.exports = {
       // (~7.6 µs a request, issue 22) for figures /metrics already has. Checked on a running worker
       // (docs/operations.md, "PM2's agent").
       pmx: false,
-      // V8's young generation at most 2 x 16 MiB. Left to V8 it doubles up to 2 x 64 MiB within
-      // minutes under load, and each bigger size also keeps more dead Buffers (freed only by a
-      // scavenge) in malloc's main arena: a worker ended 14-minute runs at 348-364 MB, with this
-      // bound at 198-255 MB, for no CPU the runs could measure (measured with `npm run memory`).
-      // PM2 passes node_args to cluster workers (execArgv), after a reload too (each worker logs
-      // its execArgv at start). Tried and not kept
-      // (bench/README.md): --single-threaded-gc (no less CPU, longer scavenges). A smaller young
-      // generation saves what it says and costs CPU: --max-semi-space-size=8 16 MiB per worker for
-      // 1.034x the CPU per bid request (`npm run ab -- --against . --node-args-b=...`, 4 rounds of
-      // 8 s at 650/s, pooled; median 1.044); --minor-ms (no second semi-space) the same 16 MiB for
-      // 1.19x. Where a worker's memory goes at 650/s (`npm run memory`, a heap snapshot at 45 s):
-      // ~56 MB of the Node binary's code, shared with every other Node process of the host (the
-      // load test's PSS column counts it once); new space 32 MiB; old space 38-48 MB committed,
-      // ~26 MB live after a full GC (strings 11, bytecode 11); ArrayBuffers 23-35 MB (the bid
-      // log's 1 MiB chunks, ~7 MB; bid shading's per-segment histograms, ~10 MB at ~2,000
-      // segments; ioredis's parser pool, 2 MB).
-      //
-      // --heap-growing-percent=200: after a mark-compact the old generation may grow to 3x what it
-      // left before V8 marks it again. V8 starts marking as soon as the room left below that limit
-      // is smaller than the young generation (2 x 16 MiB here; deps/v8/src/heap/heap.cc,
-      // IncrementalMarkingLimitReached). Left to V8, the factor it picked (~1.6 at ~36 MB live) left
-      // ~22 MB of room, so each mark-compact started the next one within seconds: one every 3.5-6.5 s
-      // at 650 bid requests/s, started by a task, not by the heap reaching its limit
-      // (--trace-incremental-marking). A factor of 3 leaves twice the live heap, more than 32 MiB for
-      // any worker (its live heap stays above ~20 MB). Side by side (npm run memory, 6 minutes at
-      // 450/s): V8's own factor 469 µs of CPU per bid request, 150 437, 300 432; then 150 / 200 / 300
-      // 391 / 387 / 383 µs at 212 / 217 / 231 MB resident (docs/operations.md, "Memory per worker";
-      // measured with `npm run ab` and `npm run memory`).
+      // --max-semi-space-size=8 and --heap-growing-percent=100: V8's young generation at most
+      // 2 x 8 MiB, and after a mark-compact the old generation may grow to 2x what it left before
+      // V8 marks it again. Between two mark-compacts a worker keeps its garbage: what was promoted,
+      // and the dead Buffers it held (external memory, freed only by a mark-compact). With 2 x 16 MiB
+      // and 3x a worker at 650 bid requests/s grew to ~237 MB resident in 90 s and to 271 MB in the
+      // load test's 3 minutes (V8 heap 110 MB committed for 80 MB used, 78 MB external for ~24 MB
+      // live); with these it stayed at ~172-195 MB. Side by side (`npm run ab -- --against .
+      // --mix loadtest --node-args=<2 x 16 MiB, 3x> --node-args-b=<these>`, 8 rounds of 10 s at 650/s,
+      // PSS read every 2 s): 1.028x the CPU per bid request (median and pooled; rounds 0.98-1.06),
+      // PSS at most 157 against 191 MB, 149 against 173 MB on average after the first minute.
+      // Left to V8 the young generation doubles up to 2 x 64 MiB within minutes under load (a worker
+      // ended 14-minute runs at 348-364 MB). V8 starts marking as soon as the room left below the old
+      // generation's limit is smaller than the young generation (deps/v8/src/heap/heap.cc,
+      // IncrementalMarkingLimitReached): a factor of 2 leaves the live heap as room, more than
+      // 16 MiB for any worker (its live heap stays above ~20 MB), where V8's own factor (~1.6 at
+      // ~36 MB live) with 2 x 16 MiB started each mark-compact within seconds of the last (one every
+      // 3.5-6.5 s at 650/s; 469 µs of CPU per bid request against 432 with a factor of 3, `npm run
+      // memory`, 6 minutes at 450/s). 1.5x (--heap-growing-percent=50) kept a worker at ~172-176 MB
+      // (one unpaired run, about the same CPU), but leaves less room than the young generation once
+      // the live heap is under ~32 MB. Where a worker's
+      // memory goes at 650/s (a heap snapshot, after a full GC, at 45 s): ~58 MB of the Node binary's
+      // code, shared with every other Node process of the host (the load test's PSS column counts it
+      // once); 59 MB live in V8's heap: bytecode and code 11, strings 11 (8.5 of them the modules'
+      // sources), ArrayBuffers 23.5 (bid shading's per-segment histograms ~14 MB at ~2,000
+      // segments, ~17 MB with their objects; the bid log's 1 MiB chunks, 7 MB; ioredis's parser
+      // pool, 1.8 MB). PM2 passes node_args to cluster workers (execArgv), after a reload too (each
+      // worker logs its execArgv at start). Tried and not kept (bench/README.md):
+      // --single-threaded-gc (no less CPU, longer scavenges); --minor-ms (no second semi-space)
+      // 1.19x the CPU per bid request. jemalloc's MALLOC_CONF=dirty_decay_ms:1000 kept no less
+      // (`npm run memory`, 2 minutes at 400/s: 237 against 232 MB at the end).
       //
       // --v8-pool-size=1: one V8 helper thread per worker (Node's default is 4) for the concurrent
       // GC marking, parallel scavenges and background compiles, since there is one worker per core.
@@ -190,7 +192,7 @@ module.exports = {
       // (16 rounds, no idle: the reducer acts only in lulls). A worker's RSS moved by ~3 MB
       // (237-240 against 241-243 MB while idle): the young generation is bounded above and jemalloc
       // holds most of the rest (measured with `npm run ab` and `npm run memory`).
-      node_args: ['--max-semi-space-size=16', '--v8-pool-size=1', '--heap-growing-percent=200', '--no-memory-reducer'],
+      node_args: ['--max-semi-space-size=8', '--v8-pool-size=1', '--heap-growing-percent=100', '--no-memory-reducer'],
       // A worker takes traffic only after main.ts sent process.send('ready') (after listen);
       // `pm2 reload` stops an old worker only once its replacement is ready.
       wait_ready: true,
