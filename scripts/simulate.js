@@ -261,7 +261,7 @@ async function http(MARKETS) {
   fs.writeFileSync(path.join(out, `http-${name}-${seed}.json`), JSON.stringify(r, null, 1));
   const floor = name === 'wins-only' ? 0.8 : 0.9;
   const line = (ok, what, got) => console.log(`  ${ok ? 'ok  ' : 'MISS'} ${what}: ${got}`);
-  console.log(`${name} over HTTP: ${r.requests} requests, ${r.bids} bids, ${r.bidErrors} bid errors, ${r.wins} wins, paid ${usd(r.paid)} USD, surplus ${r.surplus.toFixed(3)} USD; the oracle ${r.oracle.wins} wins, surplus ${r.oracle.surplus.toFixed(3)} USD; bid latency p50 ${r.latencyMs.p50.toFixed(1)} ms, p99 ${r.latencyMs.p99.toFixed(1)} ms (${(r.wallMs / 1000).toFixed(1)} s)`);
+  console.log(`${name} over HTTP: ${r.requests} requests, ${r.bids} bids, ${r.noBids} no-bids, ${r.bidErrors} bid errors, ${r.wins} wins, paid ${usd(r.paid)} USD, surplus ${r.surplus.toFixed(3)} USD; the oracle ${r.oracle.wins} wins, surplus ${r.oracle.surplus.toFixed(3)} USD; bid latency p50 ${r.latencyMs.p50.toFixed(1)} ms, p99 ${r.latencyMs.p99.toFixed(1)} ms (${(r.wallMs / 1000).toFixed(1)} s)`);
   console.log(`  notices: ${JSON.stringify(r.notices)}`);
   line(r.surplus >= floor * r.oracle.surplus, `surplus >= ${100 * floor} % of the oracle\u2019s`, pct(r.surplus / r.oracle.surplus));
   line(Math.abs(r.wins / r.oracle.wins - 1) <= 0.2, 'wins within 20 % of the oracle\u2019s', `${r.wins} against ${r.oracle.wins} (${pct(r.wins / r.oracle.wins - 1)})`);

@@ -41,6 +41,8 @@ export interface HttpRunResult {
   readonly seconds: number;
   readonly requests: number;
   readonly bids: number;
+  /** Bid requests answered 204 (no bid: shed under load, or paced). */
+  readonly noBids: number;
   /** Bid requests answered other than 200 or 204, or not at all (timeout, connection error). */
   readonly bidErrors: number;
   readonly wins: number;
@@ -114,6 +116,7 @@ export async function driveHttp(o: HttpRunOptions): Promise<HttpRunResult> {
 
   let requests = 0;
   let bids = 0;
+  let noBids = 0;
   let bidErrors = 0;
   let wins = 0;
   let surplus = 0;
@@ -207,7 +210,10 @@ export async function driveHttp(o: HttpRunOptions): Promise<HttpRunResult> {
       return;
     }
     latencies.push(performance.now() - t0);
-    if (res.status === 204) return;
+    if (res.status === 204) {
+      noBids++;
+      return;
+    }
     if (res.status !== 200) {
       bidErrors++;
       return;
@@ -270,6 +276,7 @@ export async function driveHttp(o: HttpRunOptions): Promise<HttpRunResult> {
     seconds,
     requests,
     bids,
+    noBids,
     bidErrors,
     wins,
     surplus,

@@ -24,7 +24,8 @@ describe('short markets over HTTP', () => {
     assert.equal(fs.existsSync(bidder.pm2Home), false, 'the temporary PM2_HOME is removed');
     assert.ok(r.requests >= 150 && r.requests <= 280, `${r.requests} requests in 6 s at 35/s`);
     assert.equal(r.bidErrors, 0);
-    assert.equal(r.bids, r.requests, 'a campaign worth 2.00 above every floor bids on every request');
+    assert.equal(r.bids + r.noBids, r.requests);
+    assert.ok(r.bids >= 0.9 * r.requests, `${r.bids} bids of ${r.requests} requests (a campaign worth 2.00 above every floor bids on each, unless a busy worker sheds it)`);
     assert.ok(r.wins > 0 && r.wins < r.bids, `${r.wins} wins of ${r.bids}`);
     assert.ok(r.oracle.wins > 0 && r.oracle.wins <= r.requests);
     assert.ok(Number.isFinite(r.surplus) && r.surplus > 0 && r.surplus <= r.wins * 2e-3, `surplus ${r.surplus}`);
@@ -32,6 +33,7 @@ describe('short markets over HTTP', () => {
     assert.equal(r.noticeErrors, 0, JSON.stringify(r.notices));
     // A win notice and a bill per win, a loss notice per loss, all 204.
     assert.deepEqual(r.notices, { win: { '204': r.wins }, bill: { '204': r.wins }, loss: { '204': r.bids - r.wins } });
+    assert.ok(r.oracle.wins <= r.requests && r.wins <= r.bids);
     assert.ok(r.latencyMs.p50 > 0 && r.latencyMs.p99 >= r.latencyMs.p50);
   });
 });
