@@ -3,6 +3,9 @@
 //   [--curve uniform|traffic] [--strategies shaded,value,oracle] [--out .run/simulate]`: runs the market simulator (tools/sim/) on a private Redis, for
 // each market the bidder as configured (shaded), bidding the value and the oracle, then prints the
 // figures and writes report.html (SVG charts) and results.json into --out. `--help` prints the usage.
+// `npm run simulate -- --http <url|start> --market <short market> [--rate 35] [--seconds 120] [--seed 1] [--workers 2]`:
+// a short market against a running bidder over HTTP in real time (tools/sim/http-market.ts); `start`
+// starts one for the run (private Redis, PM2 cluster in a temporary PM2_HOME) and stops it after.
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -20,10 +23,17 @@ const USAGE = `usage: npm run simulate -- [options]
   --days <n>            virtual days of a day-long market (default 1)
   --requests <n>        requests a virtual day (default 100000)
   --seed <n>            the seed: a seed replays a run exactly (default 1)
-  --workers <n>         app instances sharing one Redis (default 1)
+  --workers <n>         app instances sharing one Redis (default 1); with --http start: PM2 workers (default 2)
   --curve <c>           uniform or traffic: every even campaign's pacing curve
   --strategies <list>   shaded,value,oracle (default all three; the targets are checked with all three)
   --out <dir>           report.html and results.json (default .run/simulate)
+  --http <url|start>    a short market against the bidder at <url> over HTTP, in real time (its campaign file must be
+                        the short markets' and its exchanges file must admit this machine); start: start a bidder for
+                        the run (a private Redis, --workers PM2 workers, default 2, in a temporary PM2_HOME) and stop it
+                        after. Prints surplus and wins against the oracle's on the same auctions; http-<market>-<seed>.json
+                        in --out
+  --rate <n>            with --http: auctions a second (default 35)
+  --seconds <n>         with --http: seconds of auctions (default 120)
   --help                this text`;
 
 let values;
@@ -35,7 +45,10 @@ try {
       days: { type: 'string', default: '1' },
       requests: { type: 'string', default: '100000' },
       seed: { type: 'string', default: '1' },
-      workers: { type: 'string', default: '1' },
+      workers: { type: 'string' },
+      http: { type: 'string' },
+      rate: { type: 'string', default: '35' },
+      seconds: { type: 'string', default: '120' },
       curve: { type: 'string' },
       strategies: { type: 'string', default: 'shaded,value,oracle' },
       out: { type: 'string', default: path.join('.run', 'simulate') },
@@ -53,8 +66,8 @@ if (values.help) {
 function arg(name) {
   return values[name];
 }
-function positiveInt(name) {
-  const n = Number(values[name]);
+function positiveInt(name, def) {
+  const n = Number(values[name] ?? def);
   if (!Number.isInteger(n) || n < 1) {
     console.error(`simulate: --${name} ${values[name]}: expected a whole number of at least 1\n${USAGE}`);
     process.exit(2);
@@ -185,6 +198,7 @@ async function main() {
   execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
   const { simulate } = require(path.join(root, '.test-build', 'tools', 'sim', 'simulator.js'));
   const { MARKETS } = require(path.join(root, '.test-build', 'tools', 'sim', 'market.js'));
+  if (arg('http') !== undefined) return http(MARKETS);
   const which = arg('market');
   const names = which === 'all' ? ['narrow', 'wide', 'crowded'] : which === 'short' ? SHORT : which.split(',');
   const fail = (m) => {
@@ -196,7 +210,7 @@ async function main() {
   if (curve !== undefined && curve !== 'uniform' && curve !== 'traffic') fail(`--curve: uniform or traffic, not ${curve}`);
   const strategies = arg('strategies').split(',');
   for (const s of strategies) if (!['shaded', 'value', 'oracle'].includes(s)) fail(`--strategies: shaded, value or oracle, not ${s}`);
-  const opts = { days: positiveInt('days'), requests: positiveInt('requests'), seed: positiveInt('seed'), workers: positiveInt('workers'), curve };
+  const opts = { days: positiveInt('days'), requests: positiveInt('requests'), seed: positiveInt('seed'), workers: positiveInt('workers', '1'), curve };
   const out = path.resolve(root, arg('out'));
   fs.mkdirSync(out, { recursive: true });
   const redis = await startRedis({ dir: path.join(out, 'redis') });
@@ -219,6 +233,45 @@ async function main() {
   fs.writeFileSync(path.join(out, 'results.json'), JSON.stringify([...all.values()].flat(), null, 1));
   fs.writeFileSync(path.join(out, 'report.html'), report(all, opts));
   console.log(`report: ${path.join(out, 'report.html')}`);
+}
+
+/** --http: one short market against a bidder over HTTP. */
+async function http(MARKETS) {
+  const { driveHttp, startHttpBidder } = require(path.join(root, '.test-build', 'tools', 'sim', 'http-market.js'));
+  const name = arg('market');
+  if (!SHORT.includes(name)) {
+    console.error(`simulate: --http runs one short market (${SHORT.join(', ')}), not ${name}\n${USAGE}`);
+    process.exit(2);
+  }
+  const seed = positiveInt('seed', '1');
+  const rate = positiveInt('rate', '35');
+  const seconds = positiveInt('seconds', '120');
+  const workers = positiveInt('workers', '2');
+  const bidder = arg('http') === 'start' ? await startHttpBidder({ market: MARKETS[name], workers, root, log: (s) => console.log(s) }) : null;
+  let r;
+  try {
+    const url = bidder?.url ?? arg('http');
+    console.log(`${name}: ${rate} auctions/s for ${seconds} s against ${url}, seed ${seed}`);
+    r = await driveHttp({ url, market: MARKETS[name], rate, seconds, seed });
+  } finally {
+    await bidder?.stop();
+  }
+  const out = path.resolve(root, arg('out'));
+  fs.mkdirSync(out, { recursive: true });
+  fs.writeFileSync(path.join(out, `http-${name}-${seed}.json`), JSON.stringify(r, null, 1));
+  const floor = name === 'wins-only' ? 0.8 : 0.9;
+  const line = (ok, what, got) => console.log(`  ${ok ? 'ok  ' : 'MISS'} ${what}: ${got}`);
+  console.log(`${name} over HTTP: ${r.requests} requests, ${r.bids} bids, ${r.noBids} no-bids, ${r.bidErrors} bid errors, ${r.wins} wins, paid ${usd(r.paid)} USD, surplus ${r.surplus.toFixed(3)} USD; the oracle ${r.oracle.wins} wins, surplus ${r.oracle.surplus.toFixed(3)} USD; bid latency p50 ${r.latencyMs.p50.toFixed(1)} ms, p99 ${r.latencyMs.p99.toFixed(1)} ms (${(r.wallMs / 1000).toFixed(1)} s)`);
+  console.log(`  notices: ${JSON.stringify(r.notices)}`);
+  line(r.surplus >= floor * r.oracle.surplus, `surplus >= ${100 * floor} % of the oracle\u2019s`, pct(r.surplus / r.oracle.surplus));
+  line(Math.abs(r.wins / r.oracle.wins - 1) <= 0.2, 'wins within 20 % of the oracle\u2019s', `${r.wins} against ${r.oracle.wins} (${pct(r.wins / r.oracle.wins - 1)})`);
+  line(r.noticeErrors === 0 && r.bidErrors === 0, 'bid requests and notices answered 2xx', `${r.bidErrors} bid errors, ${r.noticeErrors} notice errors`);
+  if (r.shift !== undefined) {
+    const s = r.shift;
+    console.log(`  shift at ${s.atS} s: optimum ${s.optimumBefore.toFixed(3)} -> ${s.optimum.toFixed(3)}; median bid per 10 s after it: ${s.medianBy10s.map((x) => x.toFixed(3)).join(' ')}`);
+    line(s.convergedS !== null && s.convergedS < 60, 'median bid within 5 % of the new optimum within 60 s (and after)', s.convergedS === null ? 'never' : `from ${s.convergedS}-${s.convergedS + 10} s`);
+    line(s.surplusAfter >= 0.9 * s.oracleSurplusAfter, 'surplus after the shift >= 90 % of the oracle\u2019s', `${pct(s.surplusAfter / s.oracleSurplusAfter)} (wins ${s.winsAfter} against ${s.oracleWinsAfter})`);
+  }
 }
 
 main().catch((e) => {
