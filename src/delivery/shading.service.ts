@@ -105,6 +105,20 @@ const LATE_WIN = 2;
 
 /** Segments updated per tick without a notice of their own (about 20 µs each: at most about 6 ms a tick). */
 const MAX_BID_UPDATES = 300;
+/**
+ * Least time between two updates of a publisher's segment (its level and its floors' level: each is
+ * touched by the bids and notices of all its finer segments), unless it is new or a notice told it an
+ * exact price to win (the service's clock, ms): one touched more often stays dirty, or queued, and is
+ * updated at a later tick with everything it learned meanwhile. The finest segments, which most bids
+ * are priced from, are updated at every tick they learned something (each update is also an EM step:
+ * fewer would slow how fast their estimates converge); so are the exchange's and the pool's, two
+ * segments whose change detection reads their estimate, and those of an exchange whose wins come late
+ * (bills only, counted as wins until they come): held, either lost 1-3 points of surplus in the
+ * simulator's late-bills market.
+ */
+export const MIN_UPDATE_MS = 1_000;
+const HELD_LEVELS_FROM = 2;
+const HELD_LEVELS_TO = 3;
 /** A segment whose prices to win are less than this share of its observations bids grid prices (bestBid's `round`). */
 const ROUND_EXACT_SHARE = 0.25;
 /** An exchange that sent no loss notice for this long is taken to send none, unless EXCHANGES_FILE says (`lossNotices`): its silent bids are losses (learning only). */
@@ -176,6 +190,8 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   private readonly dirty: Array<Set<Segment>> = [new Set(), new Set(), new Set(), new Set(), new Set()];
   /** Segments to update without a notice of their own (their bids teach, or the other workers' counts changed), at most MAX_BID_UPDATES a tick. */
   private bidQueue: Segment[] = [];
+  /** Segments a notice told an exact price to win since the last tick: updated at the next one, whenever they last were. */
+  private readonly exactDirty = new Set<Segment>();
   /** Bids already learned from (a win and its bill are one observation). */
   private learned = new Set<string>();
   private timers: NodeJS.Timeout[] = [];
@@ -452,6 +468,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       else o.lost[j]++;
       s.changed = true;
       this.dirty[s.level].add(s);
+      if (exact >= 0) this.exactDirty.add(s);
     }
     if (teaches) this.stats.learned++;
   }
@@ -468,26 +485,47 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     return true;
   }
 
-  /** Folds what was learned into the estimates, coarse levels first (each is its children's prior). */
+  /**
+   * Folds what was learned into the estimates, coarse levels first (each is its children's prior): a
+   * publisher's segment at most once per MIN_UPDATE_MS, unless new or told an exact price (`due`); the
+   * others stay dirty, or queued, for a later tick.
+   */
   tick(): void {
     const now = this.clock.now();
     for (const level of this.dirty) {
       for (const s of level) {
+        if (!this.due(s, now)) continue;
         updateSegment(s, s.parent === null ? this.basePrior : s.parent.q, this.settings, now);
         s.queued = false;
+        level.delete(s);
       }
-      level.clear();
     }
+    this.exactDirty.clear();
     if (this.bidQueue.length === 0) return;
     const queue = this.bidQueue;
-    const n = Math.min(queue.length, MAX_BID_UPDATES);
-    for (let i = 0; i < n; i++) {
+    // Those not due keep their place, before the ones not reached.
+    const later: Segment[] = [];
+    let updated = 0;
+    let i = 0;
+    for (; i < queue.length && updated < MAX_BID_UPDATES; i++) {
       const s = queue[i];
       if (!s.queued) continue;
+      if (!this.due(s, now)) {
+        later.push(s);
+        continue;
+      }
       updateSegment(s, s.parent === null ? this.basePrior : s.parent.q, this.settings, now);
       s.queued = false;
+      updated++;
     }
-    this.bidQueue = n === queue.length ? [] : queue.slice(n);
+    this.bidQueue = i === queue.length ? later : later.length === 0 ? queue.slice(i) : later.concat(queue.slice(i));
+  }
+
+  /** Whether a segment is updated at this tick: not a publisher's (MIN_UPDATE_MS), of an exchange whose wins come late, new (never estimated), told an exact price, or last updated MIN_UPDATE_MS ago or more (or in what is now the future: the clock went back). */
+  private due(s: Segment, now: number): boolean {
+    if (s.level < HELD_LEVELS_FROM || s.level > HELD_LEVELS_TO || s.lateWins) return true;
+    const since = now - s.at;
+    return Number.isNaN(since) || since >= MIN_UPDATE_MS || since < 0 || this.exactDirty.has(s);
   }
 
   /**
@@ -659,13 +697,14 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   cdfOf(key: string): Float32Array {
     const s = this.segments.get(key) ?? (parentKey(key) !== null ? this.segment(key) : null);
     if (s === null) return this.pool.cdf;
-    // Made now, or waiting for the next tick: estimated at once, coarse levels first.
+    // Made now, or waiting for a tick: estimated at once, coarse levels first.
     const chain: Segment[] = [];
-    for (let t: Segment | null = s; t !== null; t = t.parent) if (t.queued) chain.push(t);
+    for (let t: Segment | null = s; t !== null; t = t.parent) if (t.queued || this.dirty[t.level].has(t)) chain.push(t);
     for (let i = chain.length - 1; i >= 0; i--) {
       const t = chain[i];
       updateSegment(t, t.parent === null ? this.basePrior : t.parent.q, this.settings, this.clock.now());
       t.queued = false;
+      this.dirty[t.level].delete(t);
     }
     return s.weight > 0 ? s.cdf : this.pool.cdf;
   }
