@@ -205,6 +205,8 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   private readonly limiter: SourceLimiter;
   /** When each source (exchange index) last sent a loss notice (ms). */
   private readonly lastLoss = new Float64Array(64).fill(-Infinity);
+  /** When each source last sent this worker a win notice (ms): a source that sends them teaches a win by its win notice, never by its bill. */
+  private readonly lastWin = new Float64Array(64).fill(-Infinity);
   /** Per source, whether it sends loss notices as EXCHANGES_FILE says (`lossNotices`): 1 it does, 0 it sends none, -1 learned (LOSS_SILENCE_MS). */
   private readonly sendsLosses = new Int8Array(64).fill(-1);
   /** The `sd` parameter of the last shaded price (its segment's device type and floor bucket), for noticeParam. */
@@ -423,8 +425,12 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     const source = p.source ?? 0;
     const si = source >= 0 && source < 64 ? source : 63;
     if (event === 'loss') this.lastLoss[si] = now;
-    // A bill after its win: nothing new (and its delay is not the win's).
-    if (this.learned.has(p.bidId)) return;
+    else if (event === 'win') this.lastWin[si] = now;
+    // A bill from a source that sends win notices: its win notice teaches the win, wherever it
+    // arrived (with several workers, the win notice and the bill of one bid often reach different
+    // ones, and `learned` is this worker's: the win would be taught twice, and the bill's delay read
+    // as a late win). A bill after its win here: nothing new either.
+    if ((event === 'bill' && now - this.lastWin[si] < LOSS_SILENCE_MS) || this.learned.has(p.bidId)) return;
     // How late each kind of notice comes from this exchange (wins late and losses at once: its unanswered bids are wins, `late-bills`).
     const delays = event === 'loss' ? this.lossDelay : this.winDelay;
     const delay = Math.min(600_000, Math.max(0, now - p.ts));

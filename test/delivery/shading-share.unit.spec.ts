@@ -268,6 +268,35 @@ describe('shading counts as shared text', () => {
   });
 });
 
+describe('a bid\'s win notice and its bill at different workers', () => {
+  it('teach the win once: a bill from an exchange that sends win notices teaches nothing where its win notice did not arrive', () => {
+    const repo = new MemoryShadingRepository();
+    const a = worker(repo, 'wa');
+    const b = worker(repo, 'wb');
+    const answered = (w: Worker): number => {
+      const seg = segments(w).get(KEY) as unknown as { own: { answered: Float32Array } } | undefined;
+      return seg === undefined ? 0 : seg.own.answered.reduce((x, y) => x + y, 0);
+    };
+    // Worker b has seen this exchange's win notices (a bid of its own won), so it knows the exchange sends them.
+    b.s.learn('win', noticed(b), 1.5, 0.7, SD, null);
+    // Bid x: its win notice reaches worker a, its bill worker b (an exchange calls whichever worker the balancer picks).
+    const x = noticed(a);
+    a.s.learn('win', x, 1.5, 0.7, SD, null);
+    b.s.learn('bill', x, 1.5, 0.7, SD, null);
+    assert.equal(answered(a), 1, 'worker a taught x once, from its win notice');
+    assert.equal(answered(b), 1, 'worker b taught its own win only: the bill of x, whose win notice went to worker a, teaches nothing');
+  });
+
+  it('an exchange that bills without win notices still teaches from its bills', () => {
+    const repo = new MemoryShadingRepository();
+    const b = worker(repo, 'wb');
+    b.s.learn('bill', noticed(b), 1.5, 0.7, SD, null);
+    b.s.learn('bill', noticed(b), 1.5, 0.7, SD, null);
+    const seg = segments(b).get(KEY) as unknown as { own: { answered: Float32Array } };
+    assert.equal(seg.own.answered.reduce((x, y) => x + y, 0), 2);
+  });
+});
+
 describe('shading memory per segment', () => {
   it('a segment\'s counts and estimate hold under 4 KB of typed arrays, under 9 KB with the other workers\' counts', async () => {
     const repo = new MemoryShadingRepository();

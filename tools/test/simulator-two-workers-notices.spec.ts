@@ -27,6 +27,17 @@ after(async () => {
 });
 
 describe('short markets with two workers, notices to either', () => {
+  it('priced loss notices, win notices and bills (a bid\'s win notice and bill often at different workers, each win taught once): surplus ≥ 90 % and wins within 20 % of the oracle\'s, seeds 1-2', { timeout: 180_000 }, async () => {
+    for (const seed of [1, 2]) {
+      const run = (strategy: 'shaded' | 'oracle') => simulate({ market: MARKETS['priced-loss'], strategy, seed, days: 1, requestsPerDay: 100_000, redisUrl: redis.url, dir, workers: 2 });
+      const shaded = await run('shaded');
+      const oracle = await run('oracle');
+      assert.equal(shaded.noticeErrors, 0);
+      assert.ok(shaded.surplus >= 0.9 * oracle.surplus, `seed ${seed}: surplus ${shaded.surplus.toFixed(3)} against the oracle's ${oracle.surplus.toFixed(3)}`);
+      assert.ok(Math.abs(shaded.wins / oracle.wins - 1) <= 0.2, `seed ${seed}: ${shaded.wins} wins against the oracle's ${oracle.wins}`);
+    }
+  });
+
   it(
     'late bills (no win notices, bills 20-60 s late, loss notices): surplus ≥ 90 % and wins within 20 % of the oracle\'s, seeds 1-2',
     { timeout: 180_000, todo: 'two workers: 85.6 % and 76.6 % of the oracle\'s surplus, wins -23.5 % and -28.8 % (one worker: 97.8 %, 98.2 %)' },
