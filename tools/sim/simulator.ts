@@ -179,8 +179,6 @@ function less(a: { at: number; seq: number }, b: { at: number; seq: number }): b
 const HOUR = 3_600_000;
 /** Pacing's end margin (the app's default): the curve ends this long before the campaign's day. */
 const END_MARGIN = 300_000;
-/** Virtual ms between two shadings' exchanges of what they learned (with several workers). */
-const SYNC_MS = 60_000;
 
 export function campaignFile(campaigns: readonly SimCampaign[]): object {
   return {
@@ -302,6 +300,8 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
     SHADING: o.strategy === 'value' ? 'false' : 'true',
   };
   let now = startMs;
+  // Virtual ms between two shadings' exchanges of what they learned (with several workers): the workers' own setting (SHADING_SYNC_S).
+  const syncMs = loadConfig(env).shadingSyncMs;
   const apps: NestFastifyApplication[] = [];
   try {
     const workers: Array<{ bidding: BiddingService; notices: NoticeRoute; spend: SpendService; shading: ShadingService }> = [];
@@ -411,7 +411,7 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
             if (p !== undefined) shareBySecond[i][second] = p.share;
           });
         }
-        if (workers.length > 1 && (nextRefresh - startMs) % SYNC_MS < refreshMs) for (const w of workers) await w.shading.sync();
+        if (workers.length > 1 && (nextRefresh - startMs) % syncMs < refreshMs) for (const w of workers) await w.shading.sync();
         nextRefresh += refreshMs;
         if (nextRequest >= endMs && queue.size === 0) break;
         continue;
