@@ -31,14 +31,18 @@ function post(base: string, route: string, body: unknown) {
   return request(`${base}${route}`, { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 }
 
-/** Every Redis key with its type and serialized value. */
+/**
+ * Every Redis key with its type and serialized value, but the cluster metrics snapshot's
+ * (`bidder:metrics:*`): each worker writes it on its own timer, at a random phase of every 5 s,
+ * whatever the requests do.
+ */
 async function redisState(): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   let cursor = '0';
   do {
     const [next, keys] = await redis.scan(cursor, 'COUNT', 1000);
     cursor = next;
-    for (const k of keys) out.set(k, `${await redis.type(k)}:${(await redis.dumpBuffer(k))?.toString('base64') ?? ''}`);
+    for (const k of keys) if (!k.startsWith('bidder:metrics:')) out.set(k, `${await redis.type(k)}:${(await redis.dumpBuffer(k))?.toString('base64') ?? ''}`);
   } while (cursor !== '0');
   return out;
 }
