@@ -9,6 +9,7 @@
  * `npm run build:test && node_modules/.bin/node .test-build/tools/bench/shading-tick.bench.js [--base <dir>] [--rounds N] [--seconds S]`
  */
 import * as path from 'node:path';
+import { seeded } from '../sim/market';
 import { count, readCommandLine } from './cli';
 
 const usage = 'usage: node .test-build/tools/bench/shading-tick.bench.js [--base <.test-build dir>] [--rounds N] [--seconds S]';
@@ -57,18 +58,6 @@ function load(name: string, root: string): Build {
   const random = require(path.join(root, 'src', 'delivery', 'random.js')) as { Random: Build['Random'] };
   /* eslint-enable @typescript-eslint/no-require-imports */
   return { name, ShadingService: service.ShadingService, Clock: clock.Clock, Random: random.Random };
-}
-
-/** A small deterministic generator (mulberry32). */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** One round: the tick's CPU (ms) per second of traffic after the warm-up, ticks run, and a checksum of the estimates. */
