@@ -96,6 +96,9 @@ class DeliveryMetrics implements OnModuleInit, OnApplicationBootstrap {
       { value: this.shading.stats.capped, labels: { what: 'capped' } },
       { value: this.shading.stats.moves, labels: { what: 'moves' } },
     ]);
+    m.gauge('bidder_shading_backlog', 'Segments waiting for shading\u2019s tick to fold in what they learned or what the other workers share (a tick spends at most about 2 ms, the rest waits for the next, 100 ms later): worst worker.', 'max', [], () => [
+      { value: this.shading.backlog(), labels: {} },
+    ]);
     m.counter('bidder_impressions_total', 'Impression trackers by outcome: counted once per bid, or repeated (a replay, not counted).', ['outcome'], () => [
       { value: this.caps.stats.impressions, labels: { outcome: 'counted' } },
       { value: this.caps.stats.repeated, labels: { outcome: 'repeated' } },

@@ -35,7 +35,7 @@ export const MAX_POOL_SHARE = 0.25;
 export const MIN_WEIGHT = 20;
 /** Most bytes of counts one worker shares per exchange; segments past it are not shared (`stats.unshared`). */
 export const MAX_SHARED_BYTES = 1_000_000;
-/** Fields read per HSCAN call; segments encoded or applied per turn of the event loop; a full write every this many syncs. */
+/** Fields read per HSCAN call; segments encoded per turn of the event loop (within TICK_BUDGET_MS); a full write every this many syncs. */
 const SCAN_COUNT = 50;
 const SLICE = 100;
 const FULL_EVERY = 30;
@@ -103,8 +103,19 @@ const LATE_WIN_MS = 1_000;
 const SILENT_LOSS = 1;
 const LATE_WIN = 2;
 
-/** Segments updated per tick without a notice of their own (about 20 µs each: at most about 6 ms a tick). */
+/** Segments updated per tick without a notice of their own (7-35 µs each), within TICK_BUDGET_MS. */
 const MAX_BID_UPDATES = 300;
+/**
+ * Wall time a tick may spend re-estimating segments (ms), read after each one: what is left stays
+ * dirty, or queued, for the next tick, 100 ms later. A tick after a sync, updating 300 queued segments,
+ * took up to 21.5 ms of wall time (6.6 ms of its thread's CPU: the core was shared) in a worker at
+ * 1300/s, 9-12 ms in others (code not yet optimised), 1.5-4.5 ms later on. At 7 µs a segment 2 ms is
+ * about 285 segments a tick, 2,850 a second: a sync's changes at MAX_SHARED_BYTES (about 12,000
+ * segments every SHADING_SYNC_S) are folded in within its period.
+ */
+export const TICK_BUDGET_MS = 2;
+/** Segments a tick updates whatever the time (progress on a core shared with others; at most about 0.6 ms). */
+const TICK_MIN_UPDATES = 16;
 /**
  * Least time between two updates of a publisher's segment (its level and its floors' level: each is
  * touched by the bids and notices of all its finer segments), unless it is new or a notice told it an
@@ -215,10 +226,16 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
    * Notices: learned from; impossible (a price to win on the wrong side of our bid); limited (past
    * the source's SHADING_LEARN_PER_S); capped (learned by their publisher's segments but not by the
    * shared levels: their publisher or exchange holds its bound of them). Moves: a segment's market
-   * moved (change detection) and it forgot most of what it knew.
+   * moved (change detection) and it forgot most of what it knew. Ticks cut: ticks that reached
+   * TICK_BUDGET_MS with segments left to update.
    */
-  readonly stats = { shaded: 0, explored: 0, learned: 0, impossible: 0, limited: 0, capped: 0, moves: 0, syncs: 0, syncErrors: 0, unshared: 0, syncSliceMaxMs: 0 };
+  readonly stats = { shaded: 0, explored: 0, learned: 0, impossible: 0, limited: 0, capped: 0, moves: 0, syncs: 0, syncErrors: 0, unshared: 0, syncSliceMaxMs: 0, ticksCut: 0 };
   private syncMark = 0;
+  /**
+   * TICK_BUDGET_MS; the simulator sets Infinity: it models the market, not a worker's CPU, so a seed
+   * gives the same run on any machine (MAX_BID_UPDATES still bounds its ticks).
+   */
+  tickBudgetMs = TICK_BUDGET_MS;
   /** Per source: the smoothed delay of its win (or bill) notices and of its loss notices after the bid (ms; NaN: none yet). */
   private readonly winDelay = new Float64Array(64).fill(NaN);
   private readonly lossDelay = new Float64Array(64).fill(NaN);
@@ -498,12 +515,20 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
    */
   tick(): void {
     const now = this.clock.now();
+    const until = performance.now() + this.tickBudgetMs;
+    let n = 0;
     for (const level of this.dirty) {
       for (const s of level) {
         if (!this.due(s, now)) continue;
         updateSegment(s, s.parent === null ? this.basePrior : s.parent.q, this.settings, now);
         s.queued = false;
         level.delete(s);
+        this.exactDirty.delete(s);
+        if (++n >= TICK_MIN_UPDATES && performance.now() >= until) {
+          // The rest at the next tick, coarse levels first again; those told an exact price still due then.
+          if (this.backlog() > 0) this.stats.ticksCut++;
+          return;
+        }
       }
     }
     this.exactDirty.clear();
@@ -513,8 +538,8 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
     const later: Segment[] = [];
     let updated = 0;
     let i = 0;
-    for (; i < queue.length && updated < MAX_BID_UPDATES; i++) {
-      const s = queue[i];
+    while (i < queue.length && updated < MAX_BID_UPDATES) {
+      const s = queue[i++];
       if (!s.queued) continue;
       if (!this.due(s, now)) {
         later.push(s);
@@ -523,8 +548,19 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       updateSegment(s, s.parent === null ? this.basePrior : s.parent.q, this.settings, now);
       s.queued = false;
       updated++;
+      if (++n >= TICK_MIN_UPDATES && performance.now() >= until) {
+        if (i < queue.length) this.stats.ticksCut++;
+        break;
+      }
     }
     this.bidQueue = i === queue.length ? later : later.length === 0 ? queue.slice(i) : later.concat(queue.slice(i));
+  }
+
+  /** Segments waiting for a tick to re-estimate them (dirty or queued; a segment both counts twice). */
+  backlog(): number {
+    let n = this.bidQueue.length;
+    for (const level of this.dirty) n += level.size;
+    return n;
   }
 
   /** Whether a segment is updated at this tick: not a publisher's (MIN_UPDATE_MS), of an exchange whose wins come late, new (never estimated), told an exact price, or last updated MIN_UPDATE_MS ago or more (or in what is now the future: the clock went back). */
@@ -553,7 +589,8 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       // The pool, then the segments made (by index: those made meanwhile are walked too).
       for (let i = -1; i < this.made.length; ) {
         const t0 = cpuNow();
-        for (const end = Math.min(this.made.length, i + SLICE); i < end; i++) {
+        const until = performance.now() + TICK_BUDGET_MS;
+        for (const end = Math.min(this.made.length, i + SLICE); i < end && performance.now() < until; i++) {
           const seg = i < 0 ? this.pool : this.made[i];
           if (!(seg.changed || (full && seg.sharedBytes > 0)) || seg.weight <= 0) continue;
           seg.changed = false;

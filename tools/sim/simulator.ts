@@ -315,6 +315,8 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
       const worker = { bidding: app.get(BiddingService), notices: app.get(NoticeRoute), spend: app.get(SpendService), shading: app.get(ShadingService) };
       worker.spend.stopTimer();
       worker.shading.stopTimers();
+      // Its ticks run whole (MAX_BID_UPDATES still bounds them): a seed gives the same run on any machine.
+      worker.shading.tickBudgetMs = Infinity;
       return worker;
     };
     for (let w = 0; w < (o.workers ?? 1); w++) workers.push(await start(w, `sim-${w}`));
