@@ -616,7 +616,6 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       // to sync; those of segments not made here go to their PendingShare, also kept: a later sync
       // allocates little besides the replies (whose strings die young unless their value changed).
       const mark = ++this.syncMark;
-      const touched: Segment[] = [];
       for (const m of members) {
         let cursor = '0';
         do {
@@ -631,7 +630,7 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
             if (!Number.isFinite(at)) continue;
             const f = Math.pow(0.5, Math.max(0, now - at) / this.settings.halfLifeMs);
             const seg = key === POOL ? this.pool : this.segments.get(key);
-            if (seg !== undefined) this.addShared(seg, text, colon + 1, f, mark, touched);
+            if (seg !== undefined) this.addShared(seg, text, colon + 1, f, mark);
             else this.addPending(key, text, f, mark);
           }
           this.slice(t0);
@@ -649,22 +648,24 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
             if (p.texts.length > p.n) p.texts.length = p.factors.length = p.n;
             return;
           }
-          for (let i = 0; i < p.n; i++) this.addShared(seg, p.texts[i], p.texts[i].indexOf(':') + 1, p.factors[i], mark, touched);
+          for (let i = 0; i < p.n; i++) this.addShared(seg, p.texts[i], p.texts[i].indexOf(':') + 1, p.factors[i], mark);
         }
         this.sharedPending.delete(key);
       });
       this.sharedMark = mark;
-      // Updated at the next ticks, at most MAX_BID_UPDATES a tick (thousands of segments at once would stall one).
-      for (const seg of touched) {
-        const previous = seg.others;
-        seg.others = seg.othersNext;
-        seg.othersNext = previous;
-        this.queueUpdate(seg);
-      }
-      // Segments no other worker shares any more (it stopped, or forgot them) drop what they had.
+      // The segments this sync read take its sums; those no other worker shares any more (it stopped,
+      // or forgot them) drop what they had. Both are updated at the next ticks, at most
+      // MAX_BID_UPDATES a tick (thousands at once would stall one), queued in the order the segments
+      // were made: the order of the pages is the store's (Redis hashes with a seed each process
+      // draws at start), and with it a seed of the simulator gave different runs.
       for (let i = -1; i < this.made.length; i++) {
         const seg = i < 0 ? this.pool : this.made[i];
-        if (seg.others !== null && seg.syncMark !== mark) {
+        if (seg.syncMark === mark) {
+          const previous = seg.others;
+          seg.others = seg.othersNext;
+          seg.othersNext = previous;
+          this.queueUpdate(seg);
+        } else if (seg.others !== null) {
           seg.othersNext = seg.others;
           seg.others = null;
           this.queueUpdate(seg);
@@ -681,12 +682,11 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
   }
 
   /** Adds a worker's shared value (its counts from `from`, decay `f`) to a segment's sum of the sync `mark` (its othersNext, cleared first). */
-  private addShared(seg: Segment, text: string, from: number, f: number, mark: number, touched: Segment[]): void {
+  private addShared(seg: Segment, text: string, from: number, f: number, mark: number): void {
     if (seg.syncMark !== mark) {
       seg.syncMark = mark;
       if (seg.othersNext === null) seg.othersNext = new Counts();
       else seg.othersNext.scale(0);
-      touched.push(seg);
     }
     seg.othersNext!.addCompact(text, f, from);
   }

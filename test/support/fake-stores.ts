@@ -188,6 +188,8 @@ export class MemoryShadingRepository extends ShadingRepository {
   readonly live = new Set<string>();
   /** Fields set by each publish, in order. */
   readonly published: number[] = [];
+  /** Scans a state's fields last set first (Redis's HSCAN order differs between Redis processes: it hashes with a seed drawn at start). */
+  reversed = false;
 
   isReady(): boolean {
     return !this.outage.down;
@@ -214,6 +216,7 @@ export class MemoryShadingRepository extends ShadingRepository {
     await Promise.resolve();
     this.outage.check();
     const entries = [...(this.states.get(member) ?? [])];
+    if (this.reversed) entries.reverse();
     const from = Number(cursor);
     const page = entries.slice(from, from + count).flat();
     return [from + count >= entries.length ? '0' : String(from + count), page];
