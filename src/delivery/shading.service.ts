@@ -20,7 +20,7 @@ import type { NoticedBid } from './noticed-bid';
 import { Random } from './random';
 import { Clock } from './clock';
 import { ShadingRepository } from './shading.repository';
-import { bestBid, binOf, ContributionCap, Counts, DEFAULT_SHADING, gridBelow, gridOfBid, impossibleNotice, logNormalBins, Segment, SourceLimiter, updateSegment, type ShadingSettings } from './shading';
+import { bestBid, binOf, ContributionCap, Counts, DEFAULT_SHADING, gridBelow, gridOfBid, impossibleNotice, logNormalBins, MOVED_KEEP, Segment, SourceLimiter, updateSegment, type ShadingSettings } from './shading';
 
 /** Most segments kept (every level); beyond, a bid or notice uses the finest level that exists. */
 const MAX_SEGMENTS = 20_000;
@@ -485,7 +485,10 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
       s.silent = s.level >= 2 && unanswered === SILENT_LOSS;
       s.lateWins = s.level >= 2 && unanswered === LATE_WIN;
       if (!teaches || !shared) continue;
-      if (detect && s.observe(exact, j, won)) this.stats.moves++;
+      if (detect && s.observe(exact, j, won)) {
+        this.stats.moves++;
+        s.movedAt = now;
+      }
       if (exact >= 0) o.exact[exact]++;
       else if (won) o.won[j]++;
       else o.lost[j]++;
@@ -630,7 +633,8 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
             if (!Number.isFinite(at)) continue;
             const f = Math.pow(0.5, Math.max(0, now - at) / this.settings.halfLifeMs);
             const seg = key === POOL ? this.pool : this.segments.get(key);
-            if (seg !== undefined) this.addShared(seg, text, colon + 1, f, mark);
+            // Counts another worker wrote before this segment saw its market move are as old as what it forgot then.
+            if (seg !== undefined) this.addShared(seg, text, colon + 1, at < seg.movedAt ? f * MOVED_KEEP : f, mark);
             else this.addPending(key, text, f, mark);
           }
           this.slice(t0);

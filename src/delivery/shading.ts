@@ -225,8 +225,9 @@ export class Segment {
   /** Change detection: running mean of the standardised surprises, and observations since the last move. */
   surprise = 0;
   since = 0;
-  /** Moves detected. */
+  /** Moves detected, and when the last was (ms, the service's clock; ShadingService sets it). */
   moves = 0;
+  movedAt = -Infinity;
   /** Its source sends no loss notices: bids never answered count as losses (with the settings' `unanswered`). */
   silent = false;
   /** Its source sends loss notices at once and its wins late (bills only): bids not answered (yet) count as wins (with the settings' `unanswered`). */

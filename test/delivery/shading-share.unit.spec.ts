@@ -132,6 +132,37 @@ describe('shading sync through its repository (in memory, two workers)', () => {
     assert.ok(segments(b).get(KEY)!.weight <= 1, `weight ${segments(b).get(KEY)!.weight}`);
   });
 
+  it('counts another worker wrote before this worker saw the segment\'s market move weigh what it kept of its own (MOVED_KEEP); those written after, in full', async () => {
+    const repo = new MemoryShadingRepository();
+    const a = worker(repo, 'a');
+    const b = worker(repo, 'b');
+    const seg = (w: Worker): Segment => segments(w).get(KEY) as unknown as Segment;
+    const exactOf = (c: Counts | null | undefined): number => (c ? c.exact.reduce((x, y) => x + y, 0) : 0);
+    teach(a, 100);
+    await a.s.sync();
+    // b learns the same market, then prices to win jump to 1.4: its segment sees the move.
+    b.clock.at = NOW + 1000;
+    teach(b, 150);
+    b.clock.at = NOW + 2000;
+    for (let i = 0; i < 100; i++) b.s.learn('win', noticed(b), 1.5, 1.4, SD, null);
+    b.s.tick();
+    assert.ok(seg(b).moves > 0, 'b saw the move');
+    // a's counts were written at NOW, before the move: a twentieth of them.
+    b.clock.at = NOW + 3000;
+    await b.s.sync();
+    const aWeight = exactOf(seg(a).own);
+    const decay = (ms: number): number => Math.pow(0.5, ms / HALF_LIFE);
+    assert.ok(Math.abs(exactOf(seg(b).others) - 0.05 * aWeight * decay(3000)) < 1e-3, `others ${exactOf(seg(b).others)} against a's ${aWeight}`);
+    // a writes again after the move (it learned since): in full.
+    a.clock.at = NOW + 4000;
+    teach(a, 10);
+    await a.s.sync();
+    b.clock.at = NOW + 5000;
+    await b.s.sync();
+    const written = exactOf(seg(a).own);
+    assert.ok(Math.abs(exactOf(seg(b).others) - written * decay(1000)) < 1e-2, `others ${exactOf(seg(b).others)} against a's ${written}`);
+  });
+
   it('after the first write, a sync writes only the segments that learned since', async () => {
     const repo = new MemoryShadingRepository();
     const a = worker(repo, 'a');
