@@ -1,6 +1,6 @@
 'use strict';
 // `npm run simulate [-- --market <name,…>|all|short] [--days 1] [--requests 100000] [--seed 1] [--workers 1]
-//   [--curve uniform|traffic] [--strategies shaded,value,oracle] [--out .run/simulate]`: runs the market simulator (tools/sim/) on a private Redis, for
+//   [--sync-s 10] [--curve uniform|traffic] [--strategies shaded,value,oracle] [--out .run/simulate]`: runs the market simulator (tools/sim/) on a private Redis, for
 // each market the bidder as configured (shaded), bidding the value and the oracle, then prints the
 // figures and writes report.html (SVG charts) and results.json into --out. `--help` prints the usage.
 // `npm run simulate -- --http <url|start> --market <short market> [--rate 35] [--seconds 120] [--seed 1] [--workers 2]`:
@@ -24,6 +24,7 @@ const USAGE = `usage: npm run simulate -- [options]
   --requests <n>        requests a virtual day (default 100000)
   --seed <n>            the seed: a seed replays a run exactly (default 1)
   --workers <n>         app instances sharing one Redis (default 1); with --http start: PM2 workers (default 2)
+  --sync-s <n>          in process: the workers' SHADING_SYNC_S, seconds between two shares of what shading learned (default 10)
   --curve <c>           uniform or traffic: every even campaign's pacing curve
   --strategies <list>   shaded,value,oracle (default all three; the targets are checked with all three)
   --out <dir>           report.html and results.json (default .run/simulate)
@@ -46,6 +47,7 @@ try {
       requests: { type: 'string', default: '100000' },
       seed: { type: 'string', default: '1' },
       workers: { type: 'string' },
+      'sync-s': { type: 'string' },
       http: { type: 'string' },
       rate: { type: 'string', default: '35' },
       seconds: { type: 'string', default: '120' },
@@ -210,7 +212,7 @@ async function main() {
   if (curve !== undefined && curve !== 'uniform' && curve !== 'traffic') fail(`--curve: uniform or traffic, not ${curve}`);
   const strategies = arg('strategies').split(',');
   for (const s of strategies) if (!['shaded', 'value', 'oracle'].includes(s)) fail(`--strategies: shaded, value or oracle, not ${s}`);
-  const opts = { days: positiveInt('days'), requests: positiveInt('requests'), seed: positiveInt('seed'), workers: positiveInt('workers', '1'), curve };
+  const opts = { days: positiveInt('days'), requests: positiveInt('requests'), seed: positiveInt('seed'), workers: positiveInt('workers', '1'), syncS: arg('sync-s') === undefined ? undefined : positiveInt('sync-s'), curve };
   const out = path.resolve(root, arg('out'));
   fs.mkdirSync(out, { recursive: true });
   const redis = await startRedis({ dir: path.join(out, 'redis') });
@@ -219,7 +221,7 @@ async function main() {
     for (const n of names) {
       const runs = [];
       for (const strategy of strategies) {
-        const r = await simulate({ market: MARKETS[n], strategy, seed: opts.seed, days: opts.days, requestsPerDay: opts.requests, workers: opts.workers, curve: opts.curve, redisUrl: redis.url, dir: path.join(out, 'scratch') });
+        const r = await simulate({ market: MARKETS[n], strategy, seed: opts.seed, days: opts.days, requestsPerDay: opts.requests, workers: opts.workers, syncS: opts.syncS, curve: opts.curve, redisUrl: redis.url, dir: path.join(out, 'scratch') });
         runs.push(r);
         console.log(`${n} ${strategy}: ${r.requests} requests, ${r.bids} bids, ${r.wins} wins, paid ${usd(r.paid)} USD, surplus ${usd(r.surplus)} USD, notice errors ${r.noticeErrors} (${(r.wallMs / 1000).toFixed(1)} s)`);
       }

@@ -68,6 +68,8 @@ export interface SimOptions {
   readonly startMs?: number;
   /** Workers (app instances sharing the Redis): requests go round-robin, notices to any of them. Default 1. */
   readonly workers?: number;
+  /** The workers' SHADING_SYNC_S (default: the bidder's, 10). */
+  readonly syncS?: number;
   /** The pacing curve of every even campaign (default: each campaign's own, uniform). */
   readonly curve?: 'uniform' | 'traffic';
   /** Restarts worker `worker` `atMs` virtual ms after the start: its app closes (leaving the live set) and a new one (another worker id, nothing learned) takes its requests. */
@@ -298,6 +300,7 @@ export async function simulate(o: SimOptions): Promise<SimResult> {
     TRACKING_SECRET: 'simulator',
     BUDGET_REFRESH_MS: String(refreshMs),
     SHADING: o.strategy === 'value' ? 'false' : 'true',
+    ...(o.syncS !== undefined ? { SHADING_SYNC_S: String(o.syncS) } : {}),
   };
   let now = startMs;
   // Virtual ms between two shadings' exchanges of what they learned (with several workers): the workers' own setting (SHADING_SYNC_S).
