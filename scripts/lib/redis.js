@@ -103,15 +103,48 @@ function ensureRedisBinary({ log = console.error } = {}) {
 }
 
 /** Asks the kernel for a free TCP port on loopback. */
-function freePort() {
-  return new Promise((resolve, reject) => {
+/** The kernel's range of local ports for outgoing connections (Linux's ip_local_port_range; its default elsewhere). */
+function ephemeralRange() {
+  try {
+    const [lo, hi] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(lo) && Number.isInteger(hi) && lo <= hi) return [lo, hi];
+  } catch {
+    // not Linux
+  }
+  return [32768, 60999];
+}
+
+/** Listens on 127.0.0.1:`port` and closes: resolves the port it had (0: any), or null when it was taken. */
+function tryPort(port) {
+  return new Promise((resolve) => {
     const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
+    srv.once('error', () => resolve(null));
+    srv.listen(port, '127.0.0.1', () => {
+      const got = srv.address().port;
+      srv.close(() => resolve(got));
     });
   });
+}
+
+/**
+ * A port free on 127.0.0.1 now, for a server to bind in a moment: drawn below the kernel's range for
+ * outgoing connections' local ports (about 12,000 ports under it, from 1024). A port from listen(0)
+ * is in that range, and once closed the kernel may give it to the next outgoing connection (a Redis
+ * client, an HTTP request) before the server binds it: two fresh-clone runs of the tests each lost
+ * such a race.
+ */
+async function freePort() {
+  const [lo, hi] = ephemeralRange();
+  const below = [Math.max(1024, lo - 12_000), lo - 1];
+  const [from, to] = below[1] - below[0] >= 1000 ? below : [hi + 1, 65535];
+  for (let i = 0; to - from >= 1000 && i < 50; i++) {
+    const got = await tryPort(from + Math.floor(Math.random() * (to - from + 1)));
+    if (got !== null) return got;
+  }
+  // No range outside the kernel's: any port it gives.
+  const any = await tryPort(0);
+  if (any === null) throw new Error('freePort: no port free on 127.0.0.1');
+  return any;
 }
 
 /** Servers started as children of this process: stopped when it exits, even through process.exit(). */
