@@ -11,6 +11,7 @@ import { oracleBid } from '../../src/delivery/shading';
 import { competitionCdf, drawCompetition, logNormalCdf, MARKETS, seeded, type SegmentShape } from '../sim/market';
 import { simulate, type SimResult } from '../sim/simulator';
 import { startTestRedis, type TestRedis } from '../../test/support/redis';
+import { assertAgainstOracle } from './support/against-oracle';
 
 let redis: TestRedis;
 let dir: string;
@@ -51,25 +52,11 @@ describe('simulator', () => {
   });
 
   it('an exchange that sends wins only (no loss notices, no prices to win): surplus ≥ 80 % and wins within 20 % of the oracle\'s, seeds 1-3', { timeout: 180_000 }, async () => {
-    for (const seed of [1, 2, 3]) {
-      const run = (strategy: 'shaded' | 'oracle') => simulate({ market: MARKETS['wins-only'], strategy, seed, days: 1, requestsPerDay: 100_000, redisUrl: redis.url, dir });
-      const shaded = await run('shaded');
-      const oracle = await run('oracle');
-      assert.equal(shaded.noticeErrors, 0);
-      assert.ok(shaded.surplus >= 0.8 * oracle.surplus, `seed ${seed}: surplus ${shaded.surplus.toFixed(3)} against the oracle's ${oracle.surplus.toFixed(3)}`);
-      assert.ok(Math.abs(shaded.wins / oracle.wins - 1) <= 0.2, `seed ${seed}: ${shaded.wins} wins against the oracle's ${oracle.wins}`);
-    }
+    await assertAgainstOracle({ market: 'wins-only', seeds: [1, 2, 3], surplusShare: 0.8, redisUrl: redis.url, dir });
   });
 
   it('an exchange whose wins come late (no win notices, bills 20-60 s after the bid, loss notices): surplus ≥ 90 % of the oracle\'s, wins within 20 %, seeds 1-3', { timeout: 180_000 }, async () => {
-    for (const seed of [1, 2, 3]) {
-      const run = (strategy: 'shaded' | 'oracle') => simulate({ market: MARKETS['late-bills'], strategy, seed, days: 1, requestsPerDay: 100_000, redisUrl: redis.url, dir });
-      const shaded = await run('shaded');
-      const oracle = await run('oracle');
-      assert.equal(shaded.noticeErrors, 0);
-      assert.ok(shaded.surplus >= 0.9 * oracle.surplus, `seed ${seed}: surplus ${shaded.surplus.toFixed(3)} against the oracle's ${oracle.surplus.toFixed(3)}`);
-      assert.ok(Math.abs(shaded.wins / oracle.wins - 1) <= 0.2, `seed ${seed}: ${shaded.wins} wins against the oracle's ${oracle.wins}`);
-    }
+    await assertAgainstOracle({ market: 'late-bills', seeds: [1, 2, 3], surplusShare: 0.9, redisUrl: redis.url, dir });
   });
 
   it('the oracle is the exact optimum for a known distribution', () => {
