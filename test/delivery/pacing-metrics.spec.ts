@@ -66,15 +66,14 @@ describe('per-campaign spend and pacing metrics', () => {
     // Spend already in Redis: 12 USD of even-1's day (its own, in Paris) and 20 of asap-1's, which
     // spent 30 on earlier days: its total of 60 leaves it 10 more today although its daily budget is 40.
     // Written for the next day too, so that a test that runs across a midnight sees the same spend.
+    // One MSET: a refresh between separate writes would read a day's spend without its total (asap-1's
+    // budget 40, not 30) and the scrape could see that refresh.
     const now = Date.now();
-    for (const t of [now, localDay(now, 'Europe/Paris').end]) {
-      await client.set(spendKeys.daily('even-1', localDay(t, 'Europe/Paris').day), String(12 * 1_000_000));
-    }
-    for (const t of [now, localDay(now, 'UTC').end]) {
-      await client.set(spendKeys.daily('asap-1', localDay(t, 'UTC').day), String(20 * 1_000_000));
-    }
-    await client.set(spendKeys.total('even-1'), String(300 * 1_000_000));
-    await client.set(spendKeys.total('asap-1'), String(50 * 1_000_000));
+    const spend: string[] = [];
+    for (const t of [now, localDay(now, 'Europe/Paris').end]) spend.push(spendKeys.daily('even-1', localDay(t, 'Europe/Paris').day), String(12 * 1_000_000));
+    for (const t of [now, localDay(now, 'UTC').end]) spend.push(spendKeys.daily('asap-1', localDay(t, 'UTC').day), String(20 * 1_000_000));
+    spend.push(spendKeys.total('even-1'), String(300 * 1_000_000), spendKeys.total('asap-1'), String(50 * 1_000_000));
+    await client.mset(...spend);
   });
 
   after(async () => {
