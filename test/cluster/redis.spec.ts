@@ -249,8 +249,10 @@ describe('the bid log on a Redis Cluster', () => {
   it('a master killed: bidding goes on, its frames wait (memory, then disk) until a replica holds them, none lost or repeated', async () => {
     const key = 'kl';
     const spill = fs.mkdtempSync(path.join(dir, 'spill-kill-'));
-    // A small memory bound, so that frames waiting for the killed shard go to disk too.
-    const app = await createApp(config({ LOG_REDIS_KEY: key, LOG_FLUSH_INTERVAL_MS: '20', LOG_MAX_MEMORY_BYTES: String(64 * 1024), LOG_SPILL_DIR: spill, SHUTDOWN_TIMEOUT_MS: '3000' }));
+    // A small memory bound, so that frames waiting for the killed shard go to disk too; not so small
+    // that the records of a moment fill it alone (64 KiB, about 100 ms of them, dropped some when the
+    // compression of a busy machine fell that far behind).
+    const app = await createApp(config({ LOG_REDIS_KEY: key, LOG_FLUSH_INTERVAL_MS: '20', LOG_MAX_MEMORY_BYTES: String(192 * 1024), LOG_SPILL_DIR: spill, SHUTDOWN_TIMEOUT_MS: '3000' }));
     await app.init();
     const log = app.get(LogService);
     const traffic = logSteadily(log, 'kl', 64);

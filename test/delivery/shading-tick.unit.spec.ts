@@ -134,8 +134,11 @@ describe('shading tick: how often a segment is re-estimated', () => {
     console.log(`3,002 dirty segments: ${ticks} ticks, wall per tick median ${median.toFixed(2)} ms, longest ${walls[walls.length - 1].toFixed(2)} ms; ticks cut ${t.s.stats.ticksCut}`);
     assert.equal(updated, 2000);
     assert.ok(ticks > 1 && t.s.stats.ticksCut === ticks - 1, `${ticks} ticks, ${t.s.stats.ticksCut} cut`);
-    // Wall time, on a machine that may be running other tests: the median, with a segment's update of slack.
-    assert.ok(median < TICK_BUDGET_MS + 1, `median tick ${median} ms`);
+    // Wall time, on a machine that may be running other tests: the median, with 2 ms of slack for a
+    // process the system preempted (3.2 ms with two simulations running beside it; one tick of all
+    // 3,002 took 24.5 ms before the bound). Its CPU time is no better a measure here: the thread's
+    // clock of this machine's VMs advances in steps of several ms.
+    assert.ok(median < TICK_BUDGET_MS + 2, `median tick ${median} ms`);
   });
 
   it('without a budget (the simulator: the same run on any machine) a tick updates every dirty segment', () => {

@@ -150,7 +150,9 @@ describe('LogPipeline (fake Redis, real disk)', () => {
     p.redisReady();
     await until(() => p.stats().recordsFlushed === 2000);
     const s = p.stats();
-    assert.equal(s.recordsDrained, down.recordsSpilled);
+    // Every record spilled was drained back (a spill already under way at the snapshot above ends after it).
+    assert.ok(s.recordsSpilled >= down.recordsSpilled);
+    assert.equal(s.recordsDrained, s.recordsSpilled);
     assert.deepEqual(
       sink.records().map((r) => r.id),
       ids,
