@@ -145,6 +145,15 @@ export class Counts {
     for (let i = 0; i < a.length; i++) out[i] += a[i];
   }
 
+  /** Takes these counts from `out` (as addTo), none below 0: held counts are part of own counts, decayed alike but for rounding. */
+  takeFrom(out: Float64Array): void {
+    const a = this.all;
+    for (let i = 0; i < a.length; i++) {
+      const v = out[i] - a[i];
+      out[i] = v > 0 ? v : 0;
+    }
+  }
+
   /** Compact form for sharing: 6 bytes per non-zero count (array, bin, value as a 32-bit float), base64. */
   toCompact(): string {
     const arrays = [this.bids, this.answered, this.exact, this.won, this.lost];
@@ -237,6 +246,12 @@ export class Segment {
   /** The other workers' counts being read by a sync (swapped with `others` at its end), and that sync's mark. */
   othersNext: Counts | null = null;
   syncMark = 0;
+  /**
+   * Of its own counts, those held out of its estimate until the other workers' shared state is as
+   * recent (shading-held.ts; null until it first holds one), and how many events they are.
+   */
+  held: Counts | null = null;
+  heldEvents = 0;
   /** Learned something since it was last shared (ShadingService.sync), and the bytes it holds in the shared state. */
   changed = false;
   sharedBytes = 0;
@@ -280,6 +295,7 @@ export class Segment {
     if (this.since < SURPRISE_HOLD || Math.abs(this.surprise) < SURPRISE_LIMIT || this.weight <= 0) return false;
     this.own.scale(MOVED_KEEP);
     this.others?.scale(MOVED_KEEP);
+    this.held?.scale(MOVED_KEEP);
     this.surprise = 0;
     this.since = 0;
     this.moves++;
@@ -308,12 +324,15 @@ const scratchAbove = new Float64Array(GRID_SIZE);
 export function updateSegment(seg: Segment, prior: Float32Array, s: ShadingSettings, now: number, iterations = 2): void {
   if (Number.isNaN(seg.at)) seg.at = now;
   else if (now > seg.at) {
-    seg.own.scale(Math.pow(0.5, (now - seg.at) / s.halfLifeMs));
+    const f = Math.pow(0.5, (now - seg.at) / s.halfLifeMs);
+    seg.own.scale(f);
+    seg.held?.scale(f);
     seg.at = now;
   }
   sum.fill(0);
   seg.own.addTo(sum);
   if (seg.others !== null) seg.others.addTo(sum);
+  if (seg.held !== null && seg.heldEvents > 0) seg.held.takeFrom(sum);
   let weight = 0;
   for (let k = 0; k < BINS; k++) weight += sumExact[k];
   seg.exactWeight = weight;

@@ -157,12 +157,12 @@ describe('shading sync', () => {
     assert.notEqual(b.s.cdfOf(key), b.s.cdfOf('none'), 'b prices that segment from a\'s counts, not from the pool');
 
     // A few notices later, a's next sync writes only what changed: the segment and its parents (the
-    // pool, bounded per exchange, has long stopped learning from the only exchange).
+    // pool, bounded per exchange, has long stopped learning from the only exchange), and the time it wrote.
     a.fields.length = 0;
     for (let i = 0; i < 5; i++) a.s.learn('win', noticed('pub-7'), 1.5, 0.7, 2 + 16 * floorBucket(0.5), null);
     drain(a.s);
     await a.s.sync();
-    assert.deepEqual(a.fields, [4], `fields written: ${a.fields.join(', ')}`);
+    assert.deepEqual(a.fields, [5], `fields written: ${a.fields.join(', ')}`);
 
     // Later syncs of the reading worker, each after a shared 50 publishers' notices: the JS heap bytes
     // one allocates (reading a's 11,002 fields; 18.7 MB when each sync built its map of what it kept
