@@ -198,7 +198,9 @@ describe('LogPipeline (fake Redis, real disk)', () => {
     logN(q, 100);
     const t0 = Date.now();
     await q.close(400);
-    assert.ok(Date.now() - t0 < 1000);
+    // Bounded by its budget (400 ms) and the spill's write and fsync, which a busy machine slows: with
+    // Redis down and no bound it would wait for ever.
+    assert.ok(Date.now() - t0 < 3000, `closed in ${Date.now() - t0} ms`);
     assert.equal(q.stats().recordsSpilled, 100);
     assert.equal(fs.readdirSync(dir).length, 1);
   });
