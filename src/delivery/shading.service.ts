@@ -40,6 +40,8 @@ export const MAX_SHARED_BYTES = 1_000_000;
 const SCAN_COUNT = 50;
 const SLICE = 100;
 const FULL_EVERY = 30;
+/** Held events let go between two readings of the clock (about 0.1 ms of them). */
+const RELEASE_SLICE = 512;
 /** The field of a worker's shared state that says when it last wrote it (`<ms>:`, every sync): how recent its state is (shading-held.ts). */
 const WRITTEN = '~written';
 
@@ -713,12 +715,25 @@ export class ShadingService implements OnApplicationBootstrap, OnApplicationShut
           this.queueUpdate(seg);
         }
       }
+      this.slice(t0);
       // Held events the others' state now covers count from now on, and those older than a shared
-      // state lives (a worker that stopped writing); alone, nothing is held.
-      if (this.held !== null) this.held.release(Math.max(written, now - this.sharedTtlMs()), this.settings.halfLifeMs, (seg) => this.queueUpdate(seg));
+      // state lives (a worker that stopped writing); alone, nothing is held. In turns of at most
+      // TICK_BUDGET_MS.
+      const held = this.held;
+      if (held !== null) {
+        const cutoff = Math.max(written, now - this.sharedTtlMs());
+        const touched = (seg: Segment): void => this.queueUpdate(seg);
+        for (let more = true; more; ) {
+          const t1 = cpuNow();
+          const until = performance.now() + TICK_BUDGET_MS;
+          do more = held.release(cutoff, this.settings.halfLifeMs, touched, RELEASE_SLICE);
+          while (more && performance.now() < until);
+          this.slice(t1);
+          if (more) await yieldTurn();
+        }
+      }
       if (written === Infinity) this.held = null;
       else this.held ??= new HeldEvents();
-      this.slice(t0);
       this.stats.syncs++;
     } catch (e) {
       this.stats.syncErrors++;

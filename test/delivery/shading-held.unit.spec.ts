@@ -87,6 +87,18 @@ describe('HeldEvents', () => {
     assert.deepEqual(Array.from(finest.held!.bids.subarray(40, 45)), [0, 0, 0, 0, 1]);
   });
 
+  it('lets go of at most `max` events a call, and says whether some due are left', () => {
+    const [, , , finest] = chain();
+    const held = new HeldEvents(16);
+    for (let t = 0; t < 5; t++) held.hold(finest, HELD_BID, 40, 0, t, HALF_LIFE);
+    assert.equal(held.release(3, HALF_LIFE, () => undefined, 2), true);
+    assert.equal(held.length, 3);
+    assert.equal(held.release(3, HALF_LIFE, () => undefined, 2), false);
+    assert.equal(held.length, 1);
+    assert.equal(held.release(3, HALF_LIFE, () => undefined, 2), false);
+    assert.equal(held.length, 1);
+  });
+
   it('holds nothing of a segment coarser than level 2', () => {
     const [, exchange] = chain();
     const held = new HeldEvents(4);
